@@ -1,0 +1,34 @@
+# The two commands: `make demo` and `make test`. Both install what is missing, configure
+# and build first.
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build demo test install clean format
+
+all: build
+
+deps:
+	./scripts/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: build
+	mpiexec -n 4 $(BUILD_DIR)/perf/collectives_demo
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j 1
+
+install: build
+	cmake --install $(BUILD_DIR)
+
+format:
+	clang-format -i $$(git ls-files '*.h' '*.cc' '*.c')
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,178 @@
+/*
+ * zccl: collective communication for sharded (ZeRO / FSDP) training.
+ *
+ * NCCL-shaped C API (C99). Every function returns a zcclResult_t; nothing aborts the
+ * process. After a failure, zcclGetLastError(comm) says which argument was wrong and why.
+ *
+ * Memory: this release moves host memory through MPI; the stream argument of every
+ * collective must be NULL for host buffers.
+ */
+#ifndef ZCCL_ZCCL_H_
+#define ZCCL_ZCCL_H_
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define ZCCL_API __attribute__((visibility("default")))
+#else
+#define ZCCL_API
+#endif
+
+#define ZCCL_MAJOR 0
+#define ZCCL_MINOR 1
+#define ZCCL_PATCH 0
+/* zcclGetVersion returns MAJOR * 10000 + MINOR * 100 + PATCH. */
+#define ZCCL_VERSION_CODE (ZCCL_MAJOR * 10000 + ZCCL_MINOR * 100 + ZCCL_PATCH)
+
+typedef enum {
+  zcclSuccess = 0,
+  zcclInvalidArgument = 1, /* an argument is wrong: null, out of range, bad layout */
+  zcclInvalidUsage = 2,    /* arguments fine, but the call is not allowed now */
+  zcclSystemError = 3,     /* the OS or a library below failed (allocation, MPI) */
+  zcclInternalError = 4,   /* a bug in zccl */
+  zcclRemoteError = 5,     /* a peer failed or the communicator was aborted */
+  zcclTimeout = 6,         /* a peer did not answer within the timeout */
+  zcclInProgress = 7,      /* a non-blocking operation has not completed yet */
+  zcclNumResults = 8
+} zcclResult_t;
+
+typedef enum {
+  zcclInt8 = 0,
+  zcclUint8 = 1,
+  zcclInt32 = 2,
+  zcclUint32 = 3,
+  zcclInt64 = 4,
+  zcclUint64 = 5,
+  zcclFloat16 = 6,
+  zcclBfloat16 = 7,
+  zcclFloat32 = 8,
+  zcclFloat64 = 9,
+  zcclNumTypes = 10
+} zcclDataType_t;
+
+/*
+ * Reductions. Half-precision inputs are accumulated in float32 and rounded once.
+ * zcclAvg divides the sum by the number of ranks exactly once (integers: truncating
+ * division of the sum, which wraps like the type's own arithmetic).
+ * max/min return NaN when any input is NaN.
+ */
+typedef enum {
+  zcclSum = 0,
+  zcclProd = 1,
+  zcclMax = 2,
+  zcclMin = 3,
+  zcclAvg = 4,
+  zcclNumOps = 5
+} zcclRedOp_t;
+
+/* Algorithm families a communicator may use (ZCCL_ALGO in the environment). */
+typedef enum {
+  zcclAlgoAuto = 0,   /* zccl's planner chooses */
+  zcclAlgoRing = 1,   /* ring all-gather / reduce-scatter over point-to-point */
+  zcclAlgoDirect = 2, /* direct exchange, reduced in rank order (reproducible) */
+  zcclAlgoNative = 3, /* the backend's own collective (MPI_Allgather, ...) */
+  zcclNumAlgos = 4
+} zcclAlgorithm_t;
+
+/* Link classes that traffic statistics are split by. */
+typedef enum {
+  zcclLinkSelf = 0,      /* this rank to itself */
+  zcclLinkIntraNode = 1, /* a peer on the same node */
+  zcclLinkInterNode = 2, /* a peer on another node */
+  zcclNumLinkClasses = 3
+} zcclLinkClass_t;
+
+typedef struct zcclComm* zcclComm_t;
+/* A CUDA stream (cudaStream_t) for device memory; NULL for host memory. */
+typedef void* zcclStream_t;
+
+#define ZCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
+#define ZCCL_CONFIG_UNDEF_DOUBLE (-1.0)
+
+/*
+ * Communicator configuration. Initialise with ZCCL_CONFIG_INITIALIZER; a field left
+ * undefined takes the ZCCL_* environment variable, else the default.
+ */
+typedef struct {
+  size_t size;           /* sizeof(zcclConfig), for ABI checks */
+  unsigned int magic;    /* ZCCL_CONFIG_MAGIC */
+  unsigned int version;  /* ZCCL_VERSION_CODE */
+  int algorithm;         /* zcclAlgorithm_t; env ZCCL_ALGO=auto|ring|direct|native */
+  int ranksPerNode;      /* >0 emulates nodes of N consecutive ranks; env ZCCL_RANKS_PER_NODE */
+  double timeoutSeconds; /* 0 waits forever; env ZCCL_TIMEOUT_S; default 1800 */
+} zcclConfig;
+
+#define ZCCL_CONFIG_MAGIC 0x7a63636cu
+#define ZCCL_CONFIG_INITIALIZER                                                        \
+  {                                                                                    \
+    sizeof(zcclConfig), ZCCL_CONFIG_MAGIC, ZCCL_VERSION_CODE, ZCCL_CONFIG_UNDEF_INT,   \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_DOUBLE                                \
+  }
+
+/* Bytes and messages this rank sent since creation or the last reset, per link class. */
+typedef struct {
+  uint64_t bytesSent[zcclNumLinkClasses];
+  uint64_t messagesSent[zcclNumLinkClasses];
+  /* Bytes moved by the backend's native collectives, whose peers zccl cannot see:
+   * counted from the volume a bandwidth-optimal algorithm sends, not per link. */
+  uint64_t nativeBytesEstimated;
+  uint64_t nativeCalls;
+} zcclStats;
+
+ZCCL_API const char* zcclGetErrorString(zcclResult_t result);
+/* The message of the last failure on comm, or of this thread when comm is NULL. */
+ZCCL_API const char* zcclGetLastError(zcclComm_t comm);
+ZCCL_API zcclResult_t zcclGetVersion(int* version);
+
+/* Collective over mpiComm: every rank of it must call. config may be NULL. */
+ZCCL_API zcclResult_t zcclCommInitMPI(MPI_Comm mpiComm, const zcclConfig* config, zcclComm_t* comm);
+/* Collective over comm. color < 0 (ZCCL_SPLIT_NOCOLOR) gives *newcomm = NULL. */
+#define ZCCL_SPLIT_NOCOLOR (-1)
+ZCCL_API zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newcomm,
+                           const zcclConfig* config);
+ZCCL_API zcclResult_t zcclCommDestroy(zcclComm_t comm);
+/* Frees comm without waiting for peers; pending operations are abandoned. */
+ZCCL_API zcclResult_t zcclCommAbort(zcclComm_t comm);
+ZCCL_API zcclResult_t zcclCommCount(const zcclComm_t comm, int* count);
+ZCCL_API zcclResult_t zcclCommUserRank(const zcclComm_t comm, int* rank);
+ZCCL_API zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats);
+ZCCL_API zcclResult_t zcclCommResetStats(zcclComm_t comm);
+
+/* In place when sendbuff == recvbuff + rank * sendcount elements. */
+ZCCL_API zcclResult_t zcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream);
+/* In place when recvbuff == sendbuff + rank * recvcount elements. */
+ZCCL_API zcclResult_t zcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                               zcclStream_t stream);
+/* In place when sendbuff == recvbuff. */
+ZCCL_API zcclResult_t zcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                           zcclStream_t stream);
+/* sendbuff is read on root only; in place when sendbuff == recvbuff. */
+ZCCL_API zcclResult_t zcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           zcclDataType_t datatype, int root, zcclComm_t comm,
+                           zcclStream_t stream);
+/* count elements to and from every rank; in place when sendbuff == recvbuff. */
+ZCCL_API zcclResult_t zcclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                          zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream);
+/* Outside a group, Send and Recv block until done; inside one they complete at GroupEnd. */
+ZCCL_API zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_t datatype, int peer,
+                      zcclComm_t comm, zcclStream_t stream);
+ZCCL_API zcclResult_t zcclRecv(void* recvbuff, size_t count, zcclDataType_t datatype, int peer,
+                      zcclComm_t comm, zcclStream_t stream);
+/* Groups point-to-point calls of this thread so they progress together (as in NCCL). */
+ZCCL_API zcclResult_t zcclGroupStart(void);
+ZCCL_API zcclResult_t zcclGroupEnd(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZCCL_ZCCL_H_ */

@@ -1,0 +1,47 @@
+// zccl's collective algorithms over a Transport's point-to-point, one file each, and the
+// engine's native collectives behind the same signatures. Buffers are host memory.
+//
+// Blocks follow a Partition: block r of a buffer belongs to rank r.
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/context.h"
+
+namespace zccl {
+
+// recv gets every rank's block; `send` is this rank's block, or nullptr when it already
+// sits at its place in recv (in place).
+Status allGatherRing(Context& ctx, const void* send, void* recv, const Partition& blocks,
+                     size_t elementSize);
+
+// recv (one block) gets the reduction over ranks of block rank() of send. recv may be
+// send's own block (in place). Half-precision partial sums are rounded at every hop.
+Status reduceScatterRing(Context& ctx, const void* send, void* recv, const Partition& blocks,
+                         DataType type, RedOp op);
+
+// As reduceScatterRing, but each rank receives every peer's copy of its block and reduces
+// them in rank order, accumulating in float32 for half precision and rounding once.
+// Same bytes on the wire as the ring; results are independent of the ring's rotation.
+Status reduceScatterDirect(Context& ctx, const void* send, void* recv, const Partition& blocks,
+                           DataType type, RedOp op);
+
+// Every rank sends block j of send to rank j; recv block j comes from rank j.
+// send == recv is allowed (staged through scratch).
+Status allToAllPairwise(Context& ctx, const void* send, void* recv, size_t blockBytes);
+
+// A chain from root through the ranks in order, pipelined in segments.
+// `send` is read on root only; it may equal recv.
+Status broadcastPipelined(Context& ctx, const void* send, void* recv, size_t bytes, int root);
+
+// The backend's own collectives, with zccl's in-place conventions and kAvg.
+Status allGatherNative(Context& ctx, const void* send, void* recv, size_t count, DataType type);
+Status reduceScatterNative(Context& ctx, const void* send, void* recv, size_t recvCount,
+                           DataType type, RedOp op);
+Status allReduceNative(Context& ctx, const void* send, void* recv, size_t count, DataType type,
+                       RedOp op);
+Status broadcastNative(Context& ctx, const void* send, void* recv, size_t count, DataType type,
+                       int root);
+Status allToAllNative(Context& ctx, const void* send, void* recv, size_t count, DataType type);
+
+}  // namespace zccl

@@ -1,0 +1,50 @@
+// Ring reduce-scatter: at step s each rank sends its partial result for block
+// (rank - s - 1) to the next rank and folds its own input into the partial it receives for
+// block (rank - s - 2); after n-1 steps the partial for its own block is complete.
+#include <cstring>
+#include <utility>
+
+#include "collectives/algorithms.h"
+#include "common/reduce.h"
+
+namespace zccl {
+
+Status reduceScatterRing(Context& ctx, const void* send, void* recv, const Partition& blocks,
+                         DataType type, RedOp op) {
+  Transport& t = ctx.transport;
+  const int n = t.size();
+  const size_t es = elementSize(type);
+  const char* in = static_cast<const char*>(send);
+  const auto inputBlock = [&](int block) { return in + blocks.offset(block) * es; };
+  const size_t maxBytes = blocks.largest() * es;
+
+  void* incoming = nullptr;
+  void* partial = nullptr;
+  ZCCL_CHECK(ctx.scratch.get(kScratchReceive, maxBytes, &incoming));
+  ZCCL_CHECK(ctx.scratch.get(kScratchAccumulate, maxBytes, &partial));
+
+  const void* outgoing = inputBlock(ringBlock(t.rank(), 1, n));  // step 0 sends raw input
+  for (int step = 0; step < n - 1; ++step) {
+    const int sendBlock = ringBlock(t.rank(), step + 1, n);
+    const int recvBlock = ringBlock(t.rank(), step + 2, n);
+    Ticket ticket;
+    ZCCL_CHECK(t.postRecv(incoming, blocks.size(recvBlock) * es, ringPrev(t), kCollectiveTag,
+                          &ticket));
+    ZCCL_CHECK(t.postSend(outgoing, blocks.size(sendBlock) * es, ringNext(t), kCollectiveTag,
+                          &ticket));
+    ZCCL_CHECK(t.waitAll());
+    reduceInto(incoming, inputBlock(recvBlock), blocks.size(recvBlock), type, op);
+    std::swap(incoming, partial);
+    outgoing = partial;
+  }
+  const size_t mine = blocks.size(t.rank());
+  if (n == 1) {
+    std::memmove(recv, inputBlock(0), mine * es);
+  } else {
+    std::memcpy(recv, partial, mine * es);
+  }
+  if (op == RedOp::kAvg) divideByCount(recv, mine, type, n);
+  return Status::kSuccess;
+}
+
+}  // namespace zccl

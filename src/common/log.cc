@@ -1,0 +1,65 @@
+#include "common/log.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace zccl {
+namespace {
+
+std::atomic<int> logRank{-1};
+
+LogLevel parseLevel(const char* text) {
+  if (text == nullptr || *text == '\0') return LogLevel::kNone;
+  std::string value(text);
+  for (auto& c : value) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (value == "WARN") return LogLevel::kWarn;
+  if (value == "INFO") return LogLevel::kInfo;
+  if (value == "TRACE") return LogLevel::kTrace;
+  if (value == "NONE" || value == "OFF") return LogLevel::kNone;
+  std::fprintf(stderr, "zccl: ignoring ZCCL_DEBUG=%s (expected WARN, INFO or TRACE)\n", text);
+  return LogLevel::kNone;
+}
+
+const char* levelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kWarn: return "WARN";
+    case LogLevel::kInfo: return "INFO";
+    case LogLevel::kTrace: return "TRACE";
+    case LogLevel::kNone: break;
+  }
+  return "";
+}
+
+}  // namespace
+
+LogLevel logLevel() {
+  static const LogLevel level = parseLevel(std::getenv("ZCCL_DEBUG"));
+  return level;
+}
+
+void setLogRank(int rank) { logRank.store(rank); }
+
+void logMessage(LogLevel level, const char* format, ...) {
+  static const std::string host = [] {
+    char name[256] = {};
+    gethostname(name, sizeof(name) - 1);
+    return std::string(name);
+  }();
+  char message[2048];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(message, sizeof(message), format, args);
+  va_end(args);
+  // One fprintf per line so that lines of concurrent ranks do not interleave mid-line.
+  std::fprintf(stderr, "%s:%d:%d zccl %s %s\n", host.c_str(), static_cast<int>(getpid()),
+               logRank.load(), levelName(level), message);
+}
+
+}  // namespace zccl

@@ -1,0 +1,24 @@
+// Logging to stderr, filtered by ZCCL_DEBUG=WARN|INFO|TRACE, prefixed host:pid:rank.
+#pragma once
+
+namespace zccl {
+
+enum class LogLevel : int { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
+
+// The level from ZCCL_DEBUG, read once.
+LogLevel logLevel();
+inline bool logEnabled(LogLevel level) { return static_cast<int>(level) <= static_cast<int>(logLevel()); }
+
+// The rank shown in the prefix; -1 until a communicator knows it.
+void setLogRank(int rank);
+
+void logMessage(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
+
+}  // namespace zccl
+
+#define ZCCL_LOG(level, ...)                                     \
+  do {                                                           \
+    if (::zccl::logEnabled(::zccl::LogLevel::level)) {           \
+      ::zccl::logMessage(::zccl::LogLevel::level, __VA_ARGS__);  \
+    }                                                            \
+  } while (0)

@@ -1,0 +1,175 @@
+#include "common/reduce.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "common/half.h"
+
+namespace zccl {
+namespace {
+
+// Storage type T is reduced in Accumulator type; Traits converts between them.
+template <typename T>
+struct Traits {
+  using Accumulator = T;
+  static Accumulator load(T value) { return value; }
+  static T store(Accumulator value) { return value; }
+};
+template <>
+struct Traits<float16_t> {
+  using Accumulator = float;
+  static float load(float16_t value) { return toFloat(value); }
+  static float16_t store(float value) { return toFloat16(value); }
+};
+template <>
+struct Traits<bfloat16_t> {
+  using Accumulator = float;
+  static float load(bfloat16_t value) { return toFloat(value); }
+  static bfloat16_t store(float value) { return toBfloat16(value); }
+};
+
+template <typename A>
+A applyOp(RedOp op, A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    switch (op) {
+      case RedOp::kSum:
+      case RedOp::kAvg: return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+      // Promote to at least unsigned int so that narrow types cannot overflow a signed int.
+      case RedOp::kProd:
+        return static_cast<A>(static_cast<std::common_type_t<U, unsigned>>(a) *
+                              static_cast<std::common_type_t<U, unsigned>>(b));
+      case RedOp::kMax: return std::max(a, b);
+      case RedOp::kMin: return std::min(a, b);
+      case RedOp::kCount: break;
+    }
+  } else {
+    switch (op) {
+      case RedOp::kSum:
+      case RedOp::kAvg: return a + b;
+      case RedOp::kProd: return a * b;
+      case RedOp::kMax: return (a > b || a != a) ? a : b;
+      case RedOp::kMin: return (a < b || a != a) ? a : b;
+      case RedOp::kCount: break;
+    }
+  }
+  return a;
+}
+
+// Division by a rank count that may not fit the narrow type itself (int8 with 200 ranks).
+template <typename A>
+A divideBy(A value, int divisor) {
+  if constexpr (std::is_integral_v<A>) {
+    using Wide = std::conditional_t<std::is_signed_v<A>, int64_t, uint64_t>;
+    return static_cast<A>(static_cast<Wide>(value) / static_cast<Wide>(divisor));
+  } else {
+    return value / static_cast<A>(divisor);
+  }
+}
+
+// The op is a template parameter so that each inner loop is branch-free and vectorizes.
+template <typename T, RedOp Op>
+void reduceIntoTyped(T* inout, const T* in, size_t count) {
+  using Tr = Traits<T>;
+  for (size_t i = 0; i < count; ++i) {
+    inout[i] = Tr::store(applyOp(Op, Tr::load(inout[i]), Tr::load(in[i])));
+  }
+}
+
+template <typename T, RedOp Op>
+void reduceOrderedTyped(T* out, const void* const* inputs, int numInputs, size_t count) {
+  using Tr = Traits<T>;
+  using A = typename Tr::Accumulator;
+  constexpr size_t kBlock = 1024;  // accumulator block that stays in L1
+  A accumulator[kBlock];
+  for (size_t begin = 0; begin < count; begin += kBlock) {
+    const size_t length = std::min(kBlock, count - begin);
+    const T* first = static_cast<const T*>(inputs[0]) + begin;
+    for (size_t i = 0; i < length; ++i) accumulator[i] = Tr::load(first[i]);
+    for (int k = 1; k < numInputs; ++k) {
+      const T* input = static_cast<const T*>(inputs[k]) + begin;
+      for (size_t i = 0; i < length; ++i) {
+        accumulator[i] = applyOp(Op, accumulator[i], Tr::load(input[i]));
+      }
+    }
+    if constexpr (Op == RedOp::kAvg) {
+      for (size_t i = 0; i < length; ++i) accumulator[i] = divideBy(accumulator[i], numInputs);
+    }
+    for (size_t i = 0; i < length; ++i) out[begin + i] = Tr::store(accumulator[i]);
+  }
+}
+
+template <typename T>
+void divideTyped(T* data, size_t count, int divisor) {
+  using Tr = Traits<T>;
+  for (size_t i = 0; i < count; ++i) data[i] = Tr::store(divideBy(Tr::load(data[i]), divisor));
+}
+
+// Calls fn.template operator()<T>() with T the storage type of `type`.
+template <typename Fn>
+void dispatchType(DataType type, Fn&& fn) {
+  switch (type) {
+    case DataType::kInt8: fn(int8_t{}); break;
+    case DataType::kUint8: fn(uint8_t{}); break;
+    case DataType::kInt32: fn(int32_t{}); break;
+    case DataType::kUint32: fn(uint32_t{}); break;
+    case DataType::kInt64: fn(int64_t{}); break;
+    case DataType::kUint64: fn(uint64_t{}); break;
+    case DataType::kFloat16: fn(float16_t{}); break;
+    case DataType::kBfloat16: fn(bfloat16_t{}); break;
+    case DataType::kFloat32: fn(float{}); break;
+    case DataType::kFloat64: fn(double{}); break;
+    case DataType::kCount: break;
+  }
+}
+
+template <template <typename, RedOp> class Kernel, typename T, typename... Args>
+void dispatchOp(RedOp op, Args... args) {
+  switch (op) {
+    case RedOp::kSum: Kernel<T, RedOp::kSum>::run(args...); break;
+    case RedOp::kProd: Kernel<T, RedOp::kProd>::run(args...); break;
+    case RedOp::kMax: Kernel<T, RedOp::kMax>::run(args...); break;
+    case RedOp::kMin: Kernel<T, RedOp::kMin>::run(args...); break;
+    case RedOp::kAvg: Kernel<T, RedOp::kAvg>::run(args...); break;
+    case RedOp::kCount: break;
+  }
+}
+
+template <typename T, RedOp Op>
+struct ReduceIntoKernel {
+  static void run(void* inout, const void* in, size_t count) {
+    reduceIntoTyped<T, Op>(static_cast<T*>(inout), static_cast<const T*>(in), count);
+  }
+};
+
+template <typename T, RedOp Op>
+struct ReduceOrderedKernel {
+  static void run(void* out, const void* const* inputs, int numInputs, size_t count) {
+    reduceOrderedTyped<T, Op>(static_cast<T*>(out), inputs, numInputs, count);
+  }
+};
+
+}  // namespace
+
+void reduceInto(void* inout, const void* in, size_t count, DataType type, RedOp op) {
+  dispatchType(type, [&](auto tag) {
+    dispatchOp<ReduceIntoKernel, decltype(tag)>(op, inout, in, count);
+  });
+}
+
+void reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count,
+                   DataType type, RedOp op) {
+  dispatchType(type, [&](auto tag) {
+    dispatchOp<ReduceOrderedKernel, decltype(tag)>(op, out, inputs, numInputs, count);
+  });
+}
+
+void divideByCount(void* data, size_t count, DataType type, int divisor) {
+  dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    divideTyped(static_cast<T*>(data), count, divisor);
+  });
+}
+
+}  // namespace zccl

@@ -1,0 +1,26 @@
+// Element-wise reductions on host memory for every DataType and RedOp.
+//
+// Integers wrap like unsigned arithmetic of their width (no undefined overflow).
+// Half-precision values are computed in float32. max/min propagate NaN.
+#pragma once
+
+#include <cstddef>
+
+#include "common/types.h"
+
+namespace zccl {
+
+// inout[i] = inout[i] op in[i]. kAvg accumulates like kSum; divide with divideByCount().
+// Half-precision results are rounded after every call (one rounding per hop).
+void reduceInto(void* inout, const void* in, size_t count, DataType type, RedOp op);
+
+// out[i] = inputs[0][i] op inputs[1][i] op ... in input order, accumulated in float32 for
+// half precision (float64 and integers in their own type) and rounded once; kAvg then
+// divides by `numInputs`. `out` may alias any input.
+void reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count,
+                   DataType type, RedOp op);
+
+// data[i] /= divisor: the final step of kAvg after reduceInto (integers truncate).
+void divideByCount(void* data, size_t count, DataType type, int divisor);
+
+}  // namespace zccl

@@ -1,0 +1,42 @@
+#include "common/status.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "common/log.h"
+
+namespace zccl {
+namespace {
+thread_local std::string threadError;
+}  // namespace
+
+const char* statusName(Status status) {
+  switch (status) {
+    case Status::kSuccess: return "success";
+    case Status::kInvalidArgument: return "invalid argument";
+    case Status::kInvalidUsage: return "invalid usage";
+    case Status::kSystemError: return "system error";
+    case Status::kInternalError: return "internal error";
+    case Status::kRemoteError: return "remote error";
+    case Status::kTimeout: return "timeout";
+    case Status::kInProgress: return "in progress";
+  }
+  return "unknown result";
+}
+
+Status fail(Status status, const char* format, ...) {
+  char message[1024];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(message, sizeof(message), format, args);
+  va_end(args);
+  threadError = std::string(statusName(status)) + ": " + message;
+  logMessage(LogLevel::kWarn, "%s", threadError.c_str());
+  return status;
+}
+
+const std::string& lastThreadError() { return threadError; }
+
+void clearThreadError() { threadError.clear(); }
+
+}  // namespace zccl

@@ -1,0 +1,26 @@
+// Argument checks shared by the C entry points. Each failure names the argument and value.
+#pragma once
+
+#include <cstddef>
+
+#include "common/status.h"
+#include "zccl/zccl.h"
+
+namespace zccl {
+
+Status checkComm(const zcclComm* comm);
+Status checkType(zcclDataType_t type);
+Status checkOp(zcclRedOp_t op);
+// Host buffers only: a stream must not be given.
+Status checkStream(zcclStream_t stream);
+Status checkBuffer(const char* name, const void* buffer, size_t count);
+Status checkPeer(const char* name, int peer, int ranks);
+// count * multiplier * elementSize(type) fits in size_t; *bytes gets the product.
+Status checkBytes(const char* name, size_t count, size_t multiplier, zcclDataType_t type,
+                  size_t* bytes);
+// Send [send, send+sendBytes) and receive [recv, recv+recvBytes) may only overlap as the
+// in-place layout: send == recv + inPlaceOffset.
+Status checkInPlace(const char* operation, const void* send, size_t sendBytes, const void* recv,
+                    size_t recvBytes, ptrdiff_t inPlaceOffset, bool* inPlace);
+
+}  // namespace zccl

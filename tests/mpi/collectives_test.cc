@@ -1,0 +1,265 @@
+// Every collective x every type x every op x in/out of place x counts, for each algorithm
+// family, against a serial reference computed here in double precision.
+//
+// Inputs are small integers (scaled by 1/8 for floating point) so that every partial sum
+// and product is exact in every type: any summation order gives the exact result, and the
+// only rounding left is the final one of kAvg, which is allowed one unit in the last place.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/comms.h"
+#include "support/values.h"
+
+namespace zccl_test {
+namespace {
+
+constexpr zcclRedOp_t kOps[] = {zcclSum, zcclProd, zcclMax, zcclMin, zcclAvg};
+constexpr size_t kCounts[] = {0, 1, 2, 3, 13, 1021};
+const char* const kOpNames[] = {"sum", "prod", "max", "min", "avg"};
+const char* const kTypeNames[] = {"int8",    "uint8",    "int32",   "uint32",  "int64",
+                                  "uint64",  "float16",  "bfloat16", "float32", "float64"};
+
+bool isSigned(zcclDataType_t type) {
+  return type == zcclInt8 || type == zcclInt32 || type == zcclInt64 || isFloat(type);
+}
+
+// The input value of element i on rank r.
+double inputValue(zcclDataType_t type, zcclRedOp_t op, int rank, size_t i) {
+  const uint64_t h = mix(static_cast<uint64_t>(type) * 8 + op, static_cast<uint64_t>(rank), i);
+  if (op == zcclProd) {
+    if (!isSigned(type)) return static_cast<double>(1 + h % 3);
+    static const double factors[] = {1, 2, -1, -2, 0.5, -0.5};
+    return factors[h % (isFloat(type) ? 6 : 4)];
+  }
+  if (!isSigned(type)) return static_cast<double>(h % 33);
+  const double integer = static_cast<double>(static_cast<int64_t>(h % 129) - 64);
+  return isFloat(type) ? integer / 8 : std::trunc(integer / 4);
+}
+
+double fold(zcclRedOp_t op, double a, double b) {
+  switch (op) {
+    case zcclProd: return a * b;
+    case zcclMax: return std::max(a, b);
+    case zcclMin: return std::min(a, b);
+    default: return a + b;
+  }
+}
+
+// The reduction over ranks of element `index` of every rank's input.
+double reference(zcclDataType_t type, zcclRedOp_t op, int ranks, size_t index) {
+  double result = inputValue(type, op, 0, index);
+  for (int r = 1; r < ranks; ++r) result = fold(op, result, inputValue(type, op, r, index));
+  if (op != zcclAvg) return result;
+  return isFloat(type) ? result / ranks : std::trunc(result / ranks);
+}
+
+// Counts elements of `got` that differ from `expected(i)`; reports the first.
+template <typename Expected>
+void expectElements(zcclDataType_t type, zcclRedOp_t op, const void* got, size_t count,
+                    Expected expected, const std::string& what) {
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const double want = expected(i);
+    const double have = load(type, got, i);
+    const double tolerance = (op == zcclAvg && isFloat(type)) ? ulp(type, want) : 0.0;
+    if (!(std::fabs(have - want) <= tolerance)) {
+      if (wrong == 0) {
+        ADD_FAILURE() << what << ": element " << i << " is " << have << ", expected " << want;
+      }
+      ++wrong;
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << what;
+}
+
+class Collectives : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    comms_ = {{"auto", makeComm(zcclAlgoAuto)},
+              {"ring", makeComm(zcclAlgoRing)},
+              {"direct", makeComm(zcclAlgoDirect)},
+              {"native", makeComm(zcclAlgoNative)}};
+  }
+  static void TearDownTestSuite() {
+    for (auto& c : comms_) EXPECT_EQ(zcclCommDestroy(c.comm), zcclSuccess);
+  }
+
+  std::string describe(const char* collective, const NamedComm& c, zcclDataType_t type,
+                              zcclRedOp_t op, size_t count, bool inPlace) {
+    return std::string(collective) + " algo=" + c.name + " type=" + kTypeNames[type] +
+           " op=" + kOpNames[op] + " count=" + std::to_string(count) +
+           (inPlace ? " in-place" : " out-of-place") + " rank=" + std::to_string(rank_);
+  }
+
+  // Fills `buffer` with this rank's inputs for elements [first, first + count).
+  static void fill(zcclDataType_t type, zcclRedOp_t op, int rank, void* buffer, size_t first,
+                   size_t count) {
+    for (size_t i = 0; i < count; ++i) store(type, buffer, i, inputValue(type, op, rank, first + i));
+  }
+
+  void checkAllGather(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace) {
+    const size_t es = sizeOf(type);
+    std::vector<char> send(count * es + 1), recv(count * n_ * es + 1);
+    void* sendPtr = inPlace ? recv.data() + rank_ * count * es : send.data();
+    fill(type, zcclSum, rank_, sendPtr, 0, count);
+    ASSERT_EQ(zcclAllGather(sendPtr, recv.data(), count, type, c.comm, nullptr), zcclSuccess)
+        << zcclGetLastError(c.comm);
+    expectElements(type, zcclSum, recv.data(), count * n_,
+                   [&](size_t i) { return inputValue(type, zcclSum, int(i / count), i % count); },
+                   describe("all-gather", c, type, zcclSum, count, inPlace));
+  }
+
+  void checkReduceScatter(const NamedComm& c, zcclDataType_t type, zcclRedOp_t op, size_t count,
+                          bool inPlace) {
+    const size_t es = sizeOf(type);
+    std::vector<char> send(count * n_ * es + 1), recv(count * es + 1);
+    fill(type, op, rank_, send.data(), 0, count * n_);
+    void* recvPtr = inPlace ? send.data() + rank_ * count * es : recv.data();
+    ASSERT_EQ(zcclReduceScatter(send.data(), recvPtr, count, type, op, c.comm, nullptr),
+              zcclSuccess)
+        << zcclGetLastError(c.comm);
+    expectElements(type, op, recvPtr, count,
+                   [&](size_t i) { return reference(type, op, n_, rank_ * count + i); },
+                   describe("reduce-scatter", c, type, op, count, inPlace));
+  }
+
+  void checkAllReduce(const NamedComm& c, zcclDataType_t type, zcclRedOp_t op, size_t count,
+                      bool inPlace) {
+    const size_t es = sizeOf(type);
+    std::vector<char> send(count * es + 1), recv(count * es + 1);
+    fill(type, op, rank_, send.data(), 0, count);
+    void* recvPtr = inPlace ? send.data() : recv.data();
+    ASSERT_EQ(zcclAllReduce(send.data(), recvPtr, count, type, op, c.comm, nullptr), zcclSuccess)
+        << zcclGetLastError(c.comm);
+    expectElements(type, op, recvPtr, count,
+                   [&](size_t i) { return reference(type, op, n_, i); },
+                   describe("all-reduce", c, type, op, count, inPlace));
+  }
+
+  void checkBroadcast(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace,
+                      int root) {
+    const size_t es = sizeOf(type);
+    std::vector<char> send(count * es + 1), recv(count * es + 1);
+    void* sendPtr = inPlace ? recv.data() : send.data();
+    if (rank_ == root) fill(type, zcclSum, rank_, sendPtr, 0, count);
+    ASSERT_EQ(zcclBroadcast(sendPtr, recv.data(), count, type, root, c.comm, nullptr), zcclSuccess)
+        << zcclGetLastError(c.comm);
+    expectElements(type, zcclSum, recv.data(), count,
+                   [&](size_t i) { return inputValue(type, zcclSum, root, i); },
+                   describe("broadcast", c, type, zcclSum, count, inPlace) + " root=" +
+                       std::to_string(root));
+  }
+
+  void checkAllToAll(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace) {
+    const size_t es = sizeOf(type);
+    std::vector<char> send(count * n_ * es + 1), recv(count * n_ * es + 1);
+    void* sendPtr = inPlace ? recv.data() : send.data();
+    fill(type, zcclSum, rank_, sendPtr, 0, count * n_);
+    ASSERT_EQ(zcclAllToAll(sendPtr, recv.data(), count, type, c.comm, nullptr), zcclSuccess)
+        << zcclGetLastError(c.comm);
+    // Block j of my result is block `rank_` of rank j's input.
+    expectElements(type, zcclSum, recv.data(), count * n_,
+                   [&](size_t i) {
+                     return inputValue(type, zcclSum, int(i / count), rank_ * count + i % count);
+                   },
+                   describe("all-to-all", c, type, zcclSum, count, inPlace));
+  }
+
+  static std::vector<NamedComm> comms_;
+  const int rank_ = worldRank();
+  const int n_ = worldSize();
+};
+
+std::vector<NamedComm> Collectives::comms_;
+
+constexpr zcclDataType_t kTypes[] = {zcclInt8,    zcclUint8,    zcclInt32,   zcclUint32,
+                                     zcclInt64,   zcclUint64,   zcclFloat16, zcclBfloat16,
+                                     zcclFloat32, zcclFloat64};
+
+TEST_F(Collectives, AllGather) {
+  for (const auto& c : comms_)
+    for (auto type : kTypes)
+      for (size_t count : kCounts)
+        for (bool inPlace : {false, true}) checkAllGather(c, type, count, inPlace);
+}
+
+TEST_F(Collectives, ReduceScatter) {
+  for (const auto& c : comms_)
+    for (auto type : kTypes)
+      for (auto op : kOps)
+        for (size_t count : kCounts)
+          for (bool inPlace : {false, true}) checkReduceScatter(c, type, op, count, inPlace);
+}
+
+TEST_F(Collectives, AllReduce) {
+  for (const auto& c : comms_)
+    for (auto type : kTypes)
+      for (auto op : kOps)
+        for (size_t count : kCounts)
+          for (bool inPlace : {false, true}) checkAllReduce(c, type, op, count, inPlace);
+}
+
+TEST_F(Collectives, Broadcast) {
+  for (const auto& c : comms_)
+    for (auto type : kTypes)
+      for (size_t count : kCounts)
+        for (bool inPlace : {false, true})
+          for (int root : {0, n_ - 1}) checkBroadcast(c, type, count, inPlace, root);
+}
+
+TEST_F(Collectives, AllToAll) {
+  for (const auto& c : comms_)
+    for (auto type : kTypes)
+      for (size_t count : kCounts)
+        for (bool inPlace : {false, true}) checkAllToAll(c, type, count, inPlace);
+}
+
+// At least 16 MiB per buffer, with counts that divide by nothing, for every type; zccl's
+// own algorithms and the native one.
+TEST_F(Collectives, LargeBuffers) {
+  constexpr size_t kBytes = size_t{16} << 20;
+  for (const auto& c : {comms_[0], comms_[3]}) {
+    for (auto type : kTypes) {
+      const size_t count = kBytes / sizeOf(type) + 1;
+      const size_t perRank = count / n_ + 1;
+      checkAllReduce(c, type, zcclSum, count, false);
+      checkReduceScatter(c, type, zcclMax, perRank, true);
+      checkAllGather(c, type, perRank, false);
+      checkBroadcast(c, type, count, true, n_ - 1);
+      checkAllToAll(c, type, perRank, false);
+    }
+  }
+}
+
+// Point-to-point in a group: a ring exchange plus a message to self.
+TEST_F(Collectives, SendRecvRing) {
+  for (auto type : kTypes) {
+    for (size_t count : kCounts) {
+      const size_t es = sizeOf(type);
+      std::vector<char> out(count * es + 1), fromPrev(count * es + 1), fromSelf(count * es + 1);
+      fill(type, zcclSum, rank_, out.data(), 0, count);
+      const int next = (rank_ + 1) % n_;
+      const int prev = (rank_ + n_ - 1) % n_;
+      zcclComm_t comm = comms_[0].comm;
+      ASSERT_EQ(zcclGroupStart(), zcclSuccess);
+      ASSERT_EQ(zcclSend(out.data(), count, type, next, comm, nullptr), zcclSuccess);
+      ASSERT_EQ(zcclRecv(fromPrev.data(), count, type, prev, comm, nullptr), zcclSuccess);
+      ASSERT_EQ(zcclSend(out.data(), count, type, rank_, comm, nullptr), zcclSuccess);
+      ASSERT_EQ(zcclRecv(fromSelf.data(), count, type, rank_, comm, nullptr), zcclSuccess);
+      ASSERT_EQ(zcclGroupEnd(), zcclSuccess) << zcclGetLastError(comm);
+      const std::string what = std::string("send/recv type=") + kTypeNames[type] +
+                               " count=" + std::to_string(count);
+      expectElements(type, zcclSum, fromPrev.data(), count,
+                     [&](size_t i) { return inputValue(type, zcclSum, prev, i); }, what);
+      expectElements(type, zcclSum, fromSelf.data(), count,
+                     [&](size_t i) { return inputValue(type, zcclSum, rank_, i); }, what + " self");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zccl_test

@@ -1,0 +1,110 @@
+// Element-wise reductions against straightforward double-precision references.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "common/half.h"
+#include "common/reduce.h"
+
+namespace zccl {
+namespace {
+
+TEST(Reduce, OrderedBfloat16SumRoundsOnceInInputOrder) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 100.0f);
+  constexpr int kInputs = 5;
+  constexpr size_t kCount = 3001;
+  std::vector<std::vector<bfloat16_t>> inputs(kInputs, std::vector<bfloat16_t>(kCount));
+  for (auto& input : inputs)
+    for (auto& v : input) v = toBfloat16(normal(rng));
+  std::vector<const void*> pointers;
+  for (auto& input : inputs) pointers.push_back(input.data());
+  std::vector<bfloat16_t> out(kCount);
+  reduceOrdered(out.data(), pointers.data(), kInputs, kCount, DataType::kBfloat16, RedOp::kSum);
+  for (size_t i = 0; i < kCount; ++i) {
+    float sum = 0.0f;
+    for (int k = 0; k < kInputs; ++k) sum += toFloat(inputs[k][i]);
+    ASSERT_EQ(out[i].bits, toBfloat16(sum).bits) << i;
+  }
+}
+
+TEST(Reduce, OrderedOutputMayAliasAnInput) {
+  std::vector<float> a = {1, 2, 3}, b = {10, 20, 30};
+  const void* inputs[] = {a.data(), b.data()};
+  reduceOrdered(b.data(), inputs, 2, 3, DataType::kFloat32, RedOp::kAvg);
+  EXPECT_EQ(b, (std::vector<float>{5.5f, 11.0f, 16.5f}));
+}
+
+TEST(Reduce, IntegersWrapAndAverageTruncates) {
+  std::vector<int8_t> x = {120, -128, 7, -7}, y = {10, -1, 0, 0};
+  reduceInto(x.data(), y.data(), x.size(), DataType::kInt8, RedOp::kSum);
+  EXPECT_EQ(x, (std::vector<int8_t>{-126, 127, 7, -7}));
+  divideByCount(x.data(), x.size(), DataType::kInt8, 2);
+  EXPECT_EQ(x, (std::vector<int8_t>{-63, 63, 3, -3}));
+  std::vector<uint8_t> big = {200};
+  divideByCount(big.data(), 1, DataType::kUint8, 200);  // a divisor beyond int8's range
+  EXPECT_EQ(big[0], 1);
+  std::vector<uint8_t> p = {16}, q = {17};
+  reduceInto(p.data(), q.data(), 1, DataType::kUint8, RedOp::kProd);
+  EXPECT_EQ(p[0], static_cast<uint8_t>(16 * 17));
+  std::vector<int64_t> m = {INT64_MAX}, n = {2};
+  reduceInto(m.data(), n.data(), 1, DataType::kInt64, RedOp::kProd);
+  EXPECT_EQ(m[0], -2);
+}
+
+TEST(Reduce, MaxAndMinPropagateNaN) {
+  for (RedOp op : {RedOp::kMax, RedOp::kMin}) {
+    std::vector<float> a = {NAN, 1.0f, 2.0f}, b = {1.0f, NAN, 3.0f};
+    reduceInto(a.data(), b.data(), 3, DataType::kFloat32, op);
+    EXPECT_TRUE(std::isnan(a[0]));
+    EXPECT_TRUE(std::isnan(a[1]));
+    EXPECT_EQ(a[2], op == RedOp::kMax ? 3.0f : 2.0f);
+  }
+}
+
+TEST(Reduce, EveryTypeAndOpAgainstDouble) {
+  const DataType types[] = {DataType::kInt32, DataType::kUint64, DataType::kFloat16,
+                            DataType::kFloat64};
+  for (DataType type : types) {
+    for (int o = 0; o < static_cast<int>(RedOp::kCount); ++o) {
+      const RedOp op = static_cast<RedOp>(o);
+      // Values 1..4 keep every result exact in every type.
+      std::vector<double> a = {1, 2, 3, 4}, b = {4, 3, 2, 1};
+      std::vector<char> bufA(32), bufB(32);
+      const auto put = [&](std::vector<char>& buf, size_t i, double v) {
+        switch (type) {
+          case DataType::kInt32: reinterpret_cast<int32_t*>(buf.data())[i] = static_cast<int32_t>(v); break;
+          case DataType::kUint64: reinterpret_cast<uint64_t*>(buf.data())[i] = static_cast<uint64_t>(v); break;
+          case DataType::kFloat16: reinterpret_cast<float16_t*>(buf.data())[i] = toFloat16(static_cast<float>(v)); break;
+          default: reinterpret_cast<double*>(buf.data())[i] = v; break;
+        }
+      };
+      const auto get = [&](const std::vector<char>& buf, size_t i) -> double {
+        switch (type) {
+          case DataType::kInt32: return reinterpret_cast<const int32_t*>(buf.data())[i];
+          case DataType::kUint64: return static_cast<double>(reinterpret_cast<const uint64_t*>(buf.data())[i]);
+          case DataType::kFloat16: return toFloat(reinterpret_cast<const float16_t*>(buf.data())[i]);
+          default: return reinterpret_cast<const double*>(buf.data())[i];
+        }
+      };
+      for (size_t i = 0; i < 4; ++i) {
+        put(bufA, i, a[i]);
+        put(bufB, i, b[i]);
+      }
+      reduceInto(bufA.data(), bufB.data(), 4, type, op);
+      for (size_t i = 0; i < 4; ++i) {
+        const double want = op == RedOp::kProd ? a[i] * b[i]
+                            : op == RedOp::kMax ? std::max(a[i], b[i])
+                            : op == RedOp::kMin ? std::min(a[i], b[i])
+                                                : a[i] + b[i];
+        EXPECT_EQ(get(bufA, i), want) << dataTypeName(type) << " " << redOpName(op);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zccl
