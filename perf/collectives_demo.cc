@@ -22,11 +22,18 @@ namespace {
     }                                                                                     \
   } while (0)
 
+struct Buffers {
+  std::vector<float> send, recv;
+  size_t block = 0;  // elements per rank's block
+};
+
+// A collective in three parts, so that only the call itself is timed.
 struct Case {
   const char* name;
   double busFactor;  // nccl-tests' bus bandwidth factor
-  // Runs the collective on buffers of `count` floats per rank; returns wrong elements.
-  std::function<size_t(zcclComm_t, size_t)> run;
+  std::function<void(Buffers&, size_t count)> prepare;
+  std::function<void(zcclComm_t, Buffers&)> call;
+  std::function<float(const Buffers&, size_t i)> expected;  // element i of recv
 };
 
 int rank = 0, ranks = 1;
@@ -34,64 +41,81 @@ int rank = 0, ranks = 1;
 // Element i of rank r's input: small integers, so every sum is exact.
 float input(int r, size_t i) { return static_cast<float>((r * 7 + i) % 13); }
 
-size_t countWrong(const std::vector<float>& got, const std::function<float(size_t)>& want) {
-  size_t wrong = 0;
-  for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != want(i) ? 1 : 0;
-  return wrong;
-}
-
 float sumOverRanks(size_t i) {
   float sum = 0;
   for (int r = 0; r < ranks; ++r) sum += input(r, i);
   return sum;
 }
 
+void fill(std::vector<float>& v, size_t count, int r) {
+  v.resize(count);
+  for (size_t i = 0; i < count; ++i) v[i] = input(r, i);
+}
+
 std::vector<Case> cases() {
   const size_t n = static_cast<size_t>(ranks);
   return {
       {"all_gather", (n - 1.0) / n,
-       [n](zcclComm_t comm, size_t count) {
-         std::vector<float> send(count / n), recv(count / n * n);
-         for (size_t i = 0; i < send.size(); ++i) send[i] = input(rank, i);
-         DEMO_CHECK(zcclAllGather(send.data(), recv.data(), send.size(), zcclFloat32, comm, nullptr));
-         const size_t block = send.size();
-         return countWrong(recv, [block](size_t i) { return input(int(i / block), i % block); });
-       }},
+       [n](Buffers& b, size_t count) {
+         b.block = count / n;
+         fill(b.send, b.block, rank);
+         b.recv.assign(b.block * n, -1.0f);
+       },
+       [](zcclComm_t comm, Buffers& b) {
+         DEMO_CHECK(zcclAllGather(b.send.data(), b.recv.data(), b.block, zcclFloat32, comm, nullptr));
+       },
+       [](const Buffers& b, size_t i) { return input(int(i / b.block), i % b.block); }},
       {"reduce_scatter", (n - 1.0) / n,
-       [n](zcclComm_t comm, size_t count) {
-         std::vector<float> send(count / n * n), recv(count / n);
-         for (size_t i = 0; i < send.size(); ++i) send[i] = input(rank, i);
-         DEMO_CHECK(zcclReduceScatter(send.data(), recv.data(), recv.size(), zcclFloat32, zcclSum,
+       [n](Buffers& b, size_t count) {
+         b.block = count / n;
+         fill(b.send, b.block * n, rank);
+         b.recv.assign(b.block, -1.0f);
+       },
+       [](zcclComm_t comm, Buffers& b) {
+         DEMO_CHECK(zcclReduceScatter(b.send.data(), b.recv.data(), b.block, zcclFloat32, zcclSum,
                                       comm, nullptr));
-         const size_t first = rank * recv.size();
-         return countWrong(recv, [first](size_t i) { return sumOverRanks(first + i); });
-       }},
+       },
+       [](const Buffers& b, size_t i) { return sumOverRanks(rank * b.block + i); }},
       {"all_reduce", 2 * (n - 1.0) / n,
-       [](zcclComm_t comm, size_t count) {
-         std::vector<float> data(count);
-         for (size_t i = 0; i < count; ++i) data[i] = input(rank, i);
-         DEMO_CHECK(zcclAllReduce(data.data(), data.data(), count, zcclFloat32, zcclSum, comm,
-                                  nullptr));
-         return countWrong(data, sumOverRanks);
-       }},
+       [](Buffers& b, size_t count) {
+         fill(b.send, count, rank);
+         b.recv.assign(count, -1.0f);
+       },
+       [](zcclComm_t comm, Buffers& b) {
+         DEMO_CHECK(zcclAllReduce(b.send.data(), b.recv.data(), b.send.size(), zcclFloat32, zcclSum,
+                                  comm, nullptr));
+       },
+       [](const Buffers&, size_t i) { return sumOverRanks(i); }},
       {"broadcast", 1.0,
-       [](zcclComm_t comm, size_t count) {
-         std::vector<float> data(count);
-         for (size_t i = 0; i < count; ++i) data[i] = rank == 0 ? input(0, i) : -1.0f;
-         DEMO_CHECK(zcclBroadcast(data.data(), data.data(), count, zcclFloat32, 0, comm, nullptr));
-         return countWrong(data, [](size_t i) { return input(0, i); });
-       }},
+       [](Buffers& b, size_t count) {
+         fill(b.send, count, 0);
+         b.recv.assign(count, -1.0f);
+       },
+       [](zcclComm_t comm, Buffers& b) {
+         DEMO_CHECK(zcclBroadcast(b.send.data(), b.recv.data(), b.recv.size(), zcclFloat32, 0, comm,
+                                  nullptr));
+       },
+       [](const Buffers&, size_t i) { return input(0, i); }},
       {"alltoall", (n - 1.0) / n,
-       [n](zcclComm_t comm, size_t count) {
-         const size_t block = count / n;
-         std::vector<float> send(block * n), recv(block * n);
-         for (size_t i = 0; i < send.size(); ++i) send[i] = input(rank, i);
-         DEMO_CHECK(zcclAllToAll(send.data(), recv.data(), block, zcclFloat32, comm, nullptr));
-         return countWrong(recv, [block](size_t i) {
-           return input(int(i / block), rank * block + i % block);
-         });
-       }},
+       [n](Buffers& b, size_t count) {
+         b.block = count / n;
+         fill(b.send, b.block * n, rank);
+         b.recv.assign(b.block * n, -1.0f);
+       },
+       [](zcclComm_t comm, Buffers& b) {
+         DEMO_CHECK(zcclAllToAll(b.send.data(), b.recv.data(), b.block, zcclFloat32, comm, nullptr));
+       },
+       [](const Buffers& b, size_t i) { return input(int(i / b.block), rank * b.block + i % b.block); }},
   };
+}
+
+// Runs the case once on fresh buffers and counts the elements that differ from the expected.
+size_t verify(const Case& c, zcclComm_t comm, Buffers& b, size_t count) {
+  c.prepare(b, count);
+  c.call(comm, b);
+  size_t wrong = 0;
+  for (size_t i = 0; i < b.recv.size(); ++i) wrong += b.recv[i] != c.expected(b, i) ? 1 : 0;
+  return wrong;
 }
 
 // Mean seconds per call over `iterations`, the slowest rank's.
@@ -126,10 +150,11 @@ int main(int argc, char** argv) {
   for (const Case& c : cases()) {
     for (size_t bytes : {size_t{64} << 10, size_t{1} << 20, size_t{16} << 20}) {
       const size_t count = bytes / sizeof(float);
-      size_t wrong = c.run(own, count);
-      const double ownSeconds = timeIt([&] { wrong += c.run(own, count); }, 3);
-      wrong += c.run(native, count);
-      const double nativeSeconds = timeIt([&] { c.run(native, count); }, 3);
+      Buffers b;
+      size_t wrong = verify(c, own, b, count);
+      const double ownSeconds = timeIt([&] { c.call(own, b); }, 5);
+      wrong += verify(c, native, b, count);
+      const double nativeSeconds = timeIt([&] { c.call(native, b); }, 5);
       MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
       totalWrong += wrong;
       const double ownBus = bytes / ownSeconds * c.busFactor / 1e9;
@@ -144,7 +169,7 @@ int main(int argc, char** argv) {
   zcclStats stats;
   DEMO_CHECK(zcclCommGetStats(own, &stats));
   if (rank == 0) {
-    std::printf("# times include filling and checking the buffers; busbw in GB/s\n");
+    std::printf("# us: mean of 5 calls after a warm-up, slowest rank; busbw in GB/s as nccl-tests\n");
     std::printf("# rank 0 sent %llu bytes in %llu messages (self %llu, intra-node %llu, "
                 "inter-node %llu bytes)\n",
                 static_cast<unsigned long long>(stats.bytesSent[0] + stats.bytesSent[1] + stats.bytesSent[2]),
