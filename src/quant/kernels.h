@@ -1,0 +1,56 @@
+// The per-group building blocks of quantization, implemented once per instruction set.
+// Every implementation performs the same float32 operations in the same order (no fused
+// multiply-add, round-to-nearest-even conversions), so their outputs are bit-identical.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace zccl {
+
+struct GroupStats {
+  float absmax;
+  float min;
+  float max;
+  bool nonFinite;  // any NaN or +-Inf (then the other fields are meaningless)
+};
+
+struct QuantKernels {
+  const char* name;
+  void (*stats)(const float* x, size_t n, GroupStats* stats);
+  // codes[i] = clamp(rne((x[i] - offset) * inv), lo, hi), stored as one byte each
+  // (two's complement when lo < 0).
+  void (*codesNearest)(const float* x, size_t n, float offset, float inv, int lo, int hi,
+                       uint8_t* codes);
+  // As codesNearest with floor(v + u[i]), u[i] = (stochasticHash(seed, index0 + i) >> 8) / 2^24.
+  void (*codesStochastic)(const float* x, size_t n, float offset, float inv, int lo, int hi,
+                          uint32_t seed, uint32_t index0, uint8_t* codes);
+  void (*decodeSigned)(const int8_t* codes, size_t n, float scale, float* out);
+  void (*decodeUnsigned)(const uint8_t* codes, size_t n, float scale, float offset, float* out);
+  void (*widenFloat16)(const uint16_t* in, size_t n, float* out);
+  void (*widenBfloat16)(const uint16_t* in, size_t n, float* out);
+  void (*narrowFloat16)(const float* in, size_t n, uint16_t* out);
+  void (*narrowBfloat16)(const float* in, size_t n, uint16_t* out);
+  void (*accumulate)(float* accumulator, const float* x, size_t n);
+};
+
+// murmur3's finalizer over (index * golden ratio) ^ seed: cheap, vectorizable, and
+// uniform enough that the rounding stays unbiased (tested).
+inline uint32_t stochasticHash(uint32_t seed, uint32_t index) {
+  uint32_t h = (index * 0x9e3779b1u) ^ seed;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+
+const QuantKernels& scalarQuantKernels();
+// nullptr when the CPU lacks AVX2 or F16C.
+const QuantKernels* avx2QuantKernels();
+
+// The fastest set this CPU runs, unless ZCCL_QUANT_ISA=scalar|avx2 asks for a lower one.
+const QuantKernels& activeQuantKernels();
+
+}  // namespace zccl

@@ -1,0 +1,82 @@
+// The reference kernels: plain C++, one element at a time. The SIMD sets must match them
+// bit for bit.
+#include <algorithm>
+#include <cmath>
+
+#include "common/half.h"
+#include "quant/kernels.h"
+
+namespace zccl {
+namespace {
+
+bool isNonFinite(float v) { return (floatBits(v) & 0x7f800000u) == 0x7f800000u; }
+
+void stats(const float* x, size_t n, GroupStats* s) {
+  float absmax = 0.0f, lo = x[0], hi = x[0];
+  bool nonFinite = false;
+  for (size_t i = 0; i < n; ++i) {
+    nonFinite |= isNonFinite(x[i]);
+    absmax = std::max(absmax, std::fabs(x[i]));
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  *s = GroupStats{absmax, lo, hi, nonFinite};
+}
+
+uint8_t clampToCode(float rounded, int lo, int hi) {
+  const float clamped = std::min(std::max(rounded, static_cast<float>(lo)), static_cast<float>(hi));
+  return static_cast<uint8_t>(static_cast<int>(clamped));
+}
+
+void codesNearest(const float* x, size_t n, float offset, float inv, int lo, int hi,
+                  uint8_t* codes) {
+  for (size_t i = 0; i < n; ++i) codes[i] = clampToCode(std::nearbyint((x[i] - offset) * inv), lo, hi);
+}
+
+void codesStochastic(const float* x, size_t n, float offset, float inv, int lo, int hi,
+                     uint32_t seed, uint32_t index0, uint8_t* codes) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t index = index0 + static_cast<uint32_t>(i);
+    const float u = static_cast<float>(stochasticHash(seed, index) >> 8) * 0x1p-24f;
+    codes[i] = clampToCode(std::floor((x[i] - offset) * inv + u), lo, hi);
+  }
+}
+
+void decodeSigned(const int8_t* codes, size_t n, float scale, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(codes[i]) * scale;
+}
+
+void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(codes[i]) * scale + offset;
+}
+
+void widenFloat16(const uint16_t* in, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = toFloat(float16_t{in[i]});
+}
+
+void widenBfloat16(const uint16_t* in, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = toFloat(bfloat16_t{in[i]});
+}
+
+void narrowFloat16(const float* in, size_t n, uint16_t* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = toFloat16(in[i]).bits;
+}
+
+void narrowBfloat16(const float* in, size_t n, uint16_t* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = toBfloat16(in[i]).bits;
+}
+
+void accumulate(float* accumulator, const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) accumulator[i] += x[i];
+}
+
+}  // namespace
+
+const QuantKernels& scalarQuantKernels() {
+  static const QuantKernels kernels{"scalar",       stats,         codesNearest,  codesStochastic,
+                                    decodeSigned,   decodeUnsigned, widenFloat16, widenBfloat16,
+                                    narrowFloat16,  narrowBfloat16, accumulate};
+  return kernels;
+}
+
+}  // namespace zccl

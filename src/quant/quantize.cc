@@ -1,0 +1,312 @@
+// The quantization driver: message layout, per-group scale selection and the loops over
+// groups; the element work is done by the active QuantKernels.
+#include "quant/quantize.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "common/env.h"
+#include "common/log.h"
+#include "quant/kernels.h"
+
+namespace zccl {
+namespace {
+
+// Largest count whose message size cannot overflow size_t arithmetic below.
+constexpr uint64_t kMaxCount = uint64_t{1} << 56;
+
+struct Layout {
+  size_t groups;
+  size_t payloadBytes;
+  size_t parametersOffset;  // payload padded to 4 bytes
+  size_t totalBytes;
+};
+
+Layout layoutOf(uint64_t count, int bits, QuantScheme scheme, uint32_t groupSize) {
+  Layout l;
+  l.groups = static_cast<size_t>((count + groupSize - 1) / groupSize);
+  l.payloadBytes = static_cast<size_t>(bits == 8 ? count : (count + 1) / 2);
+  l.parametersOffset = sizeof(QuantHeader) + (l.payloadBytes + 3) / 4 * 4;
+  const size_t perGroup = scheme == QuantScheme::kSymmetric ? 4 : 8;
+  l.totalBytes = l.parametersOffset + l.groups * perGroup;
+  return l;
+}
+
+bool isPowerOfTwo(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// Codes range: symmetric [-Q, Q], asymmetric [0, L].
+int codeLow(int bits, QuantScheme scheme) {
+  return scheme == QuantScheme::kSymmetric ? -(bits == 8 ? 127 : 7) : 0;
+}
+int codeHigh(int bits, QuantScheme scheme) {
+  return scheme == QuantScheme::kSymmetric ? (bits == 8 ? 127 : 7) : (bits == 8 ? 255 : 15);
+}
+
+// A power-of-two factor that brings a group's range into comfortable float32 territory,
+// exactly: tiny ranges would make 1/scale overflow, huge ones would overflow x - min.
+float prescaleFor(float range) {
+  if (range > 0.0f && range < 0x1p-60f) return 0x1p64f;
+  if (range > 0x1p126f) return 0x1p-4f;
+  return 1.0f;
+}
+
+struct GroupScale {
+  float scale;   // stored
+  float offset;  // stored (asymmetric)
+  float inv;     // applied to prescaled values
+  float prescaledOffset;
+  float prescale;
+};
+
+GroupScale chooseScale(const GroupStats& s, int bits, QuantScheme scheme) {
+  const float levels = static_cast<float>(scheme == QuantScheme::kSymmetric
+                                              ? codeHigh(bits, scheme)
+                                              : codeHigh(bits, scheme) - codeLow(bits, scheme));
+  // +0.0f turns -0 into +0, so that every kernel set stores the same bits.
+  const float lo = s.min + 0.0f;
+  const double rangeExact = scheme == QuantScheme::kSymmetric
+                                ? static_cast<double>(s.absmax)
+                                : static_cast<double>(s.max) - static_cast<double>(lo);
+  const float p = prescaleFor(static_cast<float>(rangeExact));
+  const float range = static_cast<float>(rangeExact * p);
+  GroupScale g;
+  g.prescale = p;
+  g.scale = range / levels / p;
+  g.inv = range > 0.0f ? levels / range : 0.0f;
+  g.offset = scheme == QuantScheme::kSymmetric ? 0.0f : lo;
+  g.prescaledOffset = g.offset * p;
+  return g;
+}
+
+const QuantKernels& chooseKernels() {
+  const auto forced = envString("ZCCL_QUANT_ISA");
+  const QuantKernels* best = avx2QuantKernels();
+  if (forced && *forced == "scalar") best = nullptr;
+  const QuantKernels& chosen = best != nullptr ? *best : scalarQuantKernels();
+  ZCCL_LOG(kInfo, "quantization kernels: %s", chosen.name);
+  return chosen;
+}
+
+// Element i of the message's parameter arrays.
+float loadParameter(const unsigned char* base, size_t i) {
+  float v;
+  std::memcpy(&v, base + 4 * i, sizeof(v));
+  return v;
+}
+void storeParameter(unsigned char* base, size_t i, float v) { std::memcpy(base + 4 * i, &v, sizeof(v)); }
+
+Status checkFloatType(DataType type, const char* name) {
+  if (type != DataType::kFloat32 && type != DataType::kFloat16 && type != DataType::kBfloat16) {
+    return fail(Status::kInvalidArgument, "%s=%s: quantization takes float32, float16 or bfloat16",
+                name, dataTypeName(type));
+  }
+  return Status::kSuccess;
+}
+
+// Two codes per byte, low nibble first.
+void packNibbles(const uint8_t* codes, size_t n, unsigned char* out) {
+  for (size_t i = 0; i + 1 < n; i += 2) out[i / 2] = static_cast<unsigned char>((codes[i] & 0x0f) | (codes[i + 1] << 4));
+  if (n % 2) out[n / 2] = static_cast<unsigned char>(codes[n - 1] & 0x0f);
+}
+
+void unpackNibbles(const unsigned char* in, size_t n, bool isSigned, uint8_t* codes) {
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned nibble = (in[i / 2] >> (4 * (i % 2))) & 0x0fu;
+    codes[i] = static_cast<uint8_t>(isSigned && nibble >= 8 ? nibble | 0xf0u : nibble);
+  }
+}
+
+// Walks the groups of a decoded message, handing each group's float32 values to `sink`.
+template <typename Sink>
+Status decodeGroups(const void* message, size_t bytes, size_t count, Sink&& sink) {
+  QuantHeader h;
+  ZCCL_CHECK(readQuantHeader(message, bytes, &h));
+  if (h.count != count) {
+    return fail(Status::kInvalidArgument, "count=%zu but the message holds %llu elements", count,
+                static_cast<unsigned long long>(h.count));
+  }
+  const QuantScheme scheme = static_cast<QuantScheme>(h.scheme);
+  const Layout l = layoutOf(h.count, h.bits, scheme, h.groupSize);
+  const QuantKernels& k = activeQuantKernels();
+  const auto* base = static_cast<const unsigned char*>(message);
+  const unsigned char* payload = base + sizeof(QuantHeader);
+  const unsigned char* scales = base + l.parametersOffset;
+  const unsigned char* offsets = scales + 4 * l.groups;
+  alignas(64) float values[kMaxGroupSize];
+  alignas(64) uint8_t codes[kMaxGroupSize];
+  for (size_t g = 0; g < l.groups; ++g) {
+    const size_t first = g * h.groupSize;
+    const size_t n = std::min<size_t>(h.groupSize, count - first);
+    const uint8_t* groupCodes = payload + first;
+    if (h.bits == 4) {
+      unpackNibbles(payload + first / 2, n, scheme == QuantScheme::kSymmetric, codes);
+      groupCodes = codes;
+    }
+    const float scale = loadParameter(scales, g);
+    if (scheme == QuantScheme::kSymmetric) {
+      k.decodeSigned(reinterpret_cast<const int8_t*>(groupCodes), n, scale, values);
+    } else {
+      k.decodeUnsigned(groupCodes, n, scale, loadParameter(offsets, g), values);
+    }
+    sink(first, n, values);
+  }
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+const QuantKernels& activeQuantKernels() {
+  static const QuantKernels& kernels = chooseKernels();
+  return kernels;
+}
+
+const char* quantKernelName() { return activeQuantKernels().name; }
+
+Status checkQuantParams(const QuantParams& p) {
+  if (p.bits != 8 && p.bits != 4) {
+    return fail(Status::kInvalidArgument, "bits=%d: quantization takes 8 or 4", p.bits);
+  }
+  if (p.scheme != QuantScheme::kSymmetric && p.scheme != QuantScheme::kAsymmetric) {
+    return fail(Status::kInvalidArgument, "scheme=%d: expected symmetric (0) or asymmetric (1)",
+                static_cast<int>(p.scheme));
+  }
+  if (!isPowerOfTwo(p.groupSize) || p.groupSize < kMinGroupSize || p.groupSize > kMaxGroupSize) {
+    return fail(Status::kInvalidArgument, "groupSize=%u: expected a power of two in [%u, %u]",
+                p.groupSize, kMinGroupSize, kMaxGroupSize);
+  }
+  if (p.rounding != Rounding::kNearestEven && p.rounding != Rounding::kStochastic) {
+    return fail(Status::kInvalidArgument, "rounding=%d: expected nearest-even (0) or stochastic (1)",
+                static_cast<int>(p.rounding));
+  }
+  return Status::kSuccess;
+}
+
+size_t quantizedBytes(size_t count, const QuantParams& params) {
+  return layoutOf(count, params.bits, params.scheme, params.groupSize).totalBytes;
+}
+
+Status quantize(const void* in, DataType type, size_t count, const QuantParams& params, void* out,
+                size_t capacity) {
+  ZCCL_CHECK(checkQuantParams(params));
+  ZCCL_CHECK(checkFloatType(type, "type"));
+  if (count > kMaxCount) return fail(Status::kInvalidArgument, "count=%zu: too large to quantize", count);
+  if (in == nullptr && count > 0) return fail(Status::kInvalidArgument, "in=NULL with count=%zu", count);
+  const Layout l = layoutOf(count, params.bits, params.scheme, params.groupSize);
+  if (out == nullptr || capacity < l.totalBytes) {
+    return fail(Status::kInvalidArgument, "capacity=%zu: the message needs %zu bytes", capacity,
+                l.totalBytes);
+  }
+  auto* base = static_cast<unsigned char*>(out);
+  const QuantHeader header{kQuantMagic,      kQuantVersion, static_cast<uint8_t>(params.bits),
+                           static_cast<uint8_t>(params.scheme), 0, params.groupSize, 0, count};
+  std::memcpy(base, &header, sizeof(header));
+  unsigned char* payload = base + sizeof(QuantHeader);
+  std::memset(payload + l.payloadBytes, 0, l.parametersOffset - sizeof(QuantHeader) - l.payloadBytes);
+  unsigned char* scales = base + l.parametersOffset;
+  unsigned char* offsets = scales + 4 * l.groups;
+
+  const QuantKernels& k = activeQuantKernels();
+  const int lo = codeLow(params.bits, params.scheme), hi = codeHigh(params.bits, params.scheme);
+  const size_t es = elementSize(type);
+  alignas(64) float staged[kMaxGroupSize];
+  alignas(64) uint8_t codes[kMaxGroupSize];
+  for (size_t g = 0; g < l.groups; ++g) {
+    const size_t first = g * params.groupSize;
+    const size_t n = std::min<size_t>(params.groupSize, count - first);
+    const void* source = static_cast<const char*>(in) + first * es;
+    const float* x = staged;
+    if (type == DataType::kFloat32) {
+      x = static_cast<const float*>(source);
+    } else if (type == DataType::kFloat16) {
+      k.widenFloat16(static_cast<const uint16_t*>(source), n, staged);
+    } else {
+      k.widenBfloat16(static_cast<const uint16_t*>(source), n, staged);
+    }
+    GroupStats s;
+    k.stats(x, n, &s);
+    uint8_t* groupCodes = params.bits == 8 ? payload + first : codes;
+    GroupScale gs{std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN(),
+                  0.0f, 0.0f, 1.0f};
+    if (s.nonFinite) {
+      std::memset(groupCodes, 0, n);
+    } else {
+      gs = chooseScale(s, params.bits, params.scheme);
+      if (gs.prescale != 1.0f) {
+        for (size_t i = 0; i < n; ++i) staged[i] = x[i] * gs.prescale;
+        x = staged;
+      }
+      if (params.rounding == Rounding::kNearestEven) {
+        k.codesNearest(x, n, gs.prescaledOffset, gs.inv, lo, hi, groupCodes);
+      } else {
+        // Groups never straddle a multiple of 2^32 elements: fold the high part into the seed.
+        const uint32_t seed = static_cast<uint32_t>(params.seed ^ (params.seed >> 32)) ^
+                              stochasticHash(0x5eedu, static_cast<uint32_t>(first >> 32));
+        k.codesStochastic(x, n, gs.prescaledOffset, gs.inv, lo, hi, seed,
+                          static_cast<uint32_t>(first), groupCodes);
+      }
+    }
+    if (params.bits == 4) packNibbles(groupCodes, n, payload + first / 2);
+    storeParameter(scales, g, gs.scale);
+    if (params.scheme == QuantScheme::kAsymmetric) storeParameter(offsets, g, gs.offset);
+  }
+  return Status::kSuccess;
+}
+
+Status readQuantHeader(const void* message, size_t bytes, QuantHeader* header) {
+  if (message == nullptr) return fail(Status::kInvalidArgument, "message=NULL");
+  if (bytes < sizeof(QuantHeader)) {
+    return fail(Status::kInvalidArgument, "bytes=%zu: shorter than the %zu-byte header", bytes,
+                sizeof(QuantHeader));
+  }
+  QuantHeader h;
+  std::memcpy(&h, message, sizeof(h));
+  if (h.magic != kQuantMagic || h.version != kQuantVersion) {
+    return fail(Status::kInvalidArgument, "magic=0x%08x version=%u: not a zccl quantized message",
+                h.magic, h.version);
+  }
+  QuantParams p;
+  p.bits = h.bits;
+  p.scheme = static_cast<QuantScheme>(h.scheme);
+  p.groupSize = h.groupSize;
+  ZCCL_CHECK(checkQuantParams(p));
+  if (h.count > kMaxCount) {
+    return fail(Status::kInvalidArgument, "count=%llu in the header: implausibly large",
+                static_cast<unsigned long long>(h.count));
+  }
+  const size_t need = layoutOf(h.count, h.bits, p.scheme, h.groupSize).totalBytes;
+  if (bytes < need) {
+    return fail(Status::kInvalidArgument,
+                "bytes=%zu: the header announces %llu elements, which need %zu bytes", bytes,
+                static_cast<unsigned long long>(h.count), need);
+  }
+  *header = h;
+  return Status::kSuccess;
+}
+
+Status dequantize(const void* message, size_t bytes, void* out, DataType type, size_t count) {
+  ZCCL_CHECK(checkFloatType(type, "type"));
+  if (out == nullptr && count > 0) return fail(Status::kInvalidArgument, "out=NULL with count=%zu", count);
+  const QuantKernels& k = activeQuantKernels();
+  return decodeGroups(message, bytes, count, [&](size_t first, size_t n, const float* values) {
+    if (type == DataType::kFloat32) {
+      std::memcpy(static_cast<float*>(out) + first, values, n * sizeof(float));
+    } else if (type == DataType::kFloat16) {
+      k.narrowFloat16(values, n, static_cast<uint16_t*>(out) + first);
+    } else {
+      k.narrowBfloat16(values, n, static_cast<uint16_t*>(out) + first);
+    }
+  });
+}
+
+Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulator, size_t count) {
+  if (accumulator == nullptr && count > 0) {
+    return fail(Status::kInvalidArgument, "accumulator=NULL with count=%zu", count);
+  }
+  const QuantKernels& k = activeQuantKernels();
+  return decodeGroups(message, bytes, count, [&](size_t first, size_t n, const float* values) {
+    k.accumulate(accumulator + first, values, n);
+  });
+}
+
+}  // namespace zccl
