@@ -6,7 +6,10 @@ float toFloat(float16_t value) {
   const uint32_t sign = static_cast<uint32_t>(value.bits & 0x8000u) << 16;
   const uint32_t exponent = (value.bits >> 10) & 0x1fu;
   uint32_t mantissa = value.bits & 0x3ffu;
-  if (exponent == 0x1f) return bitsToFloat(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0x1f) {
+    // NaN comes out quiet, as the F16C instruction makes it.
+    return bitsToFloat(sign | (mantissa != 0 ? 0x7fc00000u : 0x7f800000u) | (mantissa << 13));
+  }
   if (exponent != 0) return bitsToFloat(sign | ((exponent + 112u) << 23) | (mantissa << 13));
   if (mantissa == 0) return bitsToFloat(sign);
   // Subnormal half: every one is a normal float; shift the leading one into place.

@@ -18,15 +18,18 @@ struct GroupStats {
 struct QuantKernels {
   const char* name;
   void (*stats)(const float* x, size_t n, GroupStats* stats);
-  // codes[i] = clamp(rne((x[i] - offset) * inv), lo, hi), stored as one byte each
+  // codes[i] = clamp(rne((x[i] - offset) * inv + center), lo, hi), stored as one byte each
   // (two's complement when lo < 0).
-  void (*codesNearest)(const float* x, size_t n, float offset, float inv, int lo, int hi,
-                       uint8_t* codes);
+  void (*codesNearest)(const float* x, size_t n, float offset, float inv, float center, int lo,
+                       int hi, uint8_t* codes);
   // As codesNearest with floor(v + u[i]), u[i] = (stochasticHash(seed, index0 + i) >> 8) / 2^24.
-  void (*codesStochastic)(const float* x, size_t n, float offset, float inv, int lo, int hi,
-                          uint32_t seed, uint32_t index0, uint8_t* codes);
+  void (*codesStochastic)(const float* x, size_t n, float offset, float inv, float center, int lo,
+                          int hi, uint32_t seed, uint32_t index0, uint8_t* codes);
+  // out[i] = code * scale
   void (*decodeSigned)(const int8_t* codes, size_t n, float scale, float* out);
-  void (*decodeUnsigned)(const uint8_t* codes, size_t n, float scale, float offset, float* out);
+  // out[i] = (code - center) * scale + offset
+  void (*decodeUnsigned)(const uint8_t* codes, size_t n, float scale, float offset, float center,
+                         float* out);
   void (*widenFloat16)(const uint16_t* in, size_t n, float* out);
   void (*widenBfloat16)(const uint16_t* in, size_t n, float* out);
   void (*narrowFloat16)(const float* in, size_t n, uint16_t* out);

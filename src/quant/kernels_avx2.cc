@@ -51,17 +51,19 @@ inline void storeCodes(__m256 rounded, __m256 lo, __m256 hi, bool isSigned, uint
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), bytes);
 }
 
-void codesNearest(const float* x, size_t n, float offset, float inv, int lo, int hi,
+void codesNearest(const float* x, size_t n, float offset, float inv, float center, int lo, int hi,
                   uint8_t* codes) {
   const __m256 vOffset = _mm256_set1_ps(offset), vInv = _mm256_set1_ps(inv);
+  const __m256 vCenter = _mm256_set1_ps(center);
   const __m256 vLo = _mm256_set1_ps(static_cast<float>(lo)), vHi = _mm256_set1_ps(static_cast<float>(hi));
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vOffset), vInv);
+    const __m256 v = _mm256_add_ps(
+        _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vOffset), vInv), vCenter);
     storeCodes(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vLo, vHi, lo < 0,
                codes + i);
   }
-  scalar().codesNearest(x + i, n - i, offset, inv, lo, hi, codes + i);
+  scalar().codesNearest(x + i, n - i, offset, inv, center, lo, hi, codes + i);
 }
 
 inline __m256i hash8(__m256i index, __m256i seed) {
@@ -73,9 +75,10 @@ inline __m256i hash8(__m256i index, __m256i seed) {
   return _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
 }
 
-void codesStochastic(const float* x, size_t n, float offset, float inv, int lo, int hi,
-                     uint32_t seed, uint32_t index0, uint8_t* codes) {
+void codesStochastic(const float* x, size_t n, float offset, float inv, float center, int lo,
+                     int hi, uint32_t seed, uint32_t index0, uint8_t* codes) {
   const __m256 vOffset = _mm256_set1_ps(offset), vInv = _mm256_set1_ps(inv);
+  const __m256 vCenter = _mm256_set1_ps(center);
   const __m256 vLo = _mm256_set1_ps(static_cast<float>(lo)), vHi = _mm256_set1_ps(static_cast<float>(hi));
   const __m256i vSeed = _mm256_set1_epi32(static_cast<int>(seed));
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -84,10 +87,11 @@ void codesStochastic(const float* x, size_t n, float offset, float inv, int lo, 
   for (; i + 8 <= n; i += 8) {
     const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(index0 + static_cast<uint32_t>(i))), lanes);
     const __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(hash8(index, vSeed), 8)), unit);
-    const __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vOffset), vInv), u);
+    const __m256 scaled = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vOffset), vInv);
+    const __m256 v = _mm256_add_ps(_mm256_add_ps(scaled, vCenter), u);
     storeCodes(_mm256_floor_ps(v), vLo, vHi, lo < 0, codes + i);
   }
-  scalar().codesStochastic(x + i, n - i, offset, inv, lo, hi, seed, index0 + static_cast<uint32_t>(i),
+  scalar().codesStochastic(x + i, n - i, offset, inv, center, lo, hi, seed, index0 + static_cast<uint32_t>(i),
                            codes + i);
 }
 
@@ -101,14 +105,17 @@ void decodeSigned(const int8_t* codes, size_t n, float scale, float* out) {
   scalar().decodeSigned(codes + i, n - i, scale, out + i);
 }
 
-void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, float* out) {
+void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, float center,
+                    float* out) {
   const __m256 vScale = _mm256_set1_ps(scale), vOffset = _mm256_set1_ps(offset);
+  const __m256 vCenter = _mm256_set1_ps(center);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
-    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c), vScale), vOffset));
+    const __m256 centered = _mm256_sub_ps(_mm256_cvtepi32_ps(c), vCenter);
+    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_mul_ps(centered, vScale), vOffset));
   }
-  scalar().decodeUnsigned(codes + i, n - i, scale, offset, out + i);
+  scalar().decodeUnsigned(codes + i, n - i, scale, offset, center, out + i);
 }
 
 void widenFloat16(const uint16_t* in, size_t n, float* out) {

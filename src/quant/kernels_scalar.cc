@@ -28,17 +28,19 @@ uint8_t clampToCode(float rounded, int lo, int hi) {
   return static_cast<uint8_t>(static_cast<int>(clamped));
 }
 
-void codesNearest(const float* x, size_t n, float offset, float inv, int lo, int hi,
+void codesNearest(const float* x, size_t n, float offset, float inv, float center, int lo, int hi,
                   uint8_t* codes) {
-  for (size_t i = 0; i < n; ++i) codes[i] = clampToCode(std::nearbyint((x[i] - offset) * inv), lo, hi);
+  for (size_t i = 0; i < n; ++i) {
+    codes[i] = clampToCode(std::nearbyint((x[i] - offset) * inv + center), lo, hi);
+  }
 }
 
-void codesStochastic(const float* x, size_t n, float offset, float inv, int lo, int hi,
-                     uint32_t seed, uint32_t index0, uint8_t* codes) {
+void codesStochastic(const float* x, size_t n, float offset, float inv, float center, int lo,
+                     int hi, uint32_t seed, uint32_t index0, uint8_t* codes) {
   for (size_t i = 0; i < n; ++i) {
     const uint32_t index = index0 + static_cast<uint32_t>(i);
     const float u = static_cast<float>(stochasticHash(seed, index) >> 8) * 0x1p-24f;
-    codes[i] = clampToCode(std::floor((x[i] - offset) * inv + u), lo, hi);
+    codes[i] = clampToCode(std::floor((x[i] - offset) * inv + center + u), lo, hi);
   }
 }
 
@@ -46,8 +48,9 @@ void decodeSigned(const int8_t* codes, size_t n, float scale, float* out) {
   for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(codes[i]) * scale;
 }
 
-void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(codes[i]) * scale + offset;
+void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, float center,
+                    float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = (static_cast<float>(codes[i]) - center) * scale + offset;
 }
 
 void widenFloat16(const uint16_t* in, size_t n, float* out) {

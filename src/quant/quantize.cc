@@ -43,12 +43,13 @@ int codeHigh(int bits, QuantScheme scheme) {
   return scheme == QuantScheme::kSymmetric ? (bits == 8 ? 127 : 7) : (bits == 8 ? 255 : 15);
 }
 
-// A power-of-two factor that brings a group's range into comfortable float32 territory,
-// exactly: tiny ranges would make 1/scale overflow, huge ones would overflow x - min.
-float prescaleFor(float range) {
-  if (range > 0.0f && range < 0x1p-60f) return 0x1p64f;
-  if (range > 0x1p126f) return 0x1p-4f;
-  return 1.0f;
+// A power-of-two factor, applied exactly, that keeps 1/scale finite for tiny ranges.
+float prescaleFor(float range) { return range > 0.0f && range < 0x1p-60f ? 0x1p64f : 1.0f; }
+
+// Asymmetric codes are centred on the group's midpoint, so that neither x - offset nor
+// (code - center) * scale can overflow even when max - min exceeds FLT_MAX.
+float centerOf(int bits, QuantScheme scheme) {
+  return scheme == QuantScheme::kSymmetric ? 0.0f : static_cast<float>(codeHigh(bits, scheme)) / 2;
 }
 
 struct GroupScale {
@@ -72,10 +73,15 @@ GroupScale chooseScale(const GroupStats& s, int bits, QuantScheme scheme) {
   const float range = static_cast<float>(rangeExact * p);
   GroupScale g;
   g.prescale = p;
-  g.scale = range / levels / p;
-  g.inv = range > 0.0f ? levels / range : 0.0f;
-  g.offset = scheme == QuantScheme::kSymmetric ? 0.0f : lo;
+  g.scale = static_cast<float>(rangeExact * p / levels / p);
+  g.inv = range > 0.0f ? static_cast<float>(levels / (rangeExact * p)) : 0.0f;
+  g.offset = scheme == QuantScheme::kSymmetric ? 0.0f : lo * 0.5f + (s.max + 0.0f) * 0.5f;
   g.prescaledOffset = g.offset * p;
+  // Near FLT_MAX the rounded scale can make the extreme codes decode to Inf: step it down.
+  const float half = scheme == QuantScheme::kSymmetric ? levels : levels / 2;
+  while (!std::isfinite(half * g.scale + std::fabs(g.offset))) {
+    g.scale = std::nextafter(g.scale, 0.0f);
+  }
   return g;
 }
 
@@ -147,7 +153,8 @@ Status decodeGroups(const void* message, size_t bytes, size_t count, Sink&& sink
     if (scheme == QuantScheme::kSymmetric) {
       k.decodeSigned(reinterpret_cast<const int8_t*>(groupCodes), n, scale, values);
     } else {
-      k.decodeUnsigned(groupCodes, n, scale, loadParameter(offsets, g), values);
+      k.decodeUnsigned(groupCodes, n, scale, loadParameter(offsets, g), centerOf(h.bits, scheme),
+                       values);
     }
     sink(first, n, values);
   }
@@ -208,6 +215,7 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
 
   const QuantKernels& k = activeQuantKernels();
   const int lo = codeLow(params.bits, params.scheme), hi = codeHigh(params.bits, params.scheme);
+  const float center = centerOf(params.bits, params.scheme);
   const size_t es = elementSize(type);
   alignas(64) float staged[kMaxGroupSize];
   alignas(64) uint8_t codes[kMaxGroupSize];
@@ -237,12 +245,12 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
         x = staged;
       }
       if (params.rounding == Rounding::kNearestEven) {
-        k.codesNearest(x, n, gs.prescaledOffset, gs.inv, lo, hi, groupCodes);
+        k.codesNearest(x, n, gs.prescaledOffset, gs.inv, center, lo, hi, groupCodes);
       } else {
         // Groups never straddle a multiple of 2^32 elements: fold the high part into the seed.
         const uint32_t seed = static_cast<uint32_t>(params.seed ^ (params.seed >> 32)) ^
                               stochasticHash(0x5eedu, static_cast<uint32_t>(first >> 32));
-        k.codesStochastic(x, n, gs.prescaledOffset, gs.inv, lo, hi, seed,
+        k.codesStochastic(x, n, gs.prescaledOffset, gs.inv, center, lo, hi, seed,
                           static_cast<uint32_t>(first), groupCodes);
       }
     }

@@ -1,0 +1,382 @@
+// Quantization against its analytic error bounds, never against itself: per-element bound,
+// unbiased stochastic rounding, relative RMS on N(0,1) against the model, specials, header
+// validation, and SIMD kernels bit-identical to the scalar reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "common/half.h"
+#include "quant/kernels.h"
+#include "quant/quantize.h"
+
+namespace zccl {
+namespace {
+
+struct Format {
+  int bits;
+  QuantScheme scheme;
+};
+constexpr Format kFormats[] = {{8, QuantScheme::kSymmetric},
+                               {8, QuantScheme::kAsymmetric},
+                               {4, QuantScheme::kSymmetric},
+                               {4, QuantScheme::kAsymmetric}};
+
+// The group parameters, read from the message by the documented layout.
+struct Parsed {
+  std::vector<float> scales, offsets;
+};
+Parsed parse(const std::vector<unsigned char>& m, size_t count, const QuantParams& p) {
+  const size_t groups = (count + p.groupSize - 1) / p.groupSize;
+  const size_t payload = p.bits == 8 ? count : (count + 1) / 2;
+  const size_t at = 24 + (payload + 3) / 4 * 4;
+  Parsed r;
+  r.scales.resize(groups);
+  std::memcpy(r.scales.data(), m.data() + at, 4 * groups);
+  if (p.scheme == QuantScheme::kAsymmetric) {
+    r.offsets.resize(groups);
+    std::memcpy(r.offsets.data(), m.data() + at + 4 * groups, 4 * groups);
+  }
+  return r;
+}
+
+std::vector<unsigned char> quantizeOrDie(const void* in, DataType type, size_t count,
+                                         const QuantParams& p) {
+  std::vector<unsigned char> m(quantizedBytes(count, p));
+  EXPECT_EQ(quantize(in, type, count, p, m.data(), m.size()), Status::kSuccess) << lastThreadError();
+  return m;
+}
+
+std::vector<float> roundTrip(const std::vector<float>& x, const QuantParams& p, Parsed* parsed) {
+  const auto m = quantizeOrDie(x.data(), DataType::kFloat32, x.size(), p);
+  std::vector<float> y(x.size());
+  EXPECT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kFloat32, y.size()), Status::kSuccess)
+      << lastThreadError();
+  *parsed = parse(m, x.size(), p);
+  return y;
+}
+
+// The documented bound; stochastic rounding may move a full step.
+double bound(double scale, double x, double offset, Rounding rounding) {
+  const double step = rounding == Rounding::kNearestEven ? scale / 2 : scale;
+  return step + std::ldexp(std::max(std::fabs(x), std::fabs(offset)), -21) + std::ldexp(1.0, -140);
+}
+
+// Checks every element against the bound; groups holding NaN/Inf must decode to NaN.
+void expectWithinBound(const std::vector<float>& x, const QuantParams& p, const char* what) {
+  Parsed parsed;
+  const std::vector<float> y = roundTrip(x, p, &parsed);
+  size_t bad = 0;
+  for (size_t g = 0; g < parsed.scales.size(); ++g) {
+    const size_t first = g * p.groupSize, last = std::min(x.size(), first + p.groupSize);
+    bool finite = true;
+    for (size_t i = first; i < last; ++i) finite &= std::isfinite(x[i]);
+    const double offset = parsed.offsets.empty() ? 0.0 : parsed.offsets[g];
+    for (size_t i = first; i < last; ++i) {
+      const bool ok = finite ? std::fabs(double(x[i]) - y[i]) <= bound(parsed.scales[g], x[i], offset, p.rounding)
+                             : std::isnan(y[i]);
+      if (!ok && bad++ < 3) {
+        ADD_FAILURE() << what << " bits=" << p.bits << " scheme=" << int(p.scheme) << " group="
+                      << p.groupSize << " element " << i << ": x=" << x[i] << " x^=" << y[i]
+                      << " scale=" << parsed.scales[g];
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+std::vector<float> sample(const char* distribution, size_t n, std::mt19937& rng) {
+  std::vector<float> x(n);
+  std::normal_distribution<float> normal;
+  std::uniform_real_distribution<float> uniform(-3.0f, 5.0f);
+  std::cauchy_distribution<float> cauchy;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::strcmp(distribution, "normal")) x[i] = normal(rng);
+    else if (!std::strcmp(distribution, "uniform")) x[i] = uniform(rng);
+    else if (!std::strcmp(distribution, "heavy")) x[i] = std::max(-1e30f, std::min(1e30f, cauchy(rng)));
+    else if (!std::strcmp(distribution, "denormal")) x[i] = normal(rng) * 1e-39f;
+    else if (!std::strcmp(distribution, "huge")) x[i] = normal(rng) * 1e38f;
+    else if (!std::strcmp(distribution, "zeros")) x[i] = (i / 64) % 2 ? normal(rng) : 0.0f;
+  }
+  if (!std::strcmp(distribution, "huge") && n > 1) {
+    x[0] = std::numeric_limits<float>::max();
+    x[n - 1] = -std::numeric_limits<float>::max();
+  }
+  return x;
+}
+
+TEST(Quant, PerElementBoundOverLengthsGroupsAndDistributions) {
+  std::mt19937 rng(2024);
+  const char* distributions[] = {"normal", "uniform", "heavy", "denormal", "huge", "zeros"};
+  const size_t lengths[] = {1, 7, 31, 33, 1000, 4097, 65537, 1000000};
+  for (const Format& f : kFormats) {
+    for (uint32_t group = 32; group <= 4096; group *= 2) {
+      for (const char* d : distributions) {
+        const size_t n = lengths[rng() % (sizeof(lengths) / sizeof(lengths[0]))];
+        QuantParams p;
+        p.bits = f.bits;
+        p.scheme = f.scheme;
+        p.groupSize = group;
+        expectWithinBound(sample(d, n, rng), p, d);
+      }
+    }
+  }
+}
+
+TEST(Quant, RandomLengthsUpToAMillionWithStochasticRounding) {
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 12; ++trial) {
+    const size_t n = 1 + static_cast<size_t>(std::exp(std::uniform_real_distribution<double>(0, std::log(1e6))(rng)));
+    QuantParams p;
+    p.bits = kFormats[trial % 4].bits;
+    p.scheme = kFormats[trial % 4].scheme;
+    p.groupSize = 32u << (rng() % 8);
+    p.rounding = trial % 2 ? Rounding::kStochastic : Rounding::kNearestEven;
+    p.seed = rng();
+    expectWithinBound(sample("normal", n, rng), p, "random length");
+  }
+}
+
+TEST(Quant, NonFiniteValuesPoisonOnlyTheirGroup) {
+  for (const Format& f : kFormats) {
+    std::vector<float> x(300, 0.5f);
+    x[5] = NAN;
+    x[70] = INFINITY;
+    x[140] = -INFINITY;
+    QuantParams p;
+    p.bits = f.bits;
+    p.scheme = f.scheme;
+    p.groupSize = 64;
+    Parsed parsed;
+    const auto y = roundTrip(x, p, &parsed);
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (i < 192) {
+        EXPECT_TRUE(std::isnan(y[i])) << i;
+      } else {
+        EXPECT_NEAR(y[i], 0.5f, 1e-6f) << i;
+      }
+    }
+  }
+}
+
+TEST(Quant, StochasticRoundingIsUnbiasedAndReproducible) {
+  for (const Format& f : kFormats) {
+    // One element fixes the range; the others sit between two codes.
+    std::vector<float> x(4096, 0.3f);
+    x[0] = 1.0f;
+    x[1] = -1.0f;
+    QuantParams p;
+    p.bits = f.bits;
+    p.scheme = f.scheme;
+    p.groupSize = 4096;
+    p.rounding = Rounding::kStochastic;
+    double sum = 0.0;
+    size_t samples = 0;
+    double scale = 0.0;
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      p.seed = seed * 0x9e3779b97f4a7c15ull;
+      Parsed parsed;
+      const auto y = roundTrip(x, p, &parsed);
+      scale = parsed.scales[0];
+      for (size_t i = 2; i < y.size(); ++i, ++samples) sum += y[i];
+      Parsed again;
+      EXPECT_EQ(roundTrip(x, p, &again), y) << "same seed, same result";
+    }
+    // Each sample is one of two codes a step apart: standard deviation <= scale / 2.
+    const double mean = sum / static_cast<double>(samples);
+    const double tolerance = 5.0 * (scale / 2) / std::sqrt(static_cast<double>(samples));
+    EXPECT_NEAR(mean, 0.3, tolerance) << "bits=" << f.bits << " scheme=" << int(f.scheme);
+  }
+}
+
+// E[M^2] of M = max |X_i| over g iid N(0,1), and E[(max - min)^2], by quadrature of the
+// exact order-statistic distributions.
+double expectedAbsMaxSquared(int g) {
+  double sum = 0.0;
+  const double dt = 1e-3;
+  for (double t = dt / 2; t < 12.0; t += dt) sum += 2 * t * (1 - std::pow(std::erf(t / std::sqrt(2.0)), g)) * dt;
+  return sum;
+}
+double expectedRangeSquared(int g) {
+  const auto phi = [](double v) { return std::exp(-v * v / 2) / std::sqrt(2 * M_PI); };
+  const auto Phi = [](double v) { return 0.5 * std::erfc(-v / std::sqrt(2.0)); };
+  const double h = 0.01;
+  double sum = 0.0;
+  for (double a = -7; a < 7; a += h)
+    for (double b = a + h / 2; b < 7; b += h)
+      sum += g * (g - 1.0) * phi(a) * phi(b) * std::pow(Phi(b) - Phi(a), g - 2) * (b - a) * (b - a) * h * h;
+  return sum;
+}
+
+TEST(Quant, RelativeRmsErrorOnGaussianDataMatchesTheModel) {
+  std::mt19937 rng(5);
+  const uint32_t group = 256;
+  const std::vector<float> x = sample("normal", 1 << 20, rng);
+  for (const Format& f : kFormats) {
+    QuantParams p;
+    p.bits = f.bits;
+    p.scheme = f.scheme;
+    p.groupSize = group;
+    Parsed parsed;
+    const auto y = roundTrip(x, p, &parsed);
+    double err = 0.0, energy = 0.0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      err += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
+      energy += double(x[i]) * x[i];
+    }
+    const double measured = std::sqrt(err / energy);
+    // Rounding error uniform over one step: variance E[scale^2] / 12.
+    const double levels = f.scheme == QuantScheme::kSymmetric ? (f.bits == 8 ? 127 : 7) : (f.bits == 8 ? 255 : 15);
+    const double spread = f.scheme == QuantScheme::kSymmetric ? expectedAbsMaxSquared(group) : expectedRangeSquared(group);
+    const double model = std::sqrt(spread / (levels * levels) / 12.0);
+    EXPECT_NEAR(measured, model, 0.1 * model) << "bits=" << f.bits << " scheme=" << int(f.scheme);
+    std::printf("relative RMS, %d-bit %s, group %u: measured %.5f, model %.5f\n", f.bits,
+                f.scheme == QuantScheme::kSymmetric ? "symmetric" : "asymmetric", group, measured, model);
+  }
+}
+
+TEST(Quant, HalfPrecisionInputAndOutput) {
+  std::mt19937 rng(8);
+  const std::vector<float> x = sample("normal", 10007, rng);
+  std::vector<uint16_t> h(x.size()), b(x.size());
+  std::vector<float> hx(x.size()), bx(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    h[i] = toFloat16(x[i]).bits;
+    b[i] = toBfloat16(x[i]).bits;
+    hx[i] = toFloat(float16_t{h[i]});
+    bx[i] = toFloat(bfloat16_t{b[i]});
+  }
+  QuantParams p;
+  for (auto [type, input, widened] : {std::tuple{DataType::kFloat16, h.data(), &hx},
+                                      std::tuple{DataType::kBfloat16, b.data(), &bx}}) {
+    // Quantizing half input equals quantizing its exact float32 widening.
+    EXPECT_EQ(quantizeOrDie(input, type, x.size(), p),
+              quantizeOrDie(widened->data(), DataType::kFloat32, x.size(), p));
+    // Half output is the float32 result rounded once to the half type.
+    const auto m = quantizeOrDie(widened->data(), DataType::kFloat32, x.size(), p);
+    std::vector<float> wide(x.size());
+    std::vector<uint16_t> narrow(x.size());
+    ASSERT_EQ(dequantize(m.data(), m.size(), wide.data(), DataType::kFloat32, x.size()), Status::kSuccess);
+    ASSERT_EQ(dequantize(m.data(), m.size(), narrow.data(), type, x.size()), Status::kSuccess);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float got = type == DataType::kFloat16 ? toFloat(float16_t{narrow[i]}) : toFloat(bfloat16_t{narrow[i]});
+      const double halfUlp = std::ldexp(std::fabs(wide[i]), type == DataType::kFloat16 ? -11 : -8) + std::ldexp(1.0, -24);
+      ASSERT_LE(std::fabs(got - wide[i]), halfUlp) << i;
+    }
+  }
+}
+
+TEST(Quant, DequantizeAccumulateAddsInFloat32) {
+  std::mt19937 rng(11);
+  const std::vector<float> x = sample("normal", 5000, rng);
+  QuantParams p;
+  p.bits = 4;
+  const auto m = quantizeOrDie(x.data(), DataType::kFloat32, x.size(), p);
+  std::vector<float> y(x.size()), acc(x.size(), 1.5f);
+  ASSERT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kFloat32, y.size()), Status::kSuccess);
+  ASSERT_EQ(dequantizeAccumulate(m.data(), m.size(), acc.data(), acc.size()), Status::kSuccess);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(acc[i], 1.5f + y[i]);
+}
+
+TEST(Quant, MalformedOrShortMessagesAreRejectedWithoutOverreading) {
+  std::vector<float> x(1000, 1.0f);
+  QuantParams p;
+  p.bits = 4;
+  p.scheme = QuantScheme::kAsymmetric;
+  p.groupSize = 64;
+  const auto m = quantizeOrDie(x.data(), DataType::kFloat32, x.size(), p);
+  std::vector<float> y(x.size());
+  for (size_t length = 0; length < m.size(); ++length) {
+    // An exact-size heap copy: AddressSanitizer reports any read past its end.
+    std::vector<unsigned char> shortCopy(m.begin(), m.begin() + static_cast<long>(length));
+    ASSERT_EQ(dequantize(shortCopy.data(), shortCopy.size(), y.data(), DataType::kFloat32, y.size()),
+              Status::kInvalidArgument) << length;
+  }
+  const auto corrupt = [&](size_t at, unsigned char value) {
+    auto bad = m;
+    bad[at] = value;
+    return dequantize(bad.data(), bad.size(), y.data(), DataType::kFloat32, y.size());
+  };
+  EXPECT_EQ(corrupt(0, 0), Status::kInvalidArgument);  // magic
+  EXPECT_EQ(corrupt(5, 3), Status::kInvalidArgument);  // bits
+  EXPECT_EQ(corrupt(6, 9), Status::kInvalidArgument);  // scheme
+  EXPECT_EQ(corrupt(8, 65), Status::kInvalidArgument);  // group size not a power of two
+  EXPECT_EQ(corrupt(23, 0xff), Status::kInvalidArgument);  // count far beyond the buffer
+  EXPECT_NE(lastThreadError().find("count="), std::string::npos) << lastThreadError();
+  EXPECT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kFloat32, 999), Status::kInvalidArgument);
+  EXPECT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kInt32, 1000), Status::kInvalidArgument);
+  p.groupSize = 48;
+  std::vector<unsigned char> out(100000);
+  EXPECT_EQ(quantize(x.data(), DataType::kFloat32, x.size(), p, out.data(), out.size()), Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("groupSize=48"), std::string::npos);
+  p.groupSize = 64;
+  EXPECT_EQ(quantize(x.data(), DataType::kFloat32, x.size(), p, out.data(), 10), Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("capacity=10"), std::string::npos);
+}
+
+TEST(QuantKernels, SimdMatchesScalarBitForBit) {
+  const QuantKernels* simd = avx2QuantKernels();
+  if (simd == nullptr) GTEST_SKIP() << "this CPU has no AVX2/F16C";
+  const QuantKernels& ref = scalarQuantKernels();
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (size_t n : {1, 7, 8, 9, 31, 64, 1000, 4096}) {
+    std::vector<float> x(n);
+    for (auto& v : x) v = normal(rng);
+    if (n > 3) x[2] = -0.0f, x[3] = 1e-40f;
+    GroupStats a, b;
+    ref.stats(x.data(), n, &a);
+    simd->stats(x.data(), n, &b);
+    EXPECT_EQ(a.absmax, b.absmax);
+    EXPECT_EQ(a.min, b.min);
+    EXPECT_EQ(a.max, b.max);
+    EXPECT_EQ(a.nonFinite, b.nonFinite);
+    for (auto [lo, hi, offset, center] :
+         {std::tuple{-127, 127, 0.0f, 0.0f}, std::tuple{0, 255, -9.0f, 127.5f},
+          std::tuple{-7, 7, 0.0f, 0.0f}, std::tuple{0, 15, -9.0f, 7.5f}}) {
+      std::vector<uint8_t> c1(n), c2(n);
+      ref.codesNearest(x.data(), n, offset, 13.7f, center, lo, hi, c1.data());
+      simd->codesNearest(x.data(), n, offset, 13.7f, center, lo, hi, c2.data());
+      EXPECT_EQ(c1, c2) << "nearest n=" << n << " lo=" << lo;
+      ref.codesStochastic(x.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, c1.data());
+      simd->codesStochastic(x.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, c2.data());
+      EXPECT_EQ(c1, c2) << "stochastic n=" << n << " lo=" << lo;
+      std::vector<float> y1(n), y2(n);
+      ref.decodeSigned(reinterpret_cast<const int8_t*>(c1.data()), n, 0.37f, y1.data());
+      simd->decodeSigned(reinterpret_cast<const int8_t*>(c1.data()), n, 0.37f, y2.data());
+      EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), 4 * n));
+      ref.decodeUnsigned(c1.data(), n, 0.37f, offset, center, y1.data());
+      simd->decodeUnsigned(c1.data(), n, 0.37f, offset, center, y2.data());
+      EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), 4 * n));
+    }
+    // Conversions over every 16-bit pattern slice and specials.
+    std::vector<uint16_t> bits(n), h1(n), h2(n);
+    for (size_t i = 0; i < n; ++i) bits[i] = static_cast<uint16_t>(rng());
+    std::vector<float> w1(n), w2(n);
+    ref.widenFloat16(bits.data(), n, w1.data());
+    simd->widenFloat16(bits.data(), n, w2.data());
+    EXPECT_EQ(0, std::memcmp(w1.data(), w2.data(), 4 * n));
+    ref.widenBfloat16(bits.data(), n, w1.data());
+    simd->widenBfloat16(bits.data(), n, w2.data());
+    EXPECT_EQ(0, std::memcmp(w1.data(), w2.data(), 4 * n));
+    std::vector<float> f(n);
+    for (size_t i = 0; i < n; ++i) f[i] = bitsToFloat(static_cast<uint32_t>(rng()));
+    if (n > 1) f[0] = NAN, f[1] = -INFINITY;
+    ref.narrowFloat16(f.data(), n, h1.data());
+    simd->narrowFloat16(f.data(), n, h2.data());
+    EXPECT_EQ(h1, h2) << "float16 n=" << n;
+    ref.narrowBfloat16(f.data(), n, h1.data());
+    simd->narrowBfloat16(f.data(), n, h2.data());
+    EXPECT_EQ(h1, h2) << "bfloat16 n=" << n;
+    std::vector<float> acc1(n, 1.25f), acc2(n, 1.25f);
+    ref.accumulate(acc1.data(), x.data(), n);
+    simd->accumulate(acc2.data(), x.data(), n);
+    EXPECT_EQ(acc1, acc2);
+  }
+}
+
+}  // namespace
+}  // namespace zccl
