@@ -117,9 +117,23 @@ void packNibbles(const uint8_t* codes, size_t n, unsigned char* out) {
 }
 
 void unpackNibbles(const unsigned char* in, size_t n, bool isSigned, uint8_t* codes) {
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned nibble = (in[i / 2] >> (4 * (i % 2))) & 0x0fu;
-    codes[i] = static_cast<uint8_t>(isSigned && nibble >= 8 ? nibble | 0xf0u : nibble);
+  // Branch-free per byte so that the compiler vectorizes it; signed nibbles sign-extend
+  // through an arithmetic shift of the byte.
+  const size_t pairs = n / 2;
+  if (isSigned) {
+    for (size_t j = 0; j < pairs; ++j) {
+      codes[2 * j] = static_cast<uint8_t>(static_cast<int8_t>(in[j] << 4) >> 4);
+      codes[2 * j + 1] = static_cast<uint8_t>(static_cast<int8_t>(in[j]) >> 4);
+    }
+  } else {
+    for (size_t j = 0; j < pairs; ++j) {
+      codes[2 * j] = in[j] & 0x0f;
+      codes[2 * j + 1] = in[j] >> 4;
+    }
+  }
+  if (n % 2) {
+    const unsigned nibble = in[pairs] & 0x0fu;
+    codes[n - 1] = static_cast<uint8_t>(isSigned && nibble >= 8 ? nibble | 0xf0u : nibble);
   }
 }
 

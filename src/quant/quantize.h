@@ -46,10 +46,10 @@ namespace zccl {
 enum class QuantScheme : uint8_t { kSymmetric = 0, kAsymmetric = 1 };
 enum class Rounding : uint8_t { kNearestEven = 0, kStochastic = 1 };
 
-// 512 elements per group: at 2 bytes per element the per-group overhead of a symmetric INT8
-// message is 4 / 512 (0.8%), and the quantize kernel stays within 10% of its fastest
-// group size (perf/quant_bench: throughput rises until ~256 and is flat beyond), while
-// smaller groups track outliers better. Larger groups cost accuracy for little speed.
+// 512 elements per group, by measurement (perf/quant_bench, INT8 symmetric float32, AVX2, one
+// core): 32: 3.0 GB/s, 128: 5.6, 256: 6.7, 512: 7.9, 2048: 8.0, 4096: 8.3. From 512 on the
+// kernel is within 5% of its best, and the scale costs 4 / 512 bytes per element (0.8% of
+// an INT8 payload); larger groups buy little speed and track outliers worse.
 constexpr uint32_t kDefaultGroupSize = 512;
 constexpr uint32_t kMinGroupSize = 32;
 constexpr uint32_t kMaxGroupSize = 4096;

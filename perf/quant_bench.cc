@@ -1,0 +1,142 @@
+// Quantization throughput in GB/s of (unquantized) input, with memcpy of the same bytes
+// measured in the same run as the baseline. Single core.
+//   quant_bench [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/half.h"
+#include "quant/quantize.h"
+
+namespace zccl {
+namespace {
+
+constexpr size_t kElements = size_t{4} << 20;  // 16 MiB of float32: beyond the caches
+
+const std::vector<float>& normalData() {
+  static const std::vector<float> data = [] {
+    std::vector<float> v(kElements);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal;
+    for (auto& x : v) x = normal(rng);
+    return v;
+  }();
+  return data;
+}
+
+// The input in `type`, as raw bytes.
+std::vector<char> input(DataType type) {
+  const auto& f = normalData();
+  std::vector<char> bytes(kElements * elementSize(type));
+  for (size_t i = 0; i < kElements; ++i) {
+    if (type == DataType::kFloat32) reinterpret_cast<float*>(bytes.data())[i] = f[i];
+    if (type == DataType::kFloat16) reinterpret_cast<float16_t*>(bytes.data())[i] = toFloat16(f[i]);
+    if (type == DataType::kBfloat16) reinterpret_cast<bfloat16_t*>(bytes.data())[i] = toBfloat16(f[i]);
+  }
+  return bytes;
+}
+
+QuantParams paramsFrom(const benchmark::State& state) {
+  QuantParams p;
+  p.bits = static_cast<int>(state.range(0));
+  p.scheme = static_cast<QuantScheme>(state.range(1));
+  p.groupSize = static_cast<uint32_t>(state.range(3));
+  return p;
+}
+
+void labelFor(benchmark::State& state, DataType type) {
+  const QuantParams p = paramsFrom(state);
+  state.SetLabel(std::string("int") + std::to_string(p.bits) +
+                 (p.scheme == QuantScheme::kSymmetric ? " sym " : " asym ") + dataTypeName(type) +
+                 " group " + std::to_string(p.groupSize) + " [" + quantKernelName() + "]");
+}
+
+void BM_Quantize(benchmark::State& state) {
+  const DataType type = static_cast<DataType>(state.range(2));
+  const QuantParams p = paramsFrom(state);
+  const auto in = input(type);
+  std::vector<unsigned char> out(quantizedBytes(kElements, p));
+  for (auto _ : state) {
+    if (quantize(in.data(), type, kElements, p, out.data(), out.size()) != Status::kSuccess) {
+      state.SkipWithError("quantize failed");
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * in.size()));
+  labelFor(state, type);
+}
+
+void BM_Dequantize(benchmark::State& state) {
+  const DataType type = static_cast<DataType>(state.range(2));
+  const QuantParams p = paramsFrom(state);
+  const auto in = input(type);
+  std::vector<unsigned char> message(quantizedBytes(kElements, p));
+  quantize(in.data(), type, kElements, p, message.data(), message.size());
+  std::vector<char> out(in.size());
+  for (auto _ : state) {
+    if (dequantize(message.data(), message.size(), out.data(), type, kElements) != Status::kSuccess) {
+      state.SkipWithError("dequantize failed");
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * in.size()));
+  labelFor(state, type);
+}
+
+void BM_DequantizeAccumulate(benchmark::State& state) {
+  const QuantParams p = paramsFrom(state);
+  const auto in = input(DataType::kFloat32);
+  std::vector<unsigned char> message(quantizedBytes(kElements, p));
+  quantize(in.data(), DataType::kFloat32, kElements, p, message.data(), message.size());
+  std::vector<float> accumulator(kElements, 0.0f);
+  for (auto _ : state) {
+    if (dequantizeAccumulate(message.data(), message.size(), accumulator.data(), kElements) !=
+        Status::kSuccess) {
+      state.SkipWithError("dequantizeAccumulate failed");
+    }
+    benchmark::DoNotOptimize(accumulator.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * in.size()));
+  labelFor(state, DataType::kFloat32);
+}
+
+// The baseline: copying the same number of input bytes.
+void BM_Memcpy(benchmark::State& state) {
+  const DataType type = static_cast<DataType>(state.range(0));
+  const auto in = input(type);
+  std::vector<char> out(in.size());
+  for (auto _ : state) {
+    std::memcpy(out.data(), in.data(), in.size());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * in.size()));
+  state.SetLabel(std::string("memcpy of ") + dataTypeName(type) + " input bytes");
+}
+
+constexpr int kF32 = static_cast<int>(DataType::kFloat32);
+constexpr int kF16 = static_cast<int>(DataType::kFloat16);
+constexpr int kBf16 = static_cast<int>(DataType::kBfloat16);
+
+void formats(benchmark::internal::Benchmark* b) {
+  for (int bits : {8, 4})
+    for (int scheme : {0, 1})
+      for (int type : {kF32, kF16, kBf16}) b->Args({bits, scheme, type, kDefaultGroupSize});
+}
+
+void groupSizes(benchmark::internal::Benchmark* b) {
+  for (int group = 32; group <= 4096; group *= 2) b->Args({8, 0, kF32, group});
+}
+
+BENCHMARK(BM_Memcpy)->Arg(kF32)->Arg(kBf16)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Quantize)->Apply(formats)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Dequantize)->Apply(formats)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DequantizeAccumulate)->Args({8, 0, kF32, kDefaultGroupSize})
+    ->Args({4, 0, kF32, kDefaultGroupSize})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Quantize)->Name("BM_QuantizeGroupSize")->Apply(groupSizes)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace zccl
+
+BENCHMARK_MAIN();
