@@ -13,13 +13,13 @@
 
 namespace {
 
-#define DEMO_CHECK(call)                                                                  \
-  do {                                                                                    \
-    const zcclResult_t demo_result_ = (call);                                             \
-    if (demo_result_ != zcclSuccess) {                                                    \
-      std::fprintf(stderr, "%s failed: %s\n", #call, zcclGetLastError(nullptr));          \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                       \
-    }                                                                                     \
+#define DEMO_CHECK(call)                                                         \
+  do {                                                                           \
+    const zcclResult_t demo_result_ = (call);                                    \
+    if (demo_result_ != zcclSuccess) {                                           \
+      std::fprintf(stderr, "%s failed: %s\n", #call, zcclGetLastError(nullptr)); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                              \
+    }                                                                            \
   } while (0)
 
 struct Buffers {
@@ -62,7 +62,8 @@ std::vector<Case> cases() {
          b.recv.assign(b.block * n, -1.0f);
        },
        [](zcclComm_t comm, Buffers& b) {
-         DEMO_CHECK(zcclAllGather(b.send.data(), b.recv.data(), b.block, zcclFloat32, comm, nullptr));
+         DEMO_CHECK(
+             zcclAllGather(b.send.data(), b.recv.data(), b.block, zcclFloat32, comm, nullptr));
        },
        [](const Buffers& b, size_t i) { return input(int(i / b.block), i % b.block); }},
       {"reduce_scatter", (n - 1.0) / n,
@@ -103,9 +104,12 @@ std::vector<Case> cases() {
          b.recv.assign(b.block * n, -1.0f);
        },
        [](zcclComm_t comm, Buffers& b) {
-         DEMO_CHECK(zcclAllToAll(b.send.data(), b.recv.data(), b.block, zcclFloat32, comm, nullptr));
+         DEMO_CHECK(
+             zcclAllToAll(b.send.data(), b.recv.data(), b.block, zcclFloat32, comm, nullptr));
        },
-       [](const Buffers& b, size_t i) { return input(int(i / b.block), rank * b.block + i % b.block); }},
+       [](const Buffers& b, size_t i) {
+         return input(int(i / b.block), rank * b.block + i % b.block);
+       }},
   };
 }
 
@@ -169,15 +173,18 @@ int main(int argc, char** argv) {
   zcclStats stats;
   DEMO_CHECK(zcclCommGetStats(own, &stats));
   if (rank == 0) {
-    std::printf("# us: mean of 5 calls after a warm-up, slowest rank; busbw in GB/s as nccl-tests\n");
-    std::printf("# rank 0 sent %llu bytes in %llu messages (self %llu, intra-node %llu, "
-                "inter-node %llu bytes)\n",
-                static_cast<unsigned long long>(stats.bytesSent[0] + stats.bytesSent[1] + stats.bytesSent[2]),
-                static_cast<unsigned long long>(stats.messagesSent[0] + stats.messagesSent[1] +
-                                                stats.messagesSent[2]),
-                static_cast<unsigned long long>(stats.bytesSent[zcclLinkSelf]),
-                static_cast<unsigned long long>(stats.bytesSent[zcclLinkIntraNode]),
-                static_cast<unsigned long long>(stats.bytesSent[zcclLinkInterNode]));
+    std::printf(
+        "# us: mean of 5 calls after a warm-up, slowest rank; busbw in GB/s as nccl-tests\n");
+    std::printf(
+        "# rank 0 sent %llu bytes in %llu messages (self %llu, intra-node %llu, "
+        "inter-node %llu bytes)\n",
+        static_cast<unsigned long long>(stats.bytesSent[0] + stats.bytesSent[1] +
+                                        stats.bytesSent[2]),
+        static_cast<unsigned long long>(stats.messagesSent[0] + stats.messagesSent[1] +
+                                        stats.messagesSent[2]),
+        static_cast<unsigned long long>(stats.bytesSent[zcclLinkSelf]),
+        static_cast<unsigned long long>(stats.bytesSent[zcclLinkIntraNode]),
+        static_cast<unsigned long long>(stats.bytesSent[zcclLinkInterNode]));
     std::printf("# %s: %zu wrong elements\n", totalWrong == 0 ? "PASSED" : "FAILED", totalWrong);
   }
   DEMO_CHECK(zcclCommDestroy(own));

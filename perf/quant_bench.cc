@@ -33,7 +33,8 @@ std::vector<char> input(DataType type) {
   for (size_t i = 0; i < kElements; ++i) {
     if (type == DataType::kFloat32) reinterpret_cast<float*>(bytes.data())[i] = f[i];
     if (type == DataType::kFloat16) reinterpret_cast<float16_t*>(bytes.data())[i] = toFloat16(f[i]);
-    if (type == DataType::kBfloat16) reinterpret_cast<bfloat16_t*>(bytes.data())[i] = toBfloat16(f[i]);
+    if (type == DataType::kBfloat16)
+      reinterpret_cast<bfloat16_t*>(bytes.data())[i] = toBfloat16(f[i]);
   }
   return bytes;
 }
@@ -76,7 +77,8 @@ void BM_Dequantize(benchmark::State& state) {
   quantize(in.data(), type, kElements, p, message.data(), message.size());
   std::vector<char> out(in.size());
   for (auto _ : state) {
-    if (dequantize(message.data(), message.size(), out.data(), type, kElements) != Status::kSuccess) {
+    if (dequantize(message.data(), message.size(), out.data(), type, kElements) !=
+        Status::kSuccess) {
       state.SkipWithError("dequantize failed");
     }
     benchmark::DoNotOptimize(out.data());
@@ -132,9 +134,14 @@ void groupSizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Memcpy)->Arg(kF32)->Arg(kBf16)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Quantize)->Apply(formats)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Dequantize)->Apply(formats)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DequantizeAccumulate)->Args({8, 0, kF32, kDefaultGroupSize})
-    ->Args({4, 0, kF32, kDefaultGroupSize})->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Quantize)->Name("BM_QuantizeGroupSize")->Apply(groupSizes)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DequantizeAccumulate)
+    ->Args({8, 0, kF32, kDefaultGroupSize})
+    ->Args({4, 0, kF32, kDefaultGroupSize})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Quantize)
+    ->Name("BM_QuantizeGroupSize")
+    ->Apply(groupSizes)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace zccl

@@ -109,10 +109,10 @@ typedef struct {
 } zcclConfig;
 
 #define ZCCL_CONFIG_MAGIC 0x7a63636cu
-#define ZCCL_CONFIG_INITIALIZER                                                        \
-  {                                                                                    \
-    sizeof(zcclConfig), ZCCL_CONFIG_MAGIC, ZCCL_VERSION_CODE, ZCCL_CONFIG_UNDEF_INT,   \
-        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_DOUBLE                                \
+#define ZCCL_CONFIG_INITIALIZER                                                      \
+  {                                                                                  \
+    sizeof(zcclConfig), ZCCL_CONFIG_MAGIC, ZCCL_VERSION_CODE, ZCCL_CONFIG_UNDEF_INT, \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_DOUBLE                              \
   }
 
 /* Bytes and messages this rank sent since creation or the last reset, per link class. */
@@ -135,7 +135,7 @@ ZCCL_API zcclResult_t zcclCommInitMPI(MPI_Comm mpiComm, const zcclConfig* config
 /* Collective over comm. color < 0 (ZCCL_SPLIT_NOCOLOR) gives *newcomm = NULL. */
 #define ZCCL_SPLIT_NOCOLOR (-1)
 ZCCL_API zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newcomm,
-                           const zcclConfig* config);
+                                    const zcclConfig* config);
 ZCCL_API zcclResult_t zcclCommDestroy(zcclComm_t comm);
 /* Frees comm without waiting for peers; pending operations are abandoned. */
 ZCCL_API zcclResult_t zcclCommAbort(zcclComm_t comm);
@@ -146,27 +146,27 @@ ZCCL_API zcclResult_t zcclCommResetStats(zcclComm_t comm);
 
 /* In place when sendbuff == recvbuff + rank * sendcount elements. */
 ZCCL_API zcclResult_t zcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                           zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream);
+                                    zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream);
 /* In place when recvbuff == sendbuff + rank * recvcount elements. */
 ZCCL_API zcclResult_t zcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                               zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
-                               zcclStream_t stream);
+                                        zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                                        zcclStream_t stream);
 /* In place when sendbuff == recvbuff. */
 ZCCL_API zcclResult_t zcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                           zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
-                           zcclStream_t stream);
+                                    zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                                    zcclStream_t stream);
 /* sendbuff is read on root only; in place when sendbuff == recvbuff. */
 ZCCL_API zcclResult_t zcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                           zcclDataType_t datatype, int root, zcclComm_t comm,
-                           zcclStream_t stream);
+                                    zcclDataType_t datatype, int root, zcclComm_t comm,
+                                    zcclStream_t stream);
 /* count elements to and from every rank; in place when sendbuff == recvbuff. */
 ZCCL_API zcclResult_t zcclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
-                          zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream);
+                                   zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream);
 /* Outside a group, Send and Recv block until done; inside one they complete at GroupEnd. */
-ZCCL_API zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_t datatype, int peer,
-                      zcclComm_t comm, zcclStream_t stream);
+ZCCL_API zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_t datatype,
+                               int peer, zcclComm_t comm, zcclStream_t stream);
 ZCCL_API zcclResult_t zcclRecv(void* recvbuff, size_t count, zcclDataType_t datatype, int peer,
-                      zcclComm_t comm, zcclStream_t stream);
+                               zcclComm_t comm, zcclStream_t stream);
 /* Groups point-to-point calls of this thread so they progress together (as in NCCL). */
 ZCCL_API zcclResult_t zcclGroupStart(void);
 ZCCL_API zcclResult_t zcclGroupEnd(void);

@@ -27,8 +27,8 @@ Status allToAllPairwise(Context& ctx, const void* send, void* recv, size_t block
     Ticket ticket;
     ZCCL_CHECK(t.postRecv(out + static_cast<size_t>(from) * blockBytes, blockBytes, from,
                           kCollectiveTag, &ticket));
-    ZCCL_CHECK(t.postSend(in + static_cast<size_t>(to) * blockBytes, blockBytes, to,
-                          kCollectiveTag, &ticket));
+    ZCCL_CHECK(t.postSend(in + static_cast<size_t>(to) * blockBytes, blockBytes, to, kCollectiveTag,
+                          &ticket));
     ZCCL_CHECK(t.waitAll());
   }
   return Status::kSuccess;

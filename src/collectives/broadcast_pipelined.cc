@@ -21,27 +21,28 @@ Status broadcastPipelined(Context& ctx, const void* send, void* recv, size_t byt
   const int prev = position > 0 ? (t.rank() - 1 + n) % n : -1;
   char* out = static_cast<char*>(recv);
   const size_t segments = (bytes + kSegmentBytes - 1) / kSegmentBytes;
-  const auto segmentBytes = [&](size_t s) { return std::min(kSegmentBytes, bytes - s * kSegmentBytes); };
+  const auto segmentBytes = [&](size_t s) {
+    return std::min(kSegmentBytes, bytes - s * kSegmentBytes);
+  };
 
   Ticket ticket;
   if (prev < 0) {
     const char* source = static_cast<const char*>(send);
     for (size_t s = 0; next >= 0 && s < segments; ++s) {
-      ZCCL_CHECK(t.postSend(source + s * kSegmentBytes, segmentBytes(s), next, kCollectiveTag,
-                            &ticket));
+      ZCCL_CHECK(
+          t.postSend(source + s * kSegmentBytes, segmentBytes(s), next, kCollectiveTag, &ticket));
     }
     if (send != recv && bytes > 0) std::memcpy(out, send, bytes);
     return t.waitAll();
   }
   std::vector<Ticket> received(segments);
   for (size_t s = 0; s < segments; ++s) {
-    ZCCL_CHECK(t.postRecv(out + s * kSegmentBytes, segmentBytes(s), prev, kCollectiveTag,
-                          &received[s]));
+    ZCCL_CHECK(
+        t.postRecv(out + s * kSegmentBytes, segmentBytes(s), prev, kCollectiveTag, &received[s]));
   }
   for (size_t s = 0; next >= 0 && s < segments; ++s) {
     ZCCL_CHECK(t.wait(received[s]));
-    ZCCL_CHECK(t.postSend(out + s * kSegmentBytes, segmentBytes(s), next, kCollectiveTag,
-                          &ticket));
+    ZCCL_CHECK(t.postSend(out + s * kSegmentBytes, segmentBytes(s), next, kCollectiveTag, &ticket));
   }
   return t.waitAll();
 }

@@ -15,15 +15,18 @@ Status allGather(Context& ctx, const CollectiveOptions& options, const void* sen
                        elementSize(type));
 }
 
-Status reduceScatter(Context& ctx, const CollectiveOptions& options, const void* send,
-                     void* recv, size_t recvCount, DataType type, RedOp op) {
+Status reduceScatter(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
+                     size_t recvCount, DataType type, RedOp op) {
   const int n = ctx.transport.size();
   const Partition blocks{recvCount * static_cast<size_t>(n), n};
   const size_t bytes = blocks.count * elementSize(type);
   switch (planAlgorithm(Collective::kReduceScatter, type, bytes, options.algorithm)) {
-    case Algorithm::kNative: return reduceScatterNative(ctx, send, recv, recvCount, type, op);
-    case Algorithm::kDirect: return reduceScatterDirect(ctx, send, recv, blocks, type, op);
-    default: return reduceScatterRing(ctx, send, recv, blocks, type, op);
+    case Algorithm::kNative:
+      return reduceScatterNative(ctx, send, recv, recvCount, type, op);
+    case Algorithm::kDirect:
+      return reduceScatterDirect(ctx, send, recv, blocks, type, op);
+    default:
+      return reduceScatterRing(ctx, send, recv, blocks, type, op);
   }
 }
 
@@ -50,10 +53,13 @@ size_t nativeBytesEstimate(Collective collective, size_t bytesPerRank, int ranks
                            int root) {
   const size_t n = static_cast<size_t>(ranks);
   switch (collective) {
-    case Collective::kAllGather: return bytesPerRank * (n - 1);  // own block to every peer
-    case Collective::kReduceScatter:                             // input minus own block
-    case Collective::kAllToAll: return bytesPerRank / n * (n - 1);
-    case Collective::kAllReduce: return 2 * (bytesPerRank / n) * (n - 1);
+    case Collective::kAllGather:
+      return bytesPerRank * (n - 1);  // own block to every peer
+    case Collective::kReduceScatter:  // input minus own block
+    case Collective::kAllToAll:
+      return bytesPerRank / n * (n - 1);
+    case Collective::kAllReduce:
+      return 2 * (bytesPerRank / n) * (n - 1);
     case Collective::kBroadcast:  // a chain from root: all but the last rank forward once
       return (rank - root + ranks) % ranks < ranks - 1 ? bytesPerRank : 0;
   }

@@ -16,8 +16,8 @@ struct CollectiveOptions {
 // send == nullptr: this rank's block already sits in recv.
 Status allGather(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
                  size_t sendCount, DataType type);
-Status reduceScatter(Context& ctx, const CollectiveOptions& options, const void* send,
-                     void* recv, size_t recvCount, DataType type, RedOp op);
+Status reduceScatter(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
+                     size_t recvCount, DataType type, RedOp op);
 Status allReduce(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
                  size_t count, DataType type, RedOp op);
 Status broadcast(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,

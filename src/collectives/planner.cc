@@ -22,9 +22,12 @@ Algorithm choose(Collective collective, DataType type, Algorithm requested) {
     case Collective::kReduceScatter:
     case Collective::kAllReduce:
       return requested == Algorithm::kAuto ? reduceScatterDefault(type) : requested;
-    case Collective::kAllGather: return Algorithm::kRing;
-    case Collective::kBroadcast: return Algorithm::kPipelined;
-    case Collective::kAllToAll: return Algorithm::kPairwise;
+    case Collective::kAllGather:
+      return Algorithm::kRing;
+    case Collective::kBroadcast:
+      return Algorithm::kPipelined;
+    case Collective::kAllToAll:
+      return Algorithm::kPairwise;
   }
   return Algorithm::kAuto;
 }
@@ -37,7 +40,8 @@ void logOnce(Collective collective, DataType type, size_t bytes, Algorithm reque
   int sizeClass = 0;
   while ((bytes >> sizeClass) > 1) ++sizeClass;  // log2 of the size
   std::lock_guard<std::mutex> lock(mutex);
-  if (!seen.insert({static_cast<int>(collective) * 16 + static_cast<int>(type), sizeClass}).second) {
+  if (!seen.insert({static_cast<int>(collective) * 16 + static_cast<int>(type), sizeClass})
+           .second) {
     return;
   }
   ZCCL_LOG(kInfo, "plan %s %s ~2^%d bytes: %s (requested %s)", collectiveName(collective),
@@ -48,23 +52,34 @@ void logOnce(Collective collective, DataType type, size_t bytes, Algorithm reque
 
 const char* collectiveName(Collective collective) {
   switch (collective) {
-    case Collective::kAllGather: return "all-gather";
-    case Collective::kReduceScatter: return "reduce-scatter";
-    case Collective::kAllReduce: return "all-reduce";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kAllToAll: return "all-to-all";
+    case Collective::kAllGather:
+      return "all-gather";
+    case Collective::kReduceScatter:
+      return "reduce-scatter";
+    case Collective::kAllReduce:
+      return "all-reduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kAllToAll:
+      return "all-to-all";
   }
   return "unknown";
 }
 
 const char* algorithmName(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::kAuto: return "auto";
-    case Algorithm::kRing: return "ring";
-    case Algorithm::kDirect: return "direct";
-    case Algorithm::kNative: return "native";
-    case Algorithm::kPairwise: return "pairwise";
-    case Algorithm::kPipelined: return "pipelined";
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kDirect:
+      return "direct";
+    case Algorithm::kNative:
+      return "native";
+    case Algorithm::kPairwise:
+      return "pairwise";
+    case Algorithm::kPipelined:
+      return "pipelined";
   }
   return "unknown";
 }

@@ -28,10 +28,10 @@ Status reduceScatterRing(Context& ctx, const void* send, void* recv, const Parti
     const int sendBlock = ringBlock(t.rank(), step + 1, n);
     const int recvBlock = ringBlock(t.rank(), step + 2, n);
     Ticket ticket;
-    ZCCL_CHECK(t.postRecv(incoming, blocks.size(recvBlock) * es, ringPrev(t), kCollectiveTag,
-                          &ticket));
-    ZCCL_CHECK(t.postSend(outgoing, blocks.size(sendBlock) * es, ringNext(t), kCollectiveTag,
-                          &ticket));
+    ZCCL_CHECK(
+        t.postRecv(incoming, blocks.size(recvBlock) * es, ringPrev(t), kCollectiveTag, &ticket));
+    ZCCL_CHECK(
+        t.postSend(outgoing, blocks.size(sendBlock) * es, ringNext(t), kCollectiveTag, &ticket));
     ZCCL_CHECK(t.waitAll());
     reduceInto(incoming, inputBlock(recvBlock), blocks.size(recvBlock), type, op);
     std::swap(incoming, partial);

@@ -26,7 +26,9 @@ inline float bitsToFloat(uint32_t bits) {
   return value;
 }
 
-inline float toFloat(bfloat16_t value) { return bitsToFloat(static_cast<uint32_t>(value.bits) << 16); }
+inline float toFloat(bfloat16_t value) {
+  return bitsToFloat(static_cast<uint32_t>(value.bits) << 16);
+}
 
 inline bfloat16_t toBfloat16(float value) {
   const uint32_t bits = floatBits(value);

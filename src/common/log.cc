@@ -29,10 +29,14 @@ LogLevel parseLevel(const char* text) {
 
 const char* levelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kWarn: return "WARN";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kTrace: return "TRACE";
-    case LogLevel::kNone: break;
+    case LogLevel::kWarn:
+      return "WARN";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kTrace:
+      return "TRACE";
+    case LogLevel::kNone:
+      break;
   }
   return "";
 }

@@ -7,7 +7,9 @@ enum class LogLevel : int { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 
 // The level from ZCCL_DEBUG, read once.
 LogLevel logLevel();
-inline bool logEnabled(LogLevel level) { return static_cast<int>(level) <= static_cast<int>(logLevel()); }
+inline bool logEnabled(LogLevel level) {
+  return static_cast<int>(level) <= static_cast<int>(logLevel());
+}
 
 // The rank shown in the prefix; -1 until a communicator knows it.
 void setLogRank(int rank);
@@ -16,9 +18,9 @@ void logMessage(LogLevel level, const char* format, ...) __attribute__((format(p
 
 }  // namespace zccl
 
-#define ZCCL_LOG(level, ...)                                     \
-  do {                                                           \
-    if (::zccl::logEnabled(::zccl::LogLevel::level)) {           \
-      ::zccl::logMessage(::zccl::LogLevel::level, __VA_ARGS__);  \
-    }                                                            \
+#define ZCCL_LOG(level, ...)                                    \
+  do {                                                          \
+    if (::zccl::logEnabled(::zccl::LogLevel::level)) {          \
+      ::zccl::logMessage(::zccl::LogLevel::level, __VA_ARGS__); \
+    }                                                           \
   } while (0)

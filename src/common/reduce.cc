@@ -35,23 +35,32 @@ A applyOp(RedOp op, A a, A b) {
     using U = std::make_unsigned_t<A>;
     switch (op) {
       case RedOp::kSum:
-      case RedOp::kAvg: return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+      case RedOp::kAvg:
+        return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
       // Promote to at least unsigned int so that narrow types cannot overflow a signed int.
       case RedOp::kProd:
         return static_cast<A>(static_cast<std::common_type_t<U, unsigned>>(a) *
                               static_cast<std::common_type_t<U, unsigned>>(b));
-      case RedOp::kMax: return std::max(a, b);
-      case RedOp::kMin: return std::min(a, b);
-      case RedOp::kCount: break;
+      case RedOp::kMax:
+        return std::max(a, b);
+      case RedOp::kMin:
+        return std::min(a, b);
+      case RedOp::kCount:
+        break;
     }
   } else {
     switch (op) {
       case RedOp::kSum:
-      case RedOp::kAvg: return a + b;
-      case RedOp::kProd: return a * b;
-      case RedOp::kMax: return (a > b || a != a) ? a : b;
-      case RedOp::kMin: return (a < b || a != a) ? a : b;
-      case RedOp::kCount: break;
+      case RedOp::kAvg:
+        return a + b;
+      case RedOp::kProd:
+        return a * b;
+      case RedOp::kMax:
+        return (a > b || a != a) ? a : b;
+      case RedOp::kMin:
+        return (a < b || a != a) ? a : b;
+      case RedOp::kCount:
+        break;
     }
   }
   return a;
@@ -110,29 +119,61 @@ void divideTyped(T* data, size_t count, int divisor) {
 template <typename Fn>
 void dispatchType(DataType type, Fn&& fn) {
   switch (type) {
-    case DataType::kInt8: fn(int8_t{}); break;
-    case DataType::kUint8: fn(uint8_t{}); break;
-    case DataType::kInt32: fn(int32_t{}); break;
-    case DataType::kUint32: fn(uint32_t{}); break;
-    case DataType::kInt64: fn(int64_t{}); break;
-    case DataType::kUint64: fn(uint64_t{}); break;
-    case DataType::kFloat16: fn(float16_t{}); break;
-    case DataType::kBfloat16: fn(bfloat16_t{}); break;
-    case DataType::kFloat32: fn(float{}); break;
-    case DataType::kFloat64: fn(double{}); break;
-    case DataType::kCount: break;
+    case DataType::kInt8:
+      fn(int8_t{});
+      break;
+    case DataType::kUint8:
+      fn(uint8_t{});
+      break;
+    case DataType::kInt32:
+      fn(int32_t{});
+      break;
+    case DataType::kUint32:
+      fn(uint32_t{});
+      break;
+    case DataType::kInt64:
+      fn(int64_t{});
+      break;
+    case DataType::kUint64:
+      fn(uint64_t{});
+      break;
+    case DataType::kFloat16:
+      fn(float16_t{});
+      break;
+    case DataType::kBfloat16:
+      fn(bfloat16_t{});
+      break;
+    case DataType::kFloat32:
+      fn(float{});
+      break;
+    case DataType::kFloat64:
+      fn(double{});
+      break;
+    case DataType::kCount:
+      break;
   }
 }
 
 template <template <typename, RedOp> class Kernel, typename T, typename... Args>
 void dispatchOp(RedOp op, Args... args) {
   switch (op) {
-    case RedOp::kSum: Kernel<T, RedOp::kSum>::run(args...); break;
-    case RedOp::kProd: Kernel<T, RedOp::kProd>::run(args...); break;
-    case RedOp::kMax: Kernel<T, RedOp::kMax>::run(args...); break;
-    case RedOp::kMin: Kernel<T, RedOp::kMin>::run(args...); break;
-    case RedOp::kAvg: Kernel<T, RedOp::kAvg>::run(args...); break;
-    case RedOp::kCount: break;
+    case RedOp::kSum:
+      Kernel<T, RedOp::kSum>::run(args...);
+      break;
+    case RedOp::kProd:
+      Kernel<T, RedOp::kProd>::run(args...);
+      break;
+    case RedOp::kMax:
+      Kernel<T, RedOp::kMax>::run(args...);
+      break;
+    case RedOp::kMin:
+      Kernel<T, RedOp::kMin>::run(args...);
+      break;
+    case RedOp::kAvg:
+      Kernel<T, RedOp::kAvg>::run(args...);
+      break;
+    case RedOp::kCount:
+      break;
   }
 }
 
@@ -153,13 +194,12 @@ struct ReduceOrderedKernel {
 }  // namespace
 
 void reduceInto(void* inout, const void* in, size_t count, DataType type, RedOp op) {
-  dispatchType(type, [&](auto tag) {
-    dispatchOp<ReduceIntoKernel, decltype(tag)>(op, inout, in, count);
-  });
+  dispatchType(
+      type, [&](auto tag) { dispatchOp<ReduceIntoKernel, decltype(tag)>(op, inout, in, count); });
 }
 
-void reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count,
-                   DataType type, RedOp op) {
+void reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count, DataType type,
+                   RedOp op) {
   dispatchType(type, [&](auto tag) {
     dispatchOp<ReduceOrderedKernel, decltype(tag)>(op, out, inputs, numInputs, count);
   });

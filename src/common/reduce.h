@@ -17,8 +17,8 @@ void reduceInto(void* inout, const void* in, size_t count, DataType type, RedOp 
 // out[i] = inputs[0][i] op inputs[1][i] op ... in input order, accumulated in float32 for
 // half precision (float64 and integers in their own type) and rounded once; kAvg then
 // divides by `numInputs`. `out` may alias any input.
-void reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count,
-                   DataType type, RedOp op);
+void reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count, DataType type,
+                   RedOp op);
 
 // data[i] /= divisor: the final step of kAvg after reduceInto (integers truncate).
 void divideByCount(void* data, size_t count, DataType type, int divisor);

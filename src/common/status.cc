@@ -12,14 +12,22 @@ thread_local std::string threadError;
 
 const char* statusName(Status status) {
   switch (status) {
-    case Status::kSuccess: return "success";
-    case Status::kInvalidArgument: return "invalid argument";
-    case Status::kInvalidUsage: return "invalid usage";
-    case Status::kSystemError: return "system error";
-    case Status::kInternalError: return "internal error";
-    case Status::kRemoteError: return "remote error";
-    case Status::kTimeout: return "timeout";
-    case Status::kInProgress: return "in progress";
+    case Status::kSuccess:
+      return "success";
+    case Status::kInvalidArgument:
+      return "invalid argument";
+    case Status::kInvalidUsage:
+      return "invalid usage";
+    case Status::kSystemError:
+      return "system error";
+    case Status::kInternalError:
+      return "internal error";
+    case Status::kRemoteError:
+      return "remote error";
+    case Status::kTimeout:
+      return "timeout";
+    case Status::kInProgress:
+      return "in progress";
   }
   return "unknown result";
 }

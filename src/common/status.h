@@ -31,10 +31,10 @@ void clearThreadError();
 }  // namespace zccl
 
 // Propagates any non-success Status to the caller: the one check used everywhere.
-#define ZCCL_CHECK(expr)                                            \
-  do {                                                              \
-    const ::zccl::Status zccl_check_status_ = (expr);               \
-    if (zccl_check_status_ != ::zccl::Status::kSuccess) {           \
-      return zccl_check_status_;                                    \
-    }                                                               \
+#define ZCCL_CHECK(expr)                                  \
+  do {                                                    \
+    const ::zccl::Status zccl_check_status_ = (expr);     \
+    if (zccl_check_status_ != ::zccl::Status::kSuccess) { \
+      return zccl_check_status_;                          \
+    }                                                     \
   } while (0)

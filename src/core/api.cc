@@ -82,9 +82,10 @@ Status initComm(MPI_Comm mpiComm, const zcclConfig* config, zcclComm** out) {
                      resolved.ranksPerNode, comm->nodes.numNodes(), resolved.ranksPerNode);
   }
   ZCCL_LOG(kInfo, "comm %p: rank %d of %d, node %d of %d (local rank %d of %d), algorithm %s",
-           static_cast<void*>(comm.get()), comm->rank(), comm->size(), comm->nodes.nodeOf(comm->rank()),
-           comm->nodes.numNodes(), comm->nodes.localRank(comm->rank()),
-           comm->nodes.localSize(comm->rank()), zccl::algorithmName(resolved.algorithm));
+           static_cast<void*>(comm.get()), comm->rank(), comm->size(),
+           comm->nodes.nodeOf(comm->rank()), comm->nodes.numNodes(),
+           comm->nodes.localRank(comm->rank()), comm->nodes.localSize(comm->rank()),
+           zccl::algorithmName(resolved.algorithm));
   *out = comm.release();
   return Status::kSuccess;
 }
@@ -253,8 +254,8 @@ zcclResult_t zcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
     if (sendcount == 0) return Status::kSuccess;
     chargeNative(comm, zccl::Collective::kAllGather, sendBytes, 0);
     auto ctx = comm->context();
-    return zccl::allGather(ctx, comm->options(), inPlace ? nullptr : sendbuff, recvbuff,
-                           sendcount, toType(datatype));
+    return zccl::allGather(ctx, comm->options(), inPlace ? nullptr : sendbuff, recvbuff, sendcount,
+                           toType(datatype));
   });
 }
 
@@ -313,7 +314,8 @@ zcclResult_t zcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
     if (comm->rank() == root) {
       ZCCL_CHECK(zccl::checkBuffer("sendbuff", sendbuff, count));
       bool inPlace = false;
-      ZCCL_CHECK(zccl::checkInPlace("zcclBroadcast", sendbuff, bytes, recvbuff, bytes, 0, &inPlace));
+      ZCCL_CHECK(
+          zccl::checkInPlace("zcclBroadcast", sendbuff, bytes, recvbuff, bytes, 0, &inPlace));
     }
     if (count == 0) return Status::kSuccess;
     chargeNative(comm, zccl::Collective::kBroadcast, bytes, root);
@@ -343,7 +345,8 @@ zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_t datatyp
                       zcclComm_t comm, zcclStream_t stream) {
   return guarded(comm, [&] {
     size_t bytes = 0;
-    ZCCL_CHECK(checkPointToPoint(comm, sendbuff, "sendbuff", count, datatype, peer, stream, &bytes));
+    ZCCL_CHECK(
+        checkPointToPoint(comm, sendbuff, "sendbuff", count, datatype, peer, stream, &bytes));
     return pointToPoint(comm, true, const_cast<void*>(sendbuff), bytes, peer);
   });
 }
@@ -352,7 +355,8 @@ zcclResult_t zcclRecv(void* recvbuff, size_t count, zcclDataType_t datatype, int
                       zcclComm_t comm, zcclStream_t stream) {
   return guarded(comm, [&] {
     size_t bytes = 0;
-    ZCCL_CHECK(checkPointToPoint(comm, recvbuff, "recvbuff", count, datatype, peer, stream, &bytes));
+    ZCCL_CHECK(
+        checkPointToPoint(comm, recvbuff, "recvbuff", count, datatype, peer, stream, &bytes));
     return pointToPoint(comm, false, recvbuff, bytes, peer);
   });
 }

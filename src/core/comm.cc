@@ -73,7 +73,8 @@ Status applyConfig(const zcclConfig& config, CommConfig* resolved) {
 
 Status resolveConfig(const zcclConfig* config, CommConfig* resolved) {
   CommConfig result;
-  if (const auto algo = envString("ZCCL_ALGO")) ZCCL_CHECK(parseAlgorithm(*algo, &result.algorithm));
+  if (const auto algo = envString("ZCCL_ALGO"))
+    ZCCL_CHECK(parseAlgorithm(*algo, &result.algorithm));
   std::optional<long> ranksPerNode;
   ZCCL_CHECK(envInt("ZCCL_RANKS_PER_NODE", 1, 1 << 20, &ranksPerNode));
   if (ranksPerNode) result.ranksPerNode = static_cast<int>(*ranksPerNode);

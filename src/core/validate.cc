@@ -22,8 +22,8 @@ Status checkType(zcclDataType_t type) {
 
 Status checkOp(zcclRedOp_t op) {
   if (static_cast<int>(op) < 0 || static_cast<int>(op) >= zcclNumOps) {
-    return fail(Status::kInvalidArgument, "op=%d: not a zcclRedOp_t (0..%d)",
-                static_cast<int>(op), zcclNumOps - 1);
+    return fail(Status::kInvalidArgument, "op=%d: not a zcclRedOp_t (0..%d)", static_cast<int>(op),
+                zcclNumOps - 1);
   }
   return Status::kSuccess;
 }
@@ -45,8 +45,8 @@ Status checkBuffer(const char* name, const void* buffer, size_t count) {
 
 Status checkPeer(const char* name, int peer, int ranks) {
   if (peer < 0 || peer >= ranks) {
-    return fail(Status::kInvalidArgument, "%s=%d: outside the communicator's ranks [0, %d)",
-                name, peer, ranks);
+    return fail(Status::kInvalidArgument, "%s=%d: outside the communicator's ranks [0, %d)", name,
+                peer, ranks);
   }
   return Status::kSuccess;
 }
@@ -58,8 +58,8 @@ Status checkBytes(const char* name, size_t count, size_t multiplier, zcclDataTyp
   if (count > 0 && (multiplier > limit / count || count * multiplier > limit / es ||
                     count * multiplier * es > static_cast<size_t>(PTRDIFF_MAX))) {
     return fail(Status::kInvalidArgument,
-                "%s=%zu: %zu x %zu elements of %zu bytes overflow the address space", name,
-                count, count, multiplier, es);
+                "%s=%zu: %zu x %zu elements of %zu bytes overflow the address space", name, count,
+                count, multiplier, es);
   }
   *bytes = count * multiplier * es;
   return Status::kSuccess;

@@ -46,7 +46,8 @@ void stats(const float* x, size_t n, GroupStats* s) {
 // Clamps eight rounded values and stores them as eight bytes.
 inline void storeCodes(__m256 rounded, __m256 lo, __m256 hi, bool isSigned, uint8_t* out) {
   const __m256i ints = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(rounded, lo), hi));
-  const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(ints), _mm256_extracti128_si256(ints, 1));
+  const __m128i words =
+      _mm_packs_epi32(_mm256_castsi256_si128(ints), _mm256_extracti128_si256(ints, 1));
   const __m128i bytes = isSigned ? _mm_packs_epi16(words, words) : _mm_packus_epi16(words, words);
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), bytes);
 }
@@ -55,11 +56,12 @@ void codesNearest(const float* x, size_t n, float offset, float inv, float cente
                   uint8_t* codes) {
   const __m256 vOffset = _mm256_set1_ps(offset), vInv = _mm256_set1_ps(inv);
   const __m256 vCenter = _mm256_set1_ps(center);
-  const __m256 vLo = _mm256_set1_ps(static_cast<float>(lo)), vHi = _mm256_set1_ps(static_cast<float>(hi));
+  const __m256 vLo = _mm256_set1_ps(static_cast<float>(lo)),
+               vHi = _mm256_set1_ps(static_cast<float>(hi));
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_add_ps(
-        _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vOffset), vInv), vCenter);
+    const __m256 v =
+        _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vOffset), vInv), vCenter);
     storeCodes(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vLo, vHi, lo < 0,
                codes + i);
   }
@@ -67,7 +69,8 @@ void codesNearest(const float* x, size_t n, float offset, float inv, float cente
 }
 
 inline __m256i hash8(__m256i index, __m256i seed) {
-  __m256i h = _mm256_xor_si256(_mm256_mullo_epi32(index, _mm256_set1_epi32(static_cast<int>(0x9e3779b1u))), seed);
+  __m256i h = _mm256_xor_si256(
+      _mm256_mullo_epi32(index, _mm256_set1_epi32(static_cast<int>(0x9e3779b1u))), seed);
   h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
   h = _mm256_mullo_epi32(h, _mm256_set1_epi32(static_cast<int>(0x85ebca6bu)));
   h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 13));
@@ -79,27 +82,31 @@ void codesStochastic(const float* x, size_t n, float offset, float inv, float ce
                      int hi, uint32_t seed, uint32_t index0, uint8_t* codes) {
   const __m256 vOffset = _mm256_set1_ps(offset), vInv = _mm256_set1_ps(inv);
   const __m256 vCenter = _mm256_set1_ps(center);
-  const __m256 vLo = _mm256_set1_ps(static_cast<float>(lo)), vHi = _mm256_set1_ps(static_cast<float>(hi));
+  const __m256 vLo = _mm256_set1_ps(static_cast<float>(lo)),
+               vHi = _mm256_set1_ps(static_cast<float>(hi));
   const __m256i vSeed = _mm256_set1_epi32(static_cast<int>(seed));
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 unit = _mm256_set1_ps(0x1p-24f);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(index0 + static_cast<uint32_t>(i))), lanes);
-    const __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(hash8(index, vSeed), 8)), unit);
+    const __m256i index = _mm256_add_epi32(
+        _mm256_set1_epi32(static_cast<int>(index0 + static_cast<uint32_t>(i))), lanes);
+    const __m256 u =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(hash8(index, vSeed), 8)), unit);
     const __m256 scaled = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vOffset), vInv);
     const __m256 v = _mm256_add_ps(_mm256_add_ps(scaled, vCenter), u);
     storeCodes(_mm256_floor_ps(v), vLo, vHi, lo < 0, codes + i);
   }
-  scalar().codesStochastic(x + i, n - i, offset, inv, center, lo, hi, seed, index0 + static_cast<uint32_t>(i),
-                           codes + i);
+  scalar().codesStochastic(x + i, n - i, offset, inv, center, lo, hi, seed,
+                           index0 + static_cast<uint32_t>(i), codes + i);
 }
 
 void decodeSigned(const int8_t* codes, size_t n, float scale, float* out) {
   const __m256 vScale = _mm256_set1_ps(scale);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256i c = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
+    const __m256i c =
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
     _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_cvtepi32_ps(c), vScale));
   }
   scalar().decodeSigned(codes + i, n - i, scale, out + i);
@@ -111,7 +118,8 @@ void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, f
   const __m256 vCenter = _mm256_set1_ps(center);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
+    const __m256i c =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
     const __m256 centered = _mm256_sub_ps(_mm256_cvtepi32_ps(c), vCenter);
     _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_mul_ps(centered, vScale), vOffset));
   }
@@ -121,7 +129,8 @@ void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, f
 void widenFloat16(const uint16_t* in, size_t n, float* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+    _mm256_storeu_ps(out + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
   }
   scalar().widenFloat16(in + i, n - i, out + i);
 }
@@ -129,7 +138,8 @@ void widenFloat16(const uint16_t* in, size_t n, float* out) {
 void widenBfloat16(const uint16_t* in, size_t n, float* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
     _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
   }
   scalar().widenBfloat16(in + i, n - i, out + i);
@@ -152,11 +162,13 @@ void narrowBfloat16(const float* in, size_t n, uint16_t* out) {
   for (; i + 8 <= n; i += 8) {
     const __m256i bits = _mm256_castps_si256(_mm256_loadu_ps(in + i));
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), one);
-    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(bias, lsb)), 16);
+    const __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(bias, lsb)), 16);
     const __m256i nan = _mm256_or_si256(_mm256_srli_epi32(bits, 16), quiet);
     const __m256i isNan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, absMask), infBits);
     const __m256i result = _mm256_blendv_epi8(rounded, nan, isNan);
-    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(result), _mm256_extracti128_si256(result, 1));
+    const __m128i packed =
+        _mm_packus_epi32(_mm256_castsi256_si128(result), _mm256_extracti128_si256(result, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), packed);
   }
   scalar().narrowBfloat16(in + i, n - i, out + i);
@@ -165,7 +177,8 @@ void narrowBfloat16(const float* in, size_t n, uint16_t* out) {
 void accumulate(float* accumulator, const float* x, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(accumulator + i, _mm256_add_ps(_mm256_loadu_ps(accumulator + i), _mm256_loadu_ps(x + i)));
+    _mm256_storeu_ps(accumulator + i,
+                     _mm256_add_ps(_mm256_loadu_ps(accumulator + i), _mm256_loadu_ps(x + i)));
   }
   scalar().accumulate(accumulator + i, x + i, n - i);
 }
@@ -173,9 +186,9 @@ void accumulate(float* accumulator, const float* x, size_t n) {
 }  // namespace
 
 const QuantKernels* avx2QuantKernels() {
-  static const QuantKernels kernels{"avx2",         stats,          codesNearest,  codesStochastic,
-                                    decodeSigned,   decodeUnsigned, widenFloat16,  widenBfloat16,
-                                    narrowFloat16,  narrowBfloat16, accumulate};
+  static const QuantKernels kernels{"avx2",        stats,          codesNearest, codesStochastic,
+                                    decodeSigned,  decodeUnsigned, widenFloat16, widenBfloat16,
+                                    narrowFloat16, narrowBfloat16, accumulate};
   const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   return supported ? &kernels : nullptr;
 }

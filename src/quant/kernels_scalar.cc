@@ -76,9 +76,9 @@ void accumulate(float* accumulator, const float* x, size_t n) {
 }  // namespace
 
 const QuantKernels& scalarQuantKernels() {
-  static const QuantKernels kernels{"scalar",       stats,         codesNearest,  codesStochastic,
-                                    decodeSigned,   decodeUnsigned, widenFloat16, widenBfloat16,
-                                    narrowFloat16,  narrowBfloat16, accumulate};
+  static const QuantKernels kernels{"scalar",      stats,          codesNearest, codesStochastic,
+                                    decodeSigned,  decodeUnsigned, widenFloat16, widenBfloat16,
+                                    narrowFloat16, narrowBfloat16, accumulate};
   return kernels;
 }
 

@@ -100,7 +100,9 @@ float loadParameter(const unsigned char* base, size_t i) {
   std::memcpy(&v, base + 4 * i, sizeof(v));
   return v;
 }
-void storeParameter(unsigned char* base, size_t i, float v) { std::memcpy(base + 4 * i, &v, sizeof(v)); }
+void storeParameter(unsigned char* base, size_t i, float v) {
+  std::memcpy(base + 4 * i, &v, sizeof(v));
+}
 
 Status checkFloatType(DataType type, const char* name) {
   if (type != DataType::kFloat32 && type != DataType::kFloat16 && type != DataType::kBfloat16) {
@@ -112,7 +114,8 @@ Status checkFloatType(DataType type, const char* name) {
 
 // Two codes per byte, low nibble first.
 void packNibbles(const uint8_t* codes, size_t n, unsigned char* out) {
-  for (size_t i = 0; i + 1 < n; i += 2) out[i / 2] = static_cast<unsigned char>((codes[i] & 0x0f) | (codes[i + 1] << 4));
+  for (size_t i = 0; i + 1 < n; i += 2)
+    out[i / 2] = static_cast<unsigned char>((codes[i] & 0x0f) | (codes[i + 1] << 4));
   if (n % 2) out[n / 2] = static_cast<unsigned char>(codes[n - 1] & 0x0f);
 }
 
@@ -197,7 +200,8 @@ Status checkQuantParams(const QuantParams& p) {
                 p.groupSize, kMinGroupSize, kMaxGroupSize);
   }
   if (p.rounding != Rounding::kNearestEven && p.rounding != Rounding::kStochastic) {
-    return fail(Status::kInvalidArgument, "rounding=%d: expected nearest-even (0) or stochastic (1)",
+    return fail(Status::kInvalidArgument,
+                "rounding=%d: expected nearest-even (0) or stochastic (1)",
                 static_cast<int>(p.rounding));
   }
   return Status::kSuccess;
@@ -211,19 +215,28 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
                 size_t capacity) {
   ZCCL_CHECK(checkQuantParams(params));
   ZCCL_CHECK(checkFloatType(type, "type"));
-  if (count > kMaxCount) return fail(Status::kInvalidArgument, "count=%zu: too large to quantize", count);
-  if (in == nullptr && count > 0) return fail(Status::kInvalidArgument, "in=NULL with count=%zu", count);
+  if (count > kMaxCount)
+    return fail(Status::kInvalidArgument, "count=%zu: too large to quantize", count);
+  if (in == nullptr && count > 0)
+    return fail(Status::kInvalidArgument, "in=NULL with count=%zu", count);
   const Layout l = layoutOf(count, params.bits, params.scheme, params.groupSize);
   if (out == nullptr || capacity < l.totalBytes) {
     return fail(Status::kInvalidArgument, "capacity=%zu: the message needs %zu bytes", capacity,
                 l.totalBytes);
   }
   auto* base = static_cast<unsigned char*>(out);
-  const QuantHeader header{kQuantMagic,      kQuantVersion, static_cast<uint8_t>(params.bits),
-                           static_cast<uint8_t>(params.scheme), 0, params.groupSize, 0, count};
+  const QuantHeader header{kQuantMagic,
+                           kQuantVersion,
+                           static_cast<uint8_t>(params.bits),
+                           static_cast<uint8_t>(params.scheme),
+                           0,
+                           params.groupSize,
+                           0,
+                           count};
   std::memcpy(base, &header, sizeof(header));
   unsigned char* payload = base + sizeof(QuantHeader);
-  std::memset(payload + l.payloadBytes, 0, l.parametersOffset - sizeof(QuantHeader) - l.payloadBytes);
+  std::memset(payload + l.payloadBytes, 0,
+              l.parametersOffset - sizeof(QuantHeader) - l.payloadBytes);
   unsigned char* scales = base + l.parametersOffset;
   unsigned char* offsets = scales + 4 * l.groups;
 
@@ -308,7 +321,8 @@ Status readQuantHeader(const void* message, size_t bytes, QuantHeader* header) {
 
 Status dequantize(const void* message, size_t bytes, void* out, DataType type, size_t count) {
   ZCCL_CHECK(checkFloatType(type, "type"));
-  if (out == nullptr && count > 0) return fail(Status::kInvalidArgument, "out=NULL with count=%zu", count);
+  if (out == nullptr && count > 0)
+    return fail(Status::kInvalidArgument, "out=NULL with count=%zu", count);
   const QuantKernels& k = activeQuantKernels();
   return decodeGroups(message, bytes, count, [&](size_t first, size_t n, const float* values) {
     if (type == DataType::kFloat32) {

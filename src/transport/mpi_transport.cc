@@ -15,15 +15,15 @@ namespace {
 // MPI counts are int: larger messages travel as several, which MPI keeps in order.
 constexpr size_t kMaxMessageBytes = size_t{1} << 30;
 
-#define ZCCL_MPI_CHECK(call)                                                      \
-  do {                                                                            \
-    const int zccl_mpi_rc_ = (call);                                              \
-    if (zccl_mpi_rc_ != MPI_SUCCESS) {                                            \
-      char zccl_mpi_text_[MPI_MAX_ERROR_STRING];                                  \
-      int zccl_mpi_length_ = 0;                                                   \
-      MPI_Error_string(zccl_mpi_rc_, zccl_mpi_text_, &zccl_mpi_length_);          \
+#define ZCCL_MPI_CHECK(call)                                                     \
+  do {                                                                           \
+    const int zccl_mpi_rc_ = (call);                                             \
+    if (zccl_mpi_rc_ != MPI_SUCCESS) {                                           \
+      char zccl_mpi_text_[MPI_MAX_ERROR_STRING];                                 \
+      int zccl_mpi_length_ = 0;                                                  \
+      MPI_Error_string(zccl_mpi_rc_, zccl_mpi_text_, &zccl_mpi_length_);         \
       return fail(Status::kSystemError, "%s failed: %s", #call, zccl_mpi_text_); \
-    }                                                                             \
+    }                                                                            \
   } while (0)
 
 // Reduction of half-precision values for MPI's own collectives, which know no fp16/bf16.
@@ -35,27 +35,53 @@ void halfReduce(void* in, void* inout, int* length, MPI_Datatype* /*datatype*/) 
 template <DataType Type>
 MPI_Op halfOp(RedOp op) {
   static const MPI_Op ops[] = {
-      [] { MPI_Op o; MPI_Op_create(halfReduce<Type, RedOp::kSum>, 1, &o); return o; }(),
-      [] { MPI_Op o; MPI_Op_create(halfReduce<Type, RedOp::kProd>, 1, &o); return o; }(),
-      [] { MPI_Op o; MPI_Op_create(halfReduce<Type, RedOp::kMax>, 1, &o); return o; }(),
-      [] { MPI_Op o; MPI_Op_create(halfReduce<Type, RedOp::kMin>, 1, &o); return o; }(),
+      [] {
+        MPI_Op o;
+        MPI_Op_create(halfReduce<Type, RedOp::kSum>, 1, &o);
+        return o;
+      }(),
+      [] {
+        MPI_Op o;
+        MPI_Op_create(halfReduce<Type, RedOp::kProd>, 1, &o);
+        return o;
+      }(),
+      [] {
+        MPI_Op o;
+        MPI_Op_create(halfReduce<Type, RedOp::kMax>, 1, &o);
+        return o;
+      }(),
+      [] {
+        MPI_Op o;
+        MPI_Op_create(halfReduce<Type, RedOp::kMin>, 1, &o);
+        return o;
+      }(),
   };
   return ops[static_cast<int>(op)];
 }
 
 MPI_Datatype mpiType(DataType type) {
   switch (type) {
-    case DataType::kInt8: return MPI_INT8_T;
-    case DataType::kUint8: return MPI_UINT8_T;
-    case DataType::kInt32: return MPI_INT32_T;
-    case DataType::kUint32: return MPI_UINT32_T;
-    case DataType::kInt64: return MPI_INT64_T;
-    case DataType::kUint64: return MPI_UINT64_T;
+    case DataType::kInt8:
+      return MPI_INT8_T;
+    case DataType::kUint8:
+      return MPI_UINT8_T;
+    case DataType::kInt32:
+      return MPI_INT32_T;
+    case DataType::kUint32:
+      return MPI_UINT32_T;
+    case DataType::kInt64:
+      return MPI_INT64_T;
+    case DataType::kUint64:
+      return MPI_UINT64_T;
     case DataType::kFloat16:
-    case DataType::kBfloat16: return MPI_UINT16_T;
-    case DataType::kFloat32: return MPI_FLOAT;
-    case DataType::kFloat64: return MPI_DOUBLE;
-    case DataType::kCount: break;
+    case DataType::kBfloat16:
+      return MPI_UINT16_T;
+    case DataType::kFloat32:
+      return MPI_FLOAT;
+    case DataType::kFloat64:
+      return MPI_DOUBLE;
+    case DataType::kCount:
+      break;
   }
   return MPI_DATATYPE_NULL;
 }
@@ -64,20 +90,24 @@ MPI_Op mpiOp(DataType type, RedOp op) {
   if (type == DataType::kFloat16) return halfOp<DataType::kFloat16>(op);
   if (type == DataType::kBfloat16) return halfOp<DataType::kBfloat16>(op);
   switch (op) {
-    case RedOp::kSum: return MPI_SUM;
-    case RedOp::kProd: return MPI_PROD;
-    case RedOp::kMax: return MPI_MAX;
-    case RedOp::kMin: return MPI_MIN;
+    case RedOp::kSum:
+      return MPI_SUM;
+    case RedOp::kProd:
+      return MPI_PROD;
+    case RedOp::kMax:
+      return MPI_MAX;
+    case RedOp::kMin:
+      return MPI_MIN;
     case RedOp::kAvg:
-    case RedOp::kCount: break;
+    case RedOp::kCount:
+      break;
   }
   return MPI_OP_NULL;
 }
 
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(MPI_Comm comm, const MpiTransportOptions& options)
-      : comm_(comm), options_(options) {
+  MpiTransport(MPI_Comm comm, const MpiTransportOptions& options) : comm_(comm), options_(options) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     traffic_.resize(static_cast<size_t>(size_));
@@ -168,8 +198,8 @@ class MpiTransport final : public Transport {
                              RedOp op) override {
     ZCCL_CHECK(checkNativeCount(recvCount));
     MPI_Request request;
-    ZCCL_MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, static_cast<int>(recvCount),
-                                             mpiType(type), mpiOp(type, op), comm_, &request));
+    ZCCL_MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, static_cast<int>(recvCount), mpiType(type),
+                                             mpiOp(type, op), comm_, &request));
     return waitNative(request);
   }
 
@@ -177,17 +207,15 @@ class MpiTransport final : public Transport {
                          RedOp op) override {
     ZCCL_CHECK(checkNativeCount(count));
     MPI_Request request;
-    ZCCL_MPI_CHECK(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv,
-                                  static_cast<int>(count), mpiType(type), mpiOp(type, op),
-                                  comm_, &request));
+    ZCCL_MPI_CHECK(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
+                                  mpiType(type), mpiOp(type, op), comm_, &request));
     return waitNative(request);
   }
 
   Status nativeBroadcast(void* data, size_t count, DataType type, int root) override {
     ZCCL_CHECK(checkNativeCount(count));
     MPI_Request request;
-    ZCCL_MPI_CHECK(
-        MPI_Ibcast(data, static_cast<int>(count), mpiType(type), root, comm_, &request));
+    ZCCL_MPI_CHECK(MPI_Ibcast(data, static_cast<int>(count), mpiType(type), root, comm_, &request));
     return waitNative(request);
   }
 
@@ -227,8 +255,8 @@ class MpiTransport final : public Transport {
     ZCCL_CHECK(checkUsable());
     if (count > static_cast<size_t>(INT_MAX)) {
       return fail(Status::kInvalidUsage,
-                  "count=%zu: the native (MPI) algorithm takes at most %d elements per rank",
-                  count, INT_MAX);
+                  "count=%zu: the native (MPI) algorithm takes at most %d elements per rank", count,
+                  INT_MAX);
     }
     return Status::kSuccess;
   }
@@ -283,9 +311,9 @@ class MpiTransport final : public Transport {
       for (size_t i = range.first; i < range.last; ++i) pending |= requests_[i] != MPI_REQUEST_NULL;
       if (!pending) continue;
       if (!peers.empty()) peers += ", ";
-      peers += range.peer < 0 ? std::string("all (native collective)")
-                              : (range.isSend ? "send to " : "receive from ") +
-                                    std::to_string(range.peer);
+      peers += range.peer < 0
+                   ? std::string("all (native collective)")
+                   : (range.isSend ? "send to " : "receive from ") + std::to_string(range.peer);
     }
     broken_ = true;
     abandon();
@@ -309,7 +337,8 @@ Status createMpiTransport(MPI_Comm comm, const MpiTransportOptions& options,
                           std::unique_ptr<Transport>* out) {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized) return fail(Status::kInvalidUsage, "MPI is not initialized; call MPI_Init first");
+  if (!initialized)
+    return fail(Status::kInvalidUsage, "MPI is not initialized; call MPI_Init first");
   if (comm == MPI_COMM_NULL) return fail(Status::kInvalidArgument, "mpiComm=MPI_COMM_NULL");
   MPI_Comm duplicate = MPI_COMM_NULL;
   ZCCL_MPI_CHECK(MPI_Comm_dup(comm, &duplicate));

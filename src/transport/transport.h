@@ -45,8 +45,8 @@ class Transport {
   // The engine's own collectives (the "native" algorithm). kAvg is not accepted here:
   // callers sum and divide. In-place forms are not accepted either.
   virtual Status nativeAllGather(const void* send, void* recv, size_t count, DataType type) = 0;
-  virtual Status nativeReduceScatter(const void* send, void* recv, size_t recvCount,
-                                     DataType type, RedOp op) = 0;
+  virtual Status nativeReduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
+                                     RedOp op) = 0;
   virtual Status nativeAllReduce(const void* send, void* recv, size_t count, DataType type,
                                  RedOp op) = 0;
   virtual Status nativeBroadcast(void* data, size_t count, DataType type, int root) = 0;

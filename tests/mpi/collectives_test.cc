@@ -20,8 +20,8 @@ namespace {
 constexpr zcclRedOp_t kOps[] = {zcclSum, zcclProd, zcclMax, zcclMin, zcclAvg};
 constexpr size_t kCounts[] = {0, 1, 2, 3, 13, 1021};
 const char* const kOpNames[] = {"sum", "prod", "max", "min", "avg"};
-const char* const kTypeNames[] = {"int8",    "uint8",    "int32",   "uint32",  "int64",
-                                  "uint64",  "float16",  "bfloat16", "float32", "float64"};
+const char* const kTypeNames[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
+                                  "uint64", "float16", "bfloat16", "float32", "float64"};
 
 bool isSigned(zcclDataType_t type) {
   return type == zcclInt8 || type == zcclInt32 || type == zcclInt64 || isFloat(type);
@@ -42,10 +42,14 @@ double inputValue(zcclDataType_t type, zcclRedOp_t op, int rank, size_t i) {
 
 double fold(zcclRedOp_t op, double a, double b) {
   switch (op) {
-    case zcclProd: return a * b;
-    case zcclMax: return std::max(a, b);
-    case zcclMin: return std::min(a, b);
-    default: return a + b;
+    case zcclProd:
+      return a * b;
+    case zcclMax:
+      return std::max(a, b);
+    case zcclMin:
+      return std::min(a, b);
+    default:
+      return a + b;
   }
 }
 
@@ -89,7 +93,7 @@ class Collectives : public ::testing::Test {
   }
 
   std::string describe(const char* collective, const NamedComm& c, zcclDataType_t type,
-                              zcclRedOp_t op, size_t count, bool inPlace) {
+                       zcclRedOp_t op, size_t count, bool inPlace) {
     return std::string(collective) + " algo=" + c.name + " type=" + kTypeNames[type] +
            " op=" + kOpNames[op] + " count=" + std::to_string(count) +
            (inPlace ? " in-place" : " out-of-place") + " rank=" + std::to_string(rank_);
@@ -98,7 +102,8 @@ class Collectives : public ::testing::Test {
   // Fills `buffer` with this rank's inputs for elements [first, first + count).
   static void fill(zcclDataType_t type, zcclRedOp_t op, int rank, void* buffer, size_t first,
                    size_t count) {
-    for (size_t i = 0; i < count; ++i) store(type, buffer, i, inputValue(type, op, rank, first + i));
+    for (size_t i = 0; i < count; ++i)
+      store(type, buffer, i, inputValue(type, op, rank, first + i));
   }
 
   void checkAllGather(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace) {
@@ -108,9 +113,10 @@ class Collectives : public ::testing::Test {
     fill(type, zcclSum, rank_, sendPtr, 0, count);
     ASSERT_EQ(zcclAllGather(sendPtr, recv.data(), count, type, c.comm, nullptr), zcclSuccess)
         << zcclGetLastError(c.comm);
-    expectElements(type, zcclSum, recv.data(), count * n_,
-                   [&](size_t i) { return inputValue(type, zcclSum, int(i / count), i % count); },
-                   describe("all-gather", c, type, zcclSum, count, inPlace));
+    expectElements(
+        type, zcclSum, recv.data(), count * n_,
+        [&](size_t i) { return inputValue(type, zcclSum, int(i / count), i % count); },
+        describe("all-gather", c, type, zcclSum, count, inPlace));
   }
 
   void checkReduceScatter(const NamedComm& c, zcclDataType_t type, zcclRedOp_t op, size_t count,
@@ -122,9 +128,10 @@ class Collectives : public ::testing::Test {
     ASSERT_EQ(zcclReduceScatter(send.data(), recvPtr, count, type, op, c.comm, nullptr),
               zcclSuccess)
         << zcclGetLastError(c.comm);
-    expectElements(type, op, recvPtr, count,
-                   [&](size_t i) { return reference(type, op, n_, rank_ * count + i); },
-                   describe("reduce-scatter", c, type, op, count, inPlace));
+    expectElements(
+        type, op, recvPtr, count,
+        [&](size_t i) { return reference(type, op, n_, rank_ * count + i); },
+        describe("reduce-scatter", c, type, op, count, inPlace));
   }
 
   void checkAllReduce(const NamedComm& c, zcclDataType_t type, zcclRedOp_t op, size_t count,
@@ -135,9 +142,9 @@ class Collectives : public ::testing::Test {
     void* recvPtr = inPlace ? send.data() : recv.data();
     ASSERT_EQ(zcclAllReduce(send.data(), recvPtr, count, type, op, c.comm, nullptr), zcclSuccess)
         << zcclGetLastError(c.comm);
-    expectElements(type, op, recvPtr, count,
-                   [&](size_t i) { return reference(type, op, n_, i); },
-                   describe("all-reduce", c, type, op, count, inPlace));
+    expectElements(
+        type, op, recvPtr, count, [&](size_t i) { return reference(type, op, n_, i); },
+        describe("all-reduce", c, type, op, count, inPlace));
   }
 
   void checkBroadcast(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace,
@@ -148,10 +155,10 @@ class Collectives : public ::testing::Test {
     if (rank_ == root) fill(type, zcclSum, rank_, sendPtr, 0, count);
     ASSERT_EQ(zcclBroadcast(sendPtr, recv.data(), count, type, root, c.comm, nullptr), zcclSuccess)
         << zcclGetLastError(c.comm);
-    expectElements(type, zcclSum, recv.data(), count,
-                   [&](size_t i) { return inputValue(type, zcclSum, root, i); },
-                   describe("broadcast", c, type, zcclSum, count, inPlace) + " root=" +
-                       std::to_string(root));
+    expectElements(
+        type, zcclSum, recv.data(), count,
+        [&](size_t i) { return inputValue(type, zcclSum, root, i); },
+        describe("broadcast", c, type, zcclSum, count, inPlace) + " root=" + std::to_string(root));
   }
 
   void checkAllToAll(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace) {
@@ -162,11 +169,12 @@ class Collectives : public ::testing::Test {
     ASSERT_EQ(zcclAllToAll(sendPtr, recv.data(), count, type, c.comm, nullptr), zcclSuccess)
         << zcclGetLastError(c.comm);
     // Block j of my result is block `rank_` of rank j's input.
-    expectElements(type, zcclSum, recv.data(), count * n_,
-                   [&](size_t i) {
-                     return inputValue(type, zcclSum, int(i / count), rank_ * count + i % count);
-                   },
-                   describe("all-to-all", c, type, zcclSum, count, inPlace));
+    expectElements(
+        type, zcclSum, recv.data(), count * n_,
+        [&](size_t i) {
+          return inputValue(type, zcclSum, int(i / count), rank_ * count + i % count);
+        },
+        describe("all-to-all", c, type, zcclSum, count, inPlace));
   }
 
   static std::vector<NamedComm> comms_;
@@ -176,8 +184,8 @@ class Collectives : public ::testing::Test {
 
 std::vector<NamedComm> Collectives::comms_;
 
-constexpr zcclDataType_t kTypes[] = {zcclInt8,    zcclUint8,    zcclInt32,   zcclUint32,
-                                     zcclInt64,   zcclUint64,   zcclFloat16, zcclBfloat16,
+constexpr zcclDataType_t kTypes[] = {zcclInt8,    zcclUint8,  zcclInt32,   zcclUint32,
+                                     zcclInt64,   zcclUint64, zcclFloat16, zcclBfloat16,
                                      zcclFloat32, zcclFloat64};
 
 TEST_F(Collectives, AllGather) {
@@ -251,12 +259,14 @@ TEST_F(Collectives, SendRecvRing) {
       ASSERT_EQ(zcclSend(out.data(), count, type, rank_, comm, nullptr), zcclSuccess);
       ASSERT_EQ(zcclRecv(fromSelf.data(), count, type, rank_, comm, nullptr), zcclSuccess);
       ASSERT_EQ(zcclGroupEnd(), zcclSuccess) << zcclGetLastError(comm);
-      const std::string what = std::string("send/recv type=") + kTypeNames[type] +
-                               " count=" + std::to_string(count);
-      expectElements(type, zcclSum, fromPrev.data(), count,
-                     [&](size_t i) { return inputValue(type, zcclSum, prev, i); }, what);
-      expectElements(type, zcclSum, fromSelf.data(), count,
-                     [&](size_t i) { return inputValue(type, zcclSum, rank_, i); }, what + " self");
+      const std::string what =
+          std::string("send/recv type=") + kTypeNames[type] + " count=" + std::to_string(count);
+      expectElements(
+          type, zcclSum, fromPrev.data(), count,
+          [&](size_t i) { return inputValue(type, zcclSum, prev, i); }, what);
+      expectElements(
+          type, zcclSum, fromSelf.data(), count,
+          [&](size_t i) { return inputValue(type, zcclSum, rank_, i); }, what + " self");
     }
   }
 }

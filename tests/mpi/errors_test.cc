@@ -85,8 +85,8 @@ TEST_F(Errors, InPlaceLayoutTheOperationCannotDo) {
   expectError(zcclAllGather(wrongSlot, b_.data(), 4, zcclFloat32, comm_, nullptr),
               zcclInvalidArgument, "not the in-place layout", comm_);
   // Reduce-scatter: recvbuff overlapping sendbuff off its slot.
-  expectError(zcclReduceScatter(b_.data(), b_.data() + 4 * rank + 2, 4, zcclFloat32, zcclSum,
-                                comm_, nullptr),
+  expectError(zcclReduceScatter(b_.data(), b_.data() + 4 * rank + 2, 4, zcclFloat32, zcclSum, comm_,
+                                nullptr),
               zcclInvalidArgument, "sendbuff=", comm_);
   // All-reduce: partially overlapping buffers.
   expectError(zcclAllReduce(a_.data(), a_.data() + 1, 8, zcclFloat32, zcclSum, comm_, nullptr),

@@ -47,7 +47,8 @@ class Stats : public ::testing::Test {
     zcclStats stats;
     ASSERT_EQ(zcclCommGetStats(comm, &stats), zcclSuccess);
     for (int link = 0; link < zcclNumLinkClasses; ++link) {
-      EXPECT_EQ(stats.bytesSent[link], e.bytes[link]) << what << " link " << link << " rank " << rank_;
+      EXPECT_EQ(stats.bytesSent[link], e.bytes[link])
+          << what << " link " << link << " rank " << rank_;
       EXPECT_EQ(stats.messagesSent[link], e.messages[link])
           << what << " link " << link << " rank " << rank_;
     }
@@ -63,7 +64,8 @@ TEST_F(Stats, RingAllGatherSendsEveryBlockButNextsToNext) {
   const size_t count = 1000;
   std::vector<float> send(count, 1.0f), recv(count * n_);
   ASSERT_EQ(zcclCommResetStats(ring_), zcclSuccess);
-  ASSERT_EQ(zcclAllGather(send.data(), recv.data(), count, zcclFloat32, ring_, nullptr), zcclSuccess);
+  ASSERT_EQ(zcclAllGather(send.data(), recv.data(), count, zcclFloat32, ring_, nullptr),
+            zcclSuccess);
   Expected e;
   expectSend(&e, next_, (n_ - 1) * count * 4, n_ - 1);
   expectStats(ring_, e, "ring all-gather");
@@ -84,9 +86,9 @@ TEST_F(Stats, DirectReduceScatterSendsEachPeerItsBlock) {
   const size_t count = 777;
   std::vector<uint16_t> send(count * n_, 0x3f80), recv(count);
   ASSERT_EQ(zcclCommResetStats(direct_), zcclSuccess);
-  ASSERT_EQ(zcclReduceScatter(send.data(), recv.data(), count, zcclBfloat16, zcclSum, direct_,
-                              nullptr),
-            zcclSuccess);
+  ASSERT_EQ(
+      zcclReduceScatter(send.data(), recv.data(), count, zcclBfloat16, zcclSum, direct_, nullptr),
+      zcclSuccess);
   Expected e;
   for (int peer = 0; peer < n_; ++peer) {
     if (peer != rank_) expectSend(&e, peer, count * 2);
@@ -168,9 +170,9 @@ TEST_F(Stats, NativeCollectivesAreChargedAsEstimatesNotLinks) {
 
 TEST_F(Stats, ResetClearsEverything) {
   std::vector<float> data(64, 1.0f);
-  ASSERT_EQ(zcclAllReduce(data.data(), data.data(), data.size(), zcclFloat32, zcclSum, ring_,
-                          nullptr),
-            zcclSuccess);
+  ASSERT_EQ(
+      zcclAllReduce(data.data(), data.data(), data.size(), zcclFloat32, zcclSum, ring_, nullptr),
+      zcclSuccess);
   ASSERT_EQ(zcclCommResetStats(ring_), zcclSuccess);
   expectStats(ring_, Expected{}, "after reset");
 }

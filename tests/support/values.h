@@ -30,30 +30,55 @@ inline double bf16ToDouble(uint16_t bits) {
 // integers beyond 2^53, which the tests never produce).
 inline double load(zcclDataType_t type, const void* buffer, size_t i) {
   switch (type) {
-    case zcclInt8: return static_cast<const int8_t*>(buffer)[i];
-    case zcclUint8: return static_cast<const uint8_t*>(buffer)[i];
-    case zcclInt32: return static_cast<const int32_t*>(buffer)[i];
-    case zcclUint32: return static_cast<const uint32_t*>(buffer)[i];
-    case zcclInt64: return static_cast<double>(static_cast<const int64_t*>(buffer)[i]);
-    case zcclUint64: return static_cast<double>(static_cast<const uint64_t*>(buffer)[i]);
-    case zcclFloat16: return static_cast<double>(static_cast<const _Float16*>(buffer)[i]);
-    case zcclBfloat16: return bf16ToDouble(static_cast<const uint16_t*>(buffer)[i]);
-    case zcclFloat32: return static_cast<const float*>(buffer)[i];
-    case zcclFloat64: return static_cast<const double*>(buffer)[i];
-    default: return std::nan("");
+    case zcclInt8:
+      return static_cast<const int8_t*>(buffer)[i];
+    case zcclUint8:
+      return static_cast<const uint8_t*>(buffer)[i];
+    case zcclInt32:
+      return static_cast<const int32_t*>(buffer)[i];
+    case zcclUint32:
+      return static_cast<const uint32_t*>(buffer)[i];
+    case zcclInt64:
+      return static_cast<double>(static_cast<const int64_t*>(buffer)[i]);
+    case zcclUint64:
+      return static_cast<double>(static_cast<const uint64_t*>(buffer)[i]);
+    case zcclFloat16:
+      return static_cast<double>(static_cast<const _Float16*>(buffer)[i]);
+    case zcclBfloat16:
+      return bf16ToDouble(static_cast<const uint16_t*>(buffer)[i]);
+    case zcclFloat32:
+      return static_cast<const float*>(buffer)[i];
+    case zcclFloat64:
+      return static_cast<const double*>(buffer)[i];
+    default:
+      return std::nan("");
   }
 }
 
 // Writes `value`, which must be exactly representable in `type`.
 inline void store(zcclDataType_t type, void* buffer, size_t i, double value) {
   switch (type) {
-    case zcclInt8: static_cast<int8_t*>(buffer)[i] = static_cast<int8_t>(value); break;
-    case zcclUint8: static_cast<uint8_t*>(buffer)[i] = static_cast<uint8_t>(value); break;
-    case zcclInt32: static_cast<int32_t*>(buffer)[i] = static_cast<int32_t>(value); break;
-    case zcclUint32: static_cast<uint32_t*>(buffer)[i] = static_cast<uint32_t>(value); break;
-    case zcclInt64: static_cast<int64_t*>(buffer)[i] = static_cast<int64_t>(value); break;
-    case zcclUint64: static_cast<uint64_t*>(buffer)[i] = static_cast<uint64_t>(value); break;
-    case zcclFloat16: static_cast<_Float16*>(buffer)[i] = static_cast<_Float16>(value); break;
+    case zcclInt8:
+      static_cast<int8_t*>(buffer)[i] = static_cast<int8_t>(value);
+      break;
+    case zcclUint8:
+      static_cast<uint8_t*>(buffer)[i] = static_cast<uint8_t>(value);
+      break;
+    case zcclInt32:
+      static_cast<int32_t*>(buffer)[i] = static_cast<int32_t>(value);
+      break;
+    case zcclUint32:
+      static_cast<uint32_t*>(buffer)[i] = static_cast<uint32_t>(value);
+      break;
+    case zcclInt64:
+      static_cast<int64_t*>(buffer)[i] = static_cast<int64_t>(value);
+      break;
+    case zcclUint64:
+      static_cast<uint64_t*>(buffer)[i] = static_cast<uint64_t>(value);
+      break;
+    case zcclFloat16:
+      static_cast<_Float16*>(buffer)[i] = static_cast<_Float16>(value);
+      break;
     case zcclBfloat16: {
       const float f = static_cast<float>(value);
       uint32_t bits;
@@ -61,18 +86,27 @@ inline void store(zcclDataType_t type, void* buffer, size_t i, double value) {
       static_cast<uint16_t*>(buffer)[i] = static_cast<uint16_t>(bits >> 16);
       break;
     }
-    case zcclFloat32: static_cast<float*>(buffer)[i] = static_cast<float>(value); break;
-    case zcclFloat64: static_cast<double*>(buffer)[i] = value; break;
-    default: break;
+    case zcclFloat32:
+      static_cast<float*>(buffer)[i] = static_cast<float>(value);
+      break;
+    case zcclFloat64:
+      static_cast<double*>(buffer)[i] = value;
+      break;
+    default:
+      break;
   }
 }
 
 // The spacing of `type`'s values near `value`: one final rounding is within it.
 inline double ulp(zcclDataType_t type, double value) {
-  const int mantissaBits = type == zcclFloat16 ? 10 : type == zcclBfloat16 ? 7
-                           : type == zcclFloat32 ? 23 : 52;
-  const int minExponent = type == zcclFloat16 ? -14 : type == zcclBfloat16 ? -126
-                          : type == zcclFloat32 ? -126 : -1022;
+  const int mantissaBits = type == zcclFloat16    ? 10
+                           : type == zcclBfloat16 ? 7
+                           : type == zcclFloat32  ? 23
+                                                  : 52;
+  const int minExponent = type == zcclFloat16    ? -14
+                          : type == zcclBfloat16 ? -126
+                          : type == zcclFloat32  ? -126
+                                                 : -1022;
   int exponent = 0;
   std::frexp(value, &exponent);
   return std::ldexp(1.0, std::max(exponent - 1, minExponent) - mantissaBits);

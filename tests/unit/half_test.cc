@@ -1,12 +1,12 @@
 // float16 against the compiler's _Float16 (exhaustively from half, widely to half);
 // bfloat16 against a nearest-value search in double precision.
+#include "common/half.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
-
-#include "common/half.h"
 
 namespace zccl {
 namespace {
@@ -40,7 +40,8 @@ void expectSameHalf(float value) {
     EXPECT_NE(got.bits & 0x3ffu, 0u) << "NaN must stay NaN";
     return;
   }
-  ASSERT_EQ(got.bits, halfBits(reference)) << "value " << value << " bits 0x" << std::hex << floatBits(value);
+  ASSERT_EQ(got.bits, halfBits(reference))
+      << "value " << value << " bits 0x" << std::hex << floatBits(value);
 }
 
 TEST(Float16, FloatsRoundToNearestEvenLikeTheCompiler) {
@@ -49,7 +50,8 @@ TEST(Float16, FloatsRoundToNearestEvenLikeTheCompiler) {
   std::mt19937 rng(12345);
   for (int exponent = -30; exponent <= 17; ++exponent) {
     for (int k = 0; k < 20000; ++k) {
-      const float value = std::ldexp(1.0f + static_cast<float>(rng() % (1u << 23)) / (1u << 23), exponent);
+      const float value =
+          std::ldexp(1.0f + static_cast<float>(rng() % (1u << 23)) / (1u << 23), exponent);
       expectSameHalf(value);
       expectSameHalf(-value);
     }
@@ -59,8 +61,8 @@ TEST(Float16, FloatsRoundToNearestEvenLikeTheCompiler) {
     expectSameHalf(bitsToFloat(0x3f800000u | (mantissa << 13) | 0x1000u));
     expectSameHalf(std::ldexp(static_cast<float>(mantissa) + 0.5f, -24));
   }
-  for (float special : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e10f, INFINITY, -INFINITY,
-                        NAN, 5.96e-8f, 2.98e-8f, 2.99e-8f, 1e-30f}) {
+  for (float special : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e10f, INFINITY, -INFINITY, NAN,
+                        5.96e-8f, 2.98e-8f, 2.99e-8f, 1e-30f}) {
     expectSameHalf(special);
   }
 }
@@ -73,10 +75,10 @@ uint16_t nearestBfloat16(float value) {
   const double low = bitsToFloat(static_cast<uint32_t>(below) << 16);
   const double high = bitsToFloat(static_cast<uint32_t>(above) << 16);
   const double distanceLow = std::fabs(static_cast<double>(value) - low);
-  const double distanceHigh = std::isinf(high) && !std::isinf(value)
-                                  ? std::fabs(static_cast<double>(value) -
-                                              std::ldexp(1.0, 128) * (value < 0 ? -1 : 1))
-                                  : std::fabs(static_cast<double>(value) - high);
+  const double distanceHigh =
+      std::isinf(high) && !std::isinf(value)
+          ? std::fabs(static_cast<double>(value) - std::ldexp(1.0, 128) * (value < 0 ? -1 : 1))
+          : std::fabs(static_cast<double>(value) - high);
   if (distanceLow < distanceHigh) return below;
   if (distanceHigh < distanceLow) return above;
   return (below & 1u) ? above : below;

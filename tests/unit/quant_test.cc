@@ -46,14 +46,16 @@ Parsed parse(const std::vector<unsigned char>& m, size_t count, const QuantParam
 std::vector<unsigned char> quantizeOrDie(const void* in, DataType type, size_t count,
                                          const QuantParams& p) {
   std::vector<unsigned char> m(quantizedBytes(count, p));
-  EXPECT_EQ(quantize(in, type, count, p, m.data(), m.size()), Status::kSuccess) << lastThreadError();
+  EXPECT_EQ(quantize(in, type, count, p, m.data(), m.size()), Status::kSuccess)
+      << lastThreadError();
   return m;
 }
 
 std::vector<float> roundTrip(const std::vector<float>& x, const QuantParams& p, Parsed* parsed) {
   const auto m = quantizeOrDie(x.data(), DataType::kFloat32, x.size(), p);
   std::vector<float> y(x.size());
-  EXPECT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kFloat32, y.size()), Status::kSuccess)
+  EXPECT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kFloat32, y.size()),
+            Status::kSuccess)
       << lastThreadError();
   *parsed = parse(m, x.size(), p);
   return y;
@@ -76,12 +78,13 @@ void expectWithinBound(const std::vector<float>& x, const QuantParams& p, const 
     for (size_t i = first; i < last; ++i) finite &= std::isfinite(x[i]);
     const double offset = parsed.offsets.empty() ? 0.0 : parsed.offsets[g];
     for (size_t i = first; i < last; ++i) {
-      const bool ok = finite ? std::fabs(double(x[i]) - y[i]) <= bound(parsed.scales[g], x[i], offset, p.rounding)
+      const bool ok = finite ? std::fabs(double(x[i]) - y[i]) <=
+                                   bound(parsed.scales[g], x[i], offset, p.rounding)
                              : std::isnan(y[i]);
       if (!ok && bad++ < 3) {
-        ADD_FAILURE() << what << " bits=" << p.bits << " scheme=" << int(p.scheme) << " group="
-                      << p.groupSize << " element " << i << ": x=" << x[i] << " x^=" << y[i]
-                      << " scale=" << parsed.scales[g];
+        ADD_FAILURE() << what << " bits=" << p.bits << " scheme=" << int(p.scheme)
+                      << " group=" << p.groupSize << " element " << i << ": x=" << x[i]
+                      << " x^=" << y[i] << " scale=" << parsed.scales[g];
       }
     }
   }
@@ -94,12 +97,18 @@ std::vector<float> sample(const char* distribution, size_t n, std::mt19937& rng)
   std::uniform_real_distribution<float> uniform(-3.0f, 5.0f);
   std::cauchy_distribution<float> cauchy;
   for (size_t i = 0; i < n; ++i) {
-    if (!std::strcmp(distribution, "normal")) x[i] = normal(rng);
-    else if (!std::strcmp(distribution, "uniform")) x[i] = uniform(rng);
-    else if (!std::strcmp(distribution, "heavy")) x[i] = std::max(-1e30f, std::min(1e30f, cauchy(rng)));
-    else if (!std::strcmp(distribution, "denormal")) x[i] = normal(rng) * 1e-39f;
-    else if (!std::strcmp(distribution, "huge")) x[i] = normal(rng) * 1e38f;
-    else if (!std::strcmp(distribution, "zeros")) x[i] = (i / 64) % 2 ? normal(rng) : 0.0f;
+    if (!std::strcmp(distribution, "normal"))
+      x[i] = normal(rng);
+    else if (!std::strcmp(distribution, "uniform"))
+      x[i] = uniform(rng);
+    else if (!std::strcmp(distribution, "heavy"))
+      x[i] = std::max(-1e30f, std::min(1e30f, cauchy(rng)));
+    else if (!std::strcmp(distribution, "denormal"))
+      x[i] = normal(rng) * 1e-39f;
+    else if (!std::strcmp(distribution, "huge"))
+      x[i] = normal(rng) * 1e38f;
+    else if (!std::strcmp(distribution, "zeros"))
+      x[i] = (i / 64) % 2 ? normal(rng) : 0.0f;
   }
   if (!std::strcmp(distribution, "huge") && n > 1) {
     x[0] = std::numeric_limits<float>::max();
@@ -129,7 +138,8 @@ TEST(Quant, PerElementBoundOverLengthsGroupsAndDistributions) {
 TEST(Quant, RandomLengthsUpToAMillionWithStochasticRounding) {
   std::mt19937 rng(99);
   for (int trial = 0; trial < 12; ++trial) {
-    const size_t n = 1 + static_cast<size_t>(std::exp(std::uniform_real_distribution<double>(0, std::log(1e6))(rng)));
+    const size_t n = 1 + static_cast<size_t>(std::exp(
+                             std::uniform_real_distribution<double>(0, std::log(1e6))(rng)));
     QuantParams p;
     p.bits = kFormats[trial % 4].bits;
     p.scheme = kFormats[trial % 4].scheme;
@@ -197,7 +207,8 @@ TEST(Quant, StochasticRoundingIsUnbiasedAndReproducible) {
 double expectedAbsMaxSquared(int g) {
   double sum = 0.0;
   const double dt = 1e-3;
-  for (double t = dt / 2; t < 12.0; t += dt) sum += 2 * t * (1 - std::pow(std::erf(t / std::sqrt(2.0)), g)) * dt;
+  for (double t = dt / 2; t < 12.0; t += dt)
+    sum += 2 * t * (1 - std::pow(std::erf(t / std::sqrt(2.0)), g)) * dt;
   return sum;
 }
 double expectedRangeSquared(int g) {
@@ -207,7 +218,8 @@ double expectedRangeSquared(int g) {
   double sum = 0.0;
   for (double a = -7; a < 7; a += h)
     for (double b = a + h / 2; b < 7; b += h)
-      sum += g * (g - 1.0) * phi(a) * phi(b) * std::pow(Phi(b) - Phi(a), g - 2) * (b - a) * (b - a) * h * h;
+      sum += g * (g - 1.0) * phi(a) * phi(b) * std::pow(Phi(b) - Phi(a), g - 2) * (b - a) *
+             (b - a) * h * h;
   return sum;
 }
 
@@ -229,12 +241,15 @@ TEST(Quant, RelativeRmsErrorOnGaussianDataMatchesTheModel) {
     }
     const double measured = std::sqrt(err / energy);
     // Rounding error uniform over one step: variance E[scale^2] / 12.
-    const double levels = f.scheme == QuantScheme::kSymmetric ? (f.bits == 8 ? 127 : 7) : (f.bits == 8 ? 255 : 15);
-    const double spread = f.scheme == QuantScheme::kSymmetric ? expectedAbsMaxSquared(group) : expectedRangeSquared(group);
+    const double levels =
+        f.scheme == QuantScheme::kSymmetric ? (f.bits == 8 ? 127 : 7) : (f.bits == 8 ? 255 : 15);
+    const double spread = f.scheme == QuantScheme::kSymmetric ? expectedAbsMaxSquared(group)
+                                                              : expectedRangeSquared(group);
     const double model = std::sqrt(spread / (levels * levels) / 12.0);
     EXPECT_NEAR(measured, model, 0.1 * model) << "bits=" << f.bits << " scheme=" << int(f.scheme);
     std::printf("relative RMS, %d-bit %s, group %u: measured %.5f, model %.5f\n", f.bits,
-                f.scheme == QuantScheme::kSymmetric ? "symmetric" : "asymmetric", group, measured, model);
+                f.scheme == QuantScheme::kSymmetric ? "symmetric" : "asymmetric", group, measured,
+                model);
   }
 }
 
@@ -259,11 +274,14 @@ TEST(Quant, HalfPrecisionInputAndOutput) {
     const auto m = quantizeOrDie(widened->data(), DataType::kFloat32, x.size(), p);
     std::vector<float> wide(x.size());
     std::vector<uint16_t> narrow(x.size());
-    ASSERT_EQ(dequantize(m.data(), m.size(), wide.data(), DataType::kFloat32, x.size()), Status::kSuccess);
+    ASSERT_EQ(dequantize(m.data(), m.size(), wide.data(), DataType::kFloat32, x.size()),
+              Status::kSuccess);
     ASSERT_EQ(dequantize(m.data(), m.size(), narrow.data(), type, x.size()), Status::kSuccess);
     for (size_t i = 0; i < x.size(); ++i) {
-      const float got = type == DataType::kFloat16 ? toFloat(float16_t{narrow[i]}) : toFloat(bfloat16_t{narrow[i]});
-      const double halfUlp = std::ldexp(std::fabs(wide[i]), type == DataType::kFloat16 ? -11 : -8) + std::ldexp(1.0, -24);
+      const float got = type == DataType::kFloat16 ? toFloat(float16_t{narrow[i]})
+                                                   : toFloat(bfloat16_t{narrow[i]});
+      const double halfUlp = std::ldexp(std::fabs(wide[i]), type == DataType::kFloat16 ? -11 : -8) +
+                             std::ldexp(1.0, -24);
       ASSERT_LE(std::fabs(got - wide[i]), halfUlp) << i;
     }
   }
@@ -276,7 +294,8 @@ TEST(Quant, DequantizeAccumulateAddsInFloat32) {
   p.bits = 4;
   const auto m = quantizeOrDie(x.data(), DataType::kFloat32, x.size(), p);
   std::vector<float> y(x.size()), acc(x.size(), 1.5f);
-  ASSERT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kFloat32, y.size()), Status::kSuccess);
+  ASSERT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kFloat32, y.size()),
+            Status::kSuccess);
   ASSERT_EQ(dequantizeAccumulate(m.data(), m.size(), acc.data(), acc.size()), Status::kSuccess);
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(acc[i], 1.5f + y[i]);
 }
@@ -292,28 +311,34 @@ TEST(Quant, MalformedOrShortMessagesAreRejectedWithoutOverreading) {
   for (size_t length = 0; length < m.size(); ++length) {
     // An exact-size heap copy: AddressSanitizer reports any read past its end.
     std::vector<unsigned char> shortCopy(m.begin(), m.begin() + static_cast<long>(length));
-    ASSERT_EQ(dequantize(shortCopy.data(), shortCopy.size(), y.data(), DataType::kFloat32, y.size()),
-              Status::kInvalidArgument) << length;
+    ASSERT_EQ(
+        dequantize(shortCopy.data(), shortCopy.size(), y.data(), DataType::kFloat32, y.size()),
+        Status::kInvalidArgument)
+        << length;
   }
   const auto corrupt = [&](size_t at, unsigned char value) {
     auto bad = m;
     bad[at] = value;
     return dequantize(bad.data(), bad.size(), y.data(), DataType::kFloat32, y.size());
   };
-  EXPECT_EQ(corrupt(0, 0), Status::kInvalidArgument);  // magic
-  EXPECT_EQ(corrupt(5, 3), Status::kInvalidArgument);  // bits
-  EXPECT_EQ(corrupt(6, 9), Status::kInvalidArgument);  // scheme
-  EXPECT_EQ(corrupt(8, 65), Status::kInvalidArgument);  // group size not a power of two
+  EXPECT_EQ(corrupt(0, 0), Status::kInvalidArgument);      // magic
+  EXPECT_EQ(corrupt(5, 3), Status::kInvalidArgument);      // bits
+  EXPECT_EQ(corrupt(6, 9), Status::kInvalidArgument);      // scheme
+  EXPECT_EQ(corrupt(8, 65), Status::kInvalidArgument);     // group size not a power of two
   EXPECT_EQ(corrupt(23, 0xff), Status::kInvalidArgument);  // count far beyond the buffer
   EXPECT_NE(lastThreadError().find("count="), std::string::npos) << lastThreadError();
-  EXPECT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kFloat32, 999), Status::kInvalidArgument);
-  EXPECT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kInt32, 1000), Status::kInvalidArgument);
+  EXPECT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kFloat32, 999),
+            Status::kInvalidArgument);
+  EXPECT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kInt32, 1000),
+            Status::kInvalidArgument);
   p.groupSize = 48;
   std::vector<unsigned char> out(100000);
-  EXPECT_EQ(quantize(x.data(), DataType::kFloat32, x.size(), p, out.data(), out.size()), Status::kInvalidArgument);
+  EXPECT_EQ(quantize(x.data(), DataType::kFloat32, x.size(), p, out.data(), out.size()),
+            Status::kInvalidArgument);
   EXPECT_NE(lastThreadError().find("groupSize=48"), std::string::npos);
   p.groupSize = 64;
-  EXPECT_EQ(quantize(x.data(), DataType::kFloat32, x.size(), p, out.data(), 10), Status::kInvalidArgument);
+  EXPECT_EQ(quantize(x.data(), DataType::kFloat32, x.size(), p, out.data(), 10),
+            Status::kInvalidArgument);
   EXPECT_NE(lastThreadError().find("capacity=10"), std::string::npos);
 }
 

@@ -1,4 +1,6 @@
 // Element-wise reductions against straightforward double-precision references.
+#include "common/reduce.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "common/half.h"
-#include "common/reduce.h"
 
 namespace zccl {
 namespace {
@@ -76,18 +77,30 @@ TEST(Reduce, EveryTypeAndOpAgainstDouble) {
       std::vector<char> bufA(32), bufB(32);
       const auto put = [&](std::vector<char>& buf, size_t i, double v) {
         switch (type) {
-          case DataType::kInt32: reinterpret_cast<int32_t*>(buf.data())[i] = static_cast<int32_t>(v); break;
-          case DataType::kUint64: reinterpret_cast<uint64_t*>(buf.data())[i] = static_cast<uint64_t>(v); break;
-          case DataType::kFloat16: reinterpret_cast<float16_t*>(buf.data())[i] = toFloat16(static_cast<float>(v)); break;
-          default: reinterpret_cast<double*>(buf.data())[i] = v; break;
+          case DataType::kInt32:
+            reinterpret_cast<int32_t*>(buf.data())[i] = static_cast<int32_t>(v);
+            break;
+          case DataType::kUint64:
+            reinterpret_cast<uint64_t*>(buf.data())[i] = static_cast<uint64_t>(v);
+            break;
+          case DataType::kFloat16:
+            reinterpret_cast<float16_t*>(buf.data())[i] = toFloat16(static_cast<float>(v));
+            break;
+          default:
+            reinterpret_cast<double*>(buf.data())[i] = v;
+            break;
         }
       };
       const auto get = [&](const std::vector<char>& buf, size_t i) -> double {
         switch (type) {
-          case DataType::kInt32: return reinterpret_cast<const int32_t*>(buf.data())[i];
-          case DataType::kUint64: return static_cast<double>(reinterpret_cast<const uint64_t*>(buf.data())[i]);
-          case DataType::kFloat16: return toFloat(reinterpret_cast<const float16_t*>(buf.data())[i]);
-          default: return reinterpret_cast<const double*>(buf.data())[i];
+          case DataType::kInt32:
+            return reinterpret_cast<const int32_t*>(buf.data())[i];
+          case DataType::kUint64:
+            return static_cast<double>(reinterpret_cast<const uint64_t*>(buf.data())[i]);
+          case DataType::kFloat16:
+            return toFloat(reinterpret_cast<const float16_t*>(buf.data())[i]);
+          default:
+            return reinterpret_cast<const double*>(buf.data())[i];
         }
       };
       for (size_t i = 0; i < 4; ++i) {
@@ -96,7 +109,7 @@ TEST(Reduce, EveryTypeAndOpAgainstDouble) {
       }
       reduceInto(bufA.data(), bufB.data(), 4, type, op);
       for (size_t i = 0; i < 4; ++i) {
-        const double want = op == RedOp::kProd ? a[i] * b[i]
+        const double want = op == RedOp::kProd  ? a[i] * b[i]
                             : op == RedOp::kMax ? std::max(a[i], b[i])
                             : op == RedOp::kMin ? std::min(a[i], b[i])
                                                 : a[i] + b[i];
