@@ -121,36 +121,13 @@ class MpiTransport final : public Transport {
   int size() const override { return size_; }
 
   Status postSend(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) override {
-    ZCCL_CHECK(beginTicket(peer, /*isSend=*/true, ticket));
-    if (bytes == 0) return endTicket(*ticket);  // both sides know the size: nothing travels
-    const char* bytesIn = static_cast<const char*>(data);
-    size_t messages = 0;
-    size_t offset = 0;
-    while (offset < bytes) {
-      const int length = static_cast<int>(std::min(kMaxMessageBytes, bytes - offset));
-      MPI_Request request;
-      ZCCL_MPI_CHECK(MPI_Isend(bytesIn + offset, length, MPI_BYTE, peer, tag, comm_, &request));
-      requests_.push_back(request);
-      offset += static_cast<size_t>(length);
-      ++messages;
-    }
-    countSend(peer, bytes, messages);
-    return endTicket(*ticket);
+    ZCCL_CHECK(post(/*isSend=*/true, const_cast<void*>(data), bytes, peer, tag, ticket));
+    countSend(peer, bytes, (bytes + kMaxMessageBytes - 1) / kMaxMessageBytes);
+    return Status::kSuccess;
   }
 
   Status postRecv(void* data, size_t bytes, int peer, int tag, Ticket* ticket) override {
-    ZCCL_CHECK(beginTicket(peer, /*isSend=*/false, ticket));
-    if (bytes == 0) return endTicket(*ticket);
-    char* bytesOut = static_cast<char*>(data);
-    size_t offset = 0;
-    while (offset < bytes) {
-      const int length = static_cast<int>(std::min(kMaxMessageBytes, bytes - offset));
-      MPI_Request request;
-      ZCCL_MPI_CHECK(MPI_Irecv(bytesOut + offset, length, MPI_BYTE, peer, tag, comm_, &request));
-      requests_.push_back(request);
-      offset += static_cast<size_t>(length);
-    }
-    return endTicket(*ticket);
+    return post(/*isSend=*/false, data, bytes, peer, tag, ticket);
   }
 
   Status wait(Ticket ticket) override {
@@ -242,6 +219,24 @@ class MpiTransport final : public Transport {
     int peer;
     bool isSend;
   };
+
+  // Posts `bytes` as messages of at most kMaxMessageBytes, which MPI keeps in order.
+  Status post(bool isSend, void* data, size_t bytes, int peer, int tag, Ticket* ticket) {
+    ZCCL_CHECK(beginTicket(peer, isSend, ticket));
+    char* base = static_cast<char*>(data);
+    for (size_t offset = 0; offset < bytes;) {  // zero bytes: nothing travels
+      const int length = static_cast<int>(std::min(kMaxMessageBytes, bytes - offset));
+      MPI_Request request;
+      if (isSend) {
+        ZCCL_MPI_CHECK(MPI_Isend(base + offset, length, MPI_BYTE, peer, tag, comm_, &request));
+      } else {
+        ZCCL_MPI_CHECK(MPI_Irecv(base + offset, length, MPI_BYTE, peer, tag, comm_, &request));
+      }
+      requests_.push_back(request);
+      offset += static_cast<size_t>(length);
+    }
+    return endTicket(*ticket);
+  }
 
   Status checkUsable() const {
     if (broken_) {
