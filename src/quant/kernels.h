@@ -52,6 +52,8 @@ inline uint32_t stochasticHash(uint32_t seed, uint32_t index) {
 const QuantKernels& scalarQuantKernels();
 // nullptr when the CPU lacks AVX2 or F16C.
 const QuantKernels* avx2QuantKernels();
+// nullptr when the CPU lacks AVX-512 F, BW or VL.
+const QuantKernels* avx512QuantKernels();
 
 // The fastest set this CPU runs, unless ZCCL_QUANT_ISA=scalar|avx2 asks for a lower one.
 const QuantKernels& activeQuantKernels();

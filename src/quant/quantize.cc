@@ -87,7 +87,8 @@ GroupScale chooseScale(const GroupStats& s, int bits, QuantScheme scheme) {
 
 const QuantKernels& chooseKernels() {
   const auto forced = envString("ZCCL_QUANT_ISA");
-  const QuantKernels* best = avx2QuantKernels();
+  const QuantKernels* best = avx512QuantKernels();
+  if (best == nullptr || (forced && *forced == "avx2")) best = avx2QuantKernels();
   if (forced && *forced == "scalar") best = nullptr;
   const QuantKernels& chosen = best != nullptr ? *best : scalarQuantKernels();
   ZCCL_LOG(kInfo, "quantization kernels: %s", chosen.name);
@@ -140,9 +141,10 @@ void unpackNibbles(const unsigned char* in, size_t n, bool isSigned, uint8_t* co
   }
 }
 
-// Walks the groups of a decoded message, handing each group's float32 values to `sink`.
-template <typename Sink>
-Status decodeGroups(const void* message, size_t bytes, size_t count, Sink&& sink) {
+// Walks the groups of a decoded message: decodes each group's float32 values to
+// `target(first)` (a staging buffer when it returns nullptr), then hands them to `sink`.
+template <typename Target, typename Sink>
+Status decodeGroups(const void* message, size_t bytes, size_t count, Target&& target, Sink&& sink) {
   QuantHeader h;
   ZCCL_CHECK(readQuantHeader(message, bytes, &h));
   if (h.count != count) {
@@ -156,11 +158,13 @@ Status decodeGroups(const void* message, size_t bytes, size_t count, Sink&& sink
   const unsigned char* payload = base + sizeof(QuantHeader);
   const unsigned char* scales = base + l.parametersOffset;
   const unsigned char* offsets = scales + 4 * l.groups;
-  alignas(64) float values[kMaxGroupSize];
+  alignas(64) float staging[kMaxGroupSize];
   alignas(64) uint8_t codes[kMaxGroupSize];
   for (size_t g = 0; g < l.groups; ++g) {
     const size_t first = g * h.groupSize;
     const size_t n = std::min<size_t>(h.groupSize, count - first);
+    float* values = target(first);
+    if (values == nullptr) values = staging;
     const uint8_t* groupCodes = payload + first;
     if (h.bits == 4) {
       unpackNibbles(payload + first / 2, n, scheme == QuantScheme::kSymmetric, codes);
@@ -324,15 +328,18 @@ Status dequantize(const void* message, size_t bytes, void* out, DataType type, s
   if (out == nullptr && count > 0)
     return fail(Status::kInvalidArgument, "out=NULL with count=%zu", count);
   const QuantKernels& k = activeQuantKernels();
-  return decodeGroups(message, bytes, count, [&](size_t first, size_t n, const float* values) {
-    if (type == DataType::kFloat32) {
-      std::memcpy(static_cast<float*>(out) + first, values, n * sizeof(float));
-    } else if (type == DataType::kFloat16) {
-      k.narrowFloat16(values, n, static_cast<uint16_t*>(out) + first);
-    } else {
-      k.narrowBfloat16(values, n, static_cast<uint16_t*>(out) + first);
-    }
-  });
+  // float32 output is decoded in place; half types go through a staging group.
+  const auto target = [&](size_t first) {
+    return type == DataType::kFloat32 ? static_cast<float*>(out) + first : nullptr;
+  };
+  return decodeGroups(message, bytes, count, target,
+                      [&](size_t first, size_t n, const float* values) {
+                        if (type == DataType::kFloat16) {
+                          k.narrowFloat16(values, n, static_cast<uint16_t*>(out) + first);
+                        } else if (type == DataType::kBfloat16) {
+                          k.narrowBfloat16(values, n, static_cast<uint16_t*>(out) + first);
+                        }
+                      });
 }
 
 Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulator, size_t count) {
@@ -340,9 +347,11 @@ Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulato
     return fail(Status::kInvalidArgument, "accumulator=NULL with count=%zu", count);
   }
   const QuantKernels& k = activeQuantKernels();
-  return decodeGroups(message, bytes, count, [&](size_t first, size_t n, const float* values) {
-    k.accumulate(accumulator + first, values, n);
-  });
+  return decodeGroups(
+      message, bytes, count, [](size_t) -> float* { return nullptr; },
+      [&](size_t first, size_t n, const float* values) {
+        k.accumulate(accumulator + first, values, n);
+      });
 }
 
 }  // namespace zccl

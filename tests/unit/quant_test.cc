@@ -342,13 +342,15 @@ TEST(Quant, MalformedOrShortMessagesAreRejectedWithoutOverreading) {
   EXPECT_NE(lastThreadError().find("capacity=10"), std::string::npos);
 }
 
-TEST(QuantKernels, SimdMatchesScalarBitForBit) {
-  const QuantKernels* simd = avx2QuantKernels();
-  if (simd == nullptr) GTEST_SKIP() << "this CPU has no AVX2/F16C";
+class SimdKernels : public ::testing::TestWithParam<const QuantKernels* (*)()> {};
+
+TEST_P(SimdKernels, MatchScalarBitForBit) {
+  const QuantKernels* simd = GetParam()();
+  if (simd == nullptr) GTEST_SKIP() << "this CPU lacks the instruction set";
   const QuantKernels& ref = scalarQuantKernels();
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 3.0f);
-  for (size_t n : {1, 7, 8, 9, 31, 64, 1000, 4096}) {
+  for (size_t n : {1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 1000, 4096}) {
     std::vector<float> x(n);
     for (auto& v : x) v = normal(rng);
     if (n > 3) x[2] = -0.0f, x[3] = 1e-40f;
@@ -402,6 +404,10 @@ TEST(QuantKernels, SimdMatchesScalarBitForBit) {
     EXPECT_EQ(acc1, acc2);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Quant, SimdKernels,
+                         ::testing::Values(&avx2QuantKernels, &avx512QuantKernels),
+                         [](const auto& info) { return info.index == 0 ? "avx2" : "avx512"; });
 
 }  // namespace
 }  // namespace zccl

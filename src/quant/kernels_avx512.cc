@@ -1,0 +1,199 @@
+// AVX-512 (F, BW, VL) kernels: sixteen floats per step, the scalar reference's operations lane
+// by lane, and the scalar code for the tail. Compiled with AVX-512 flags only in this file;
+// chosen at run time from cpuid.
+#include <immintrin.h>
+
+#include "quant/kernels.h"
+
+namespace zccl {
+namespace {
+
+constexpr size_t kLanes = 16;
+constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+constexpr int kFloor = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+
+const QuantKernels& scalar() { return scalarQuantKernels(); }
+
+void stats(const float* x, size_t n, GroupStats* s) {
+  if (n < kLanes) return scalar().stats(x, n, s);
+  const __m512i expMask = _mm512_set1_epi32(0x7f800000);
+  __m512 absmax = _mm512_setzero_ps(), lo = _mm512_loadu_ps(x), hi = lo;
+  __mmask16 nonFinite = 0;
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m512i exponent = _mm512_and_si512(_mm512_castps_si512(v), expMask);
+    nonFinite |= _mm512_cmpeq_epi32_mask(exponent, expMask);
+    absmax = _mm512_max_ps(absmax, _mm512_abs_ps(v));
+    lo = _mm512_min_ps(lo, v);
+    hi = _mm512_max_ps(hi, v);
+  }
+  alignas(64) float a[kLanes], l[kLanes], h[kLanes];
+  _mm512_store_ps(a, absmax);
+  _mm512_store_ps(l, lo);
+  _mm512_store_ps(h, hi);
+  GroupStats result{0.0f, l[0], h[0], nonFinite != 0};
+  if (i < n) {
+    GroupStats rest;
+    scalar().stats(x + i, n - i, &rest);
+    result = GroupStats{rest.absmax, rest.min, rest.max, result.nonFinite || rest.nonFinite};
+  }
+  for (size_t k = 0; k < kLanes; ++k) {
+    result.absmax = a[k] > result.absmax ? a[k] : result.absmax;
+    result.min = l[k] < result.min ? l[k] : result.min;
+    result.max = h[k] > result.max ? h[k] : result.max;
+  }
+  *s = result;
+}
+
+// Clamps sixteen rounded values and stores them as sixteen bytes (the clamp makes the
+// truncating conversion exact for both signed and unsigned codes).
+inline void storeCodes(__m512 rounded, __m512 lo, __m512 hi, uint8_t* out) {
+  const __m512i ints = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(rounded, lo), hi));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(ints));
+}
+
+void codesNearest(const float* x, size_t n, float offset, float inv, float center, int lo, int hi,
+                  uint8_t* codes) {
+  const __m512 vOffset = _mm512_set1_ps(offset), vInv = _mm512_set1_ps(inv);
+  const __m512 vCenter = _mm512_set1_ps(center);
+  const __m512 vLo = _mm512_set1_ps(static_cast<float>(lo)),
+               vHi = _mm512_set1_ps(static_cast<float>(hi));
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512 v =
+        _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vOffset), vInv), vCenter);
+    storeCodes(_mm512_roundscale_ps(v, kNearest), vLo, vHi, codes + i);
+  }
+  scalar().codesNearest(x + i, n - i, offset, inv, center, lo, hi, codes + i);
+}
+
+inline __m512i hash16(__m512i index, __m512i seed) {
+  __m512i h = _mm512_xor_si512(
+      _mm512_mullo_epi32(index, _mm512_set1_epi32(static_cast<int>(0x9e3779b1u))), seed);
+  h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
+  h = _mm512_mullo_epi32(h, _mm512_set1_epi32(static_cast<int>(0x85ebca6bu)));
+  h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 13));
+  h = _mm512_mullo_epi32(h, _mm512_set1_epi32(static_cast<int>(0xc2b2ae35u)));
+  return _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
+}
+
+void codesStochastic(const float* x, size_t n, float offset, float inv, float center, int lo,
+                     int hi, uint32_t seed, uint32_t index0, uint8_t* codes) {
+  const __m512 vOffset = _mm512_set1_ps(offset), vInv = _mm512_set1_ps(inv);
+  const __m512 vCenter = _mm512_set1_ps(center);
+  const __m512 vLo = _mm512_set1_ps(static_cast<float>(lo)),
+               vHi = _mm512_set1_ps(static_cast<float>(hi));
+  const __m512i vSeed = _mm512_set1_epi32(static_cast<int>(seed));
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 unit = _mm512_set1_ps(0x1p-24f);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512i index = _mm512_add_epi32(
+        _mm512_set1_epi32(static_cast<int>(index0 + static_cast<uint32_t>(i))), lanes);
+    const __m512 u =
+        _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(hash16(index, vSeed), 8)), unit);
+    const __m512 scaled = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vOffset), vInv);
+    const __m512 v = _mm512_add_ps(_mm512_add_ps(scaled, vCenter), u);
+    storeCodes(_mm512_roundscale_ps(v, kFloor), vLo, vHi, codes + i);
+  }
+  scalar().codesStochastic(x + i, n - i, offset, inv, center, lo, hi, seed,
+                           index0 + static_cast<uint32_t>(i), codes + i);
+}
+
+inline __m128i load16Bytes(const void* p) {
+  return _mm_loadu_si128(static_cast<const __m128i*>(p));
+}
+
+void decodeSigned(const int8_t* codes, size_t n, float scale, float* out) {
+  const __m512 vScale = _mm512_set1_ps(scale);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512i c = _mm512_cvtepi8_epi32(load16Bytes(codes + i));
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_cvtepi32_ps(c), vScale));
+  }
+  scalar().decodeSigned(codes + i, n - i, scale, out + i);
+}
+
+void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, float center,
+                    float* out) {
+  const __m512 vScale = _mm512_set1_ps(scale), vOffset = _mm512_set1_ps(offset);
+  const __m512 vCenter = _mm512_set1_ps(center);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512i c = _mm512_cvtepu8_epi32(load16Bytes(codes + i));
+    const __m512 centered = _mm512_sub_ps(_mm512_cvtepi32_ps(c), vCenter);
+    _mm512_storeu_ps(out + i, _mm512_add_ps(_mm512_mul_ps(centered, vScale), vOffset));
+  }
+  scalar().decodeUnsigned(codes + i, n - i, scale, offset, center, out + i);
+}
+
+inline __m256i load16Halves(const uint16_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+void widenFloat16(const uint16_t* in, size_t n, float* out) {
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    _mm512_storeu_ps(out + i, _mm512_cvtph_ps(load16Halves(in + i)));
+  scalar().widenFloat16(in + i, n - i, out + i);
+}
+
+void widenBfloat16(const uint16_t* in, size_t n, float* out) {
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512i wide = _mm512_cvtepu16_epi32(load16Halves(in + i));
+    _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
+  }
+  scalar().widenBfloat16(in + i, n - i, out + i);
+}
+
+void narrowFloat16(const float* in, size_t n, uint16_t* out) {
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  scalar().narrowFloat16(in + i, n - i, out + i);
+}
+
+// Round to nearest even on the bit pattern; NaN keeps its top bits and is made quiet.
+void narrowBfloat16(const float* in, size_t n, uint16_t* out) {
+  const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+  const __m512i absMask = _mm512_set1_epi32(0x7fffffff), infBits = _mm512_set1_epi32(0x7f800000);
+  const __m512i quiet = _mm512_set1_epi32(0x0040);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512i bits = _mm512_castps_si512(_mm512_loadu_ps(in + i));
+    const __m512i high = _mm512_srli_epi32(bits, 16);
+    const __m512i lsb = _mm512_and_si512(high, one);
+    const __m512i rounded =
+        _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(bias, lsb)), 16);
+    const __mmask16 isNan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits, absMask), infBits);
+    const __m512i result = _mm512_mask_or_epi32(rounded, isNan, high, quiet);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(result));
+  }
+  scalar().narrowBfloat16(in + i, n - i, out + i);
+}
+
+void accumulate(float* accumulator, const float* x, size_t n) {
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    _mm512_storeu_ps(accumulator + i,
+                     _mm512_add_ps(_mm512_loadu_ps(accumulator + i), _mm512_loadu_ps(x + i)));
+  }
+  scalar().accumulate(accumulator + i, x + i, n - i);
+}
+
+}  // namespace
+
+const QuantKernels* avx512QuantKernels() {
+  static const QuantKernels kernels{"avx512",      stats,          codesNearest, codesStochastic,
+                                    decodeSigned,  decodeUnsigned, widenFloat16, widenBfloat16,
+                                    narrowFloat16, narrowBfloat16, accumulate};
+  const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl");
+  return supported ? &kernels : nullptr;
+}
+
+}  // namespace zccl
