@@ -6,14 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace zccl {
+#include "quant/group_math.h"
 
-struct GroupStats {
-  float absmax;
-  float min;
-  float max;
-  bool nonFinite;  // any NaN or +-Inf (then the other fields are meaningless)
-};
+namespace zccl {
 
 struct QuantKernels {
   const char* name;
@@ -36,18 +31,6 @@ struct QuantKernels {
   void (*narrowBfloat16)(const float* in, size_t n, uint16_t* out);
   void (*accumulate)(float* accumulator, const float* x, size_t n);
 };
-
-// murmur3's finalizer over (index * golden ratio) ^ seed: cheap, vectorizable, and
-// uniform enough that the rounding stays unbiased (tested).
-inline uint32_t stochasticHash(uint32_t seed, uint32_t index) {
-  uint32_t h = (index * 0x9e3779b1u) ^ seed;
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  return h;
-}
 
 const QuantKernels& scalarQuantKernels();
 // nullptr when the CPU lacks AVX2 or F16C.

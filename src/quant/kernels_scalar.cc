@@ -9,13 +9,11 @@
 namespace zccl {
 namespace {
 
-bool isNonFinite(float v) { return (floatBits(v) & 0x7f800000u) == 0x7f800000u; }
-
 void stats(const float* x, size_t n, GroupStats* s) {
   float absmax = 0.0f, lo = x[0], hi = x[0];
   bool nonFinite = false;
   for (size_t i = 0; i < n; ++i) {
-    nonFinite |= isNonFinite(x[i]);
+    nonFinite |= !isFiniteBits(x[i]);
     absmax = std::max(absmax, std::fabs(x[i]));
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
@@ -23,34 +21,28 @@ void stats(const float* x, size_t n, GroupStats* s) {
   *s = GroupStats{absmax, lo, hi, nonFinite};
 }
 
-uint8_t clampToCode(float rounded, int lo, int hi) {
-  const float clamped = std::min(std::max(rounded, static_cast<float>(lo)), static_cast<float>(hi));
-  return static_cast<uint8_t>(static_cast<int>(clamped));
-}
-
 void codesNearest(const float* x, size_t n, float offset, float inv, float center, int lo, int hi,
                   uint8_t* codes) {
   for (size_t i = 0; i < n; ++i) {
-    codes[i] = clampToCode(std::nearbyint((x[i] - offset) * inv + center), lo, hi);
+    codes[i] = codeNearest(x[i], offset, inv, center, lo, hi);
   }
 }
 
 void codesStochastic(const float* x, size_t n, float offset, float inv, float center, int lo,
                      int hi, uint32_t seed, uint32_t index0, uint8_t* codes) {
   for (size_t i = 0; i < n; ++i) {
-    const uint32_t index = index0 + static_cast<uint32_t>(i);
-    const float u = static_cast<float>(stochasticHash(seed, index) >> 8) * 0x1p-24f;
-    codes[i] = clampToCode(std::floor((x[i] - offset) * inv + center + u), lo, hi);
+    codes[i] =
+        codeStochastic(x[i], offset, inv, center, lo, hi, seed, index0 + static_cast<uint32_t>(i));
   }
 }
 
 void decodeSigned(const int8_t* codes, size_t n, float scale, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(codes[i]) * scale;
+  for (size_t i = 0; i < n; ++i) out[i] = decodeSignedCode(codes[i], scale);
 }
 
 void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, float center,
                     float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = (static_cast<float>(codes[i]) - center) * scale + offset;
+  for (size_t i = 0; i < n; ++i) out[i] = decodeUnsignedCode(codes[i], scale, offset, center);
 }
 
 void widenFloat16(const uint16_t* in, size_t n, float* out) {

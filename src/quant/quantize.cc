@@ -16,74 +16,7 @@ namespace {
 // Largest count whose message size cannot overflow size_t arithmetic below.
 constexpr uint64_t kMaxCount = uint64_t{1} << 56;
 
-struct Layout {
-  size_t groups;
-  size_t payloadBytes;
-  size_t parametersOffset;  // payload padded to 4 bytes
-  size_t totalBytes;
-};
-
-Layout layoutOf(uint64_t count, int bits, QuantScheme scheme, uint32_t groupSize) {
-  Layout l;
-  l.groups = static_cast<size_t>((count + groupSize - 1) / groupSize);
-  l.payloadBytes = static_cast<size_t>(bits == 8 ? count : (count + 1) / 2);
-  l.parametersOffset = sizeof(QuantHeader) + (l.payloadBytes + 3) / 4 * 4;
-  const size_t perGroup = scheme == QuantScheme::kSymmetric ? 4 : 8;
-  l.totalBytes = l.parametersOffset + l.groups * perGroup;
-  return l;
-}
-
 bool isPowerOfTwo(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
-
-// Codes range: symmetric [-Q, Q], asymmetric [0, L].
-int codeLow(int bits, QuantScheme scheme) {
-  return scheme == QuantScheme::kSymmetric ? -(bits == 8 ? 127 : 7) : 0;
-}
-int codeHigh(int bits, QuantScheme scheme) {
-  return scheme == QuantScheme::kSymmetric ? (bits == 8 ? 127 : 7) : (bits == 8 ? 255 : 15);
-}
-
-// A power-of-two factor, applied exactly, that keeps 1/scale finite for tiny ranges.
-float prescaleFor(float range) { return range > 0.0f && range < 0x1p-60f ? 0x1p64f : 1.0f; }
-
-// Asymmetric codes are centred on the group's midpoint, so that neither x - offset nor
-// (code - center) * scale can overflow even when max - min exceeds FLT_MAX.
-float centerOf(int bits, QuantScheme scheme) {
-  return scheme == QuantScheme::kSymmetric ? 0.0f : static_cast<float>(codeHigh(bits, scheme)) / 2;
-}
-
-struct GroupScale {
-  float scale;   // stored
-  float offset;  // stored (asymmetric)
-  float inv;     // applied to prescaled values
-  float prescaledOffset;
-  float prescale;
-};
-
-GroupScale chooseScale(const GroupStats& s, int bits, QuantScheme scheme) {
-  const float levels = static_cast<float>(scheme == QuantScheme::kSymmetric
-                                              ? codeHigh(bits, scheme)
-                                              : codeHigh(bits, scheme) - codeLow(bits, scheme));
-  // +0.0f turns -0 into +0, so that every kernel set stores the same bits.
-  const float lo = s.min + 0.0f;
-  const double rangeExact = scheme == QuantScheme::kSymmetric
-                                ? static_cast<double>(s.absmax)
-                                : static_cast<double>(s.max) - static_cast<double>(lo);
-  const float p = prescaleFor(static_cast<float>(rangeExact));
-  const float range = static_cast<float>(rangeExact * p);
-  GroupScale g;
-  g.prescale = p;
-  g.scale = static_cast<float>(rangeExact * p / levels / p);
-  g.inv = range > 0.0f ? static_cast<float>(levels / (rangeExact * p)) : 0.0f;
-  g.offset = scheme == QuantScheme::kSymmetric ? 0.0f : lo * 0.5f + (s.max + 0.0f) * 0.5f;
-  g.prescaledOffset = g.offset * p;
-  // Near FLT_MAX the rounded scale can make the extreme codes decode to Inf: step it down.
-  const float half = scheme == QuantScheme::kSymmetric ? levels : levels / 2;
-  while (!std::isfinite(half * g.scale + std::fabs(g.offset))) {
-    g.scale = std::nextafter(g.scale, 0.0f);
-  }
-  return g;
-}
 
 const QuantKernels& chooseKernels() {
   const auto forced = envString("ZCCL_QUANT_ISA");
@@ -103,14 +36,6 @@ float loadParameter(const unsigned char* base, size_t i) {
 }
 void storeParameter(unsigned char* base, size_t i, float v) {
   std::memcpy(base + 4 * i, &v, sizeof(v));
-}
-
-Status checkFloatType(DataType type, const char* name) {
-  if (type != DataType::kFloat32 && type != DataType::kFloat16 && type != DataType::kBfloat16) {
-    return fail(Status::kInvalidArgument, "%s=%s: quantization takes float32, float16 or bfloat16",
-                name, dataTypeName(type));
-  }
-  return Status::kSuccess;
 }
 
 // Two codes per byte, low nibble first.
@@ -152,7 +77,7 @@ Status decodeGroups(const void* message, size_t bytes, size_t count, Target&& ta
                 static_cast<unsigned long long>(h.count));
   }
   const QuantScheme scheme = static_cast<QuantScheme>(h.scheme);
-  const Layout l = layoutOf(h.count, h.bits, scheme, h.groupSize);
+  const QuantLayout l = quantLayoutOf(h.count, h.bits, scheme, h.groupSize);
   const QuantKernels& k = activeQuantKernels();
   const auto* base = static_cast<const unsigned char*>(message);
   const unsigned char* payload = base + sizeof(QuantHeader);
@@ -191,6 +116,14 @@ const QuantKernels& activeQuantKernels() {
 
 const char* quantKernelName() { return activeQuantKernels().name; }
 
+Status checkQuantizableType(DataType type, const char* name) {
+  if (type != DataType::kFloat32 && type != DataType::kFloat16 && type != DataType::kBfloat16) {
+    return fail(Status::kInvalidArgument, "%s=%s: quantization takes float32, float16 or bfloat16",
+                name, dataTypeName(type));
+  }
+  return Status::kSuccess;
+}
+
 Status checkQuantParams(const QuantParams& p) {
   if (p.bits != 8 && p.bits != 4) {
     return fail(Status::kInvalidArgument, "bits=%d: quantization takes 8 or 4", p.bits);
@@ -212,18 +145,18 @@ Status checkQuantParams(const QuantParams& p) {
 }
 
 size_t quantizedBytes(size_t count, const QuantParams& params) {
-  return layoutOf(count, params.bits, params.scheme, params.groupSize).totalBytes;
+  return quantLayoutOf(count, params.bits, params.scheme, params.groupSize).totalBytes;
 }
 
 Status quantize(const void* in, DataType type, size_t count, const QuantParams& params, void* out,
                 size_t capacity) {
   ZCCL_CHECK(checkQuantParams(params));
-  ZCCL_CHECK(checkFloatType(type, "type"));
+  ZCCL_CHECK(checkQuantizableType(type, "type"));
   if (count > kMaxCount)
     return fail(Status::kInvalidArgument, "count=%zu: too large to quantize", count);
   if (in == nullptr && count > 0)
     return fail(Status::kInvalidArgument, "in=NULL with count=%zu", count);
-  const Layout l = layoutOf(count, params.bits, params.scheme, params.groupSize);
+  const QuantLayout l = quantLayoutOf(count, params.bits, params.scheme, params.groupSize);
   if (out == nullptr || capacity < l.totalBytes) {
     return fail(Status::kInvalidArgument, "capacity=%zu: the message needs %zu bytes", capacity,
                 l.totalBytes);
@@ -278,11 +211,8 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
       if (params.rounding == Rounding::kNearestEven) {
         k.codesNearest(x, n, gs.prescaledOffset, gs.inv, center, lo, hi, groupCodes);
       } else {
-        // Groups never straddle a multiple of 2^32 elements: fold the high part into the seed.
-        const uint32_t seed = static_cast<uint32_t>(params.seed ^ (params.seed >> 32)) ^
-                              stochasticHash(0x5eedu, static_cast<uint32_t>(first >> 32));
-        k.codesStochastic(x, n, gs.prescaledOffset, gs.inv, center, lo, hi, seed,
-                          static_cast<uint32_t>(first), groupCodes);
+        k.codesStochastic(x, n, gs.prescaledOffset, gs.inv, center, lo, hi,
+                          groupSeed(params.seed, first), static_cast<uint32_t>(first), groupCodes);
       }
     }
     if (params.bits == 4) packNibbles(groupCodes, n, payload + first / 2);
@@ -313,7 +243,7 @@ Status readQuantHeader(const void* message, size_t bytes, QuantHeader* header) {
     return fail(Status::kInvalidArgument, "count=%llu in the header: implausibly large",
                 static_cast<unsigned long long>(h.count));
   }
-  const size_t need = layoutOf(h.count, h.bits, p.scheme, h.groupSize).totalBytes;
+  const size_t need = quantLayoutOf(h.count, h.bits, p.scheme, h.groupSize).totalBytes;
   if (bytes < need) {
     return fail(Status::kInvalidArgument,
                 "bytes=%zu: the header announces %llu elements, which need %zu bytes", bytes,
@@ -324,7 +254,7 @@ Status readQuantHeader(const void* message, size_t bytes, QuantHeader* header) {
 }
 
 Status dequantize(const void* message, size_t bytes, void* out, DataType type, size_t count) {
-  ZCCL_CHECK(checkFloatType(type, "type"));
+  ZCCL_CHECK(checkQuantizableType(type, "type"));
   if (out == nullptr && count > 0)
     return fail(Status::kInvalidArgument, "out=NULL with count=%zu", count);
   const QuantKernels& k = activeQuantKernels();

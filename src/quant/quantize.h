@@ -77,6 +77,8 @@ constexpr uint32_t kQuantMagic = 0x544e515au;  // "ZQNT"
 constexpr uint8_t kQuantVersion = 1;
 
 Status checkQuantParams(const QuantParams& params);
+// float32, float16 and bfloat16 quantize; anything else is an error naming `argument`.
+Status checkQuantizableType(DataType type, const char* argument);
 // Total message bytes for `count` elements (header, payload, padding, group parameters).
 size_t quantizedBytes(size_t count, const QuantParams& params);
 

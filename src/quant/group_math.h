@@ -1,0 +1,150 @@
+// The arithmetic of one quantization group, shared by the CPU kernels and the CUDA kernels
+// so that both perform the same float32 operations in the same order. Host files that
+// include it compile with -ffp-contract=off and CUDA files with --fmad=false: no fused
+// multiply-add anywhere, which is what keeps the outputs bit-identical.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "quant/quantize.h"
+
+#ifdef __CUDACC__
+#define ZCCL_HOST_DEVICE __host__ __device__
+#else
+#define ZCCL_HOST_DEVICE
+#endif
+
+namespace zccl {
+
+struct GroupStats {
+  float absmax;
+  float min;
+  float max;
+  bool nonFinite;  // any NaN or +-Inf (then the other fields are meaningless)
+};
+
+// Where the parts of a message lie, from its element count and format.
+struct QuantLayout {
+  size_t groups;
+  size_t payloadBytes;
+  size_t parametersOffset;  // header + payload padded to 4 bytes
+  size_t totalBytes;
+};
+
+ZCCL_HOST_DEVICE inline QuantLayout quantLayoutOf(uint64_t count, int bits, QuantScheme scheme,
+                                                  uint32_t groupSize) {
+  QuantLayout l;
+  l.groups = static_cast<size_t>((count + groupSize - 1) / groupSize);
+  l.payloadBytes = static_cast<size_t>(bits == 8 ? count : (count + 1) / 2);
+  l.parametersOffset = sizeof(QuantHeader) + (l.payloadBytes + 3) / 4 * 4;
+  const size_t perGroup = scheme == QuantScheme::kSymmetric ? 4 : 8;
+  l.totalBytes = l.parametersOffset + l.groups * perGroup;
+  return l;
+}
+
+ZCCL_HOST_DEVICE inline bool isFiniteBits(float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof(bits));
+  return (bits & 0x7f800000u) != 0x7f800000u;
+}
+
+// Codes range: symmetric [-Q, Q], asymmetric [0, L].
+ZCCL_HOST_DEVICE inline int codeLow(int bits, QuantScheme scheme) {
+  return scheme == QuantScheme::kSymmetric ? -(bits == 8 ? 127 : 7) : 0;
+}
+ZCCL_HOST_DEVICE inline int codeHigh(int bits, QuantScheme scheme) {
+  return scheme == QuantScheme::kSymmetric ? (bits == 8 ? 127 : 7) : (bits == 8 ? 255 : 15);
+}
+
+// Asymmetric codes are centred on the group's midpoint, so that neither x - offset nor
+// (code - center) * scale can overflow even when max - min exceeds FLT_MAX.
+ZCCL_HOST_DEVICE inline float centerOf(int bits, QuantScheme scheme) {
+  return scheme == QuantScheme::kSymmetric ? 0.0f : static_cast<float>(codeHigh(bits, scheme)) / 2;
+}
+
+struct GroupScale {
+  float scale;   // stored
+  float offset;  // stored (asymmetric)
+  float inv;     // applied to prescaled values
+  float prescaledOffset;
+  float prescale;  // a power of two, applied exactly, that keeps 1/scale finite for tiny ranges
+};
+
+ZCCL_HOST_DEVICE inline GroupScale chooseScale(const GroupStats& s, int bits, QuantScheme scheme) {
+  const float levels = static_cast<float>(scheme == QuantScheme::kSymmetric
+                                              ? codeHigh(bits, scheme)
+                                              : codeHigh(bits, scheme) - codeLow(bits, scheme));
+  // +0.0f turns -0 into +0, so that every kernel set stores the same bits.
+  const float lo = s.min + 0.0f;
+  const double rangeExact = scheme == QuantScheme::kSymmetric
+                                ? static_cast<double>(s.absmax)
+                                : static_cast<double>(s.max) - static_cast<double>(lo);
+  const float rangeFloat = static_cast<float>(rangeExact);
+  const float p = rangeFloat > 0.0f && rangeFloat < 0x1p-60f ? 0x1p64f : 1.0f;
+  const float range = static_cast<float>(rangeExact * p);
+  GroupScale g;
+  g.prescale = p;
+  g.scale = static_cast<float>(rangeExact * p / levels / p);
+  g.inv = range > 0.0f ? static_cast<float>(levels / (rangeExact * p)) : 0.0f;
+  g.offset = scheme == QuantScheme::kSymmetric ? 0.0f : lo * 0.5f + (s.max + 0.0f) * 0.5f;
+  g.prescaledOffset = g.offset * p;
+  // Near FLT_MAX the rounded scale can make the extreme codes decode to Inf: step the
+  // (positive) scale down one ulp at a time.
+  const float half = scheme == QuantScheme::kSymmetric ? levels : levels / 2;
+  while (g.scale > 0.0f && !isFiniteBits(half * g.scale + fabsf(g.offset))) {
+    uint32_t bitsOfScale;
+    memcpy(&bitsOfScale, &g.scale, sizeof(bitsOfScale));
+    bitsOfScale -= 1;
+    memcpy(&g.scale, &bitsOfScale, sizeof(bitsOfScale));
+  }
+  return g;
+}
+
+// murmur3's finalizer over (index * golden ratio) ^ seed: cheap, vectorizable, and
+// uniform enough that the rounding stays unbiased (tested).
+ZCCL_HOST_DEVICE inline uint32_t stochasticHash(uint32_t seed, uint32_t index) {
+  uint32_t h = (index * 0x9e3779b1u) ^ seed;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+
+// The stochastic-rounding seed of the group starting at element `first`: groups never
+// straddle a multiple of 2^32 elements, so the high part folds into the seed.
+ZCCL_HOST_DEVICE inline uint32_t groupSeed(uint64_t seed, uint64_t first) {
+  return static_cast<uint32_t>(seed ^ (seed >> 32)) ^
+         stochasticHash(0x5eedu, static_cast<uint32_t>(first >> 32));
+}
+
+ZCCL_HOST_DEVICE inline uint8_t clampToCode(float rounded, int lo, int hi) {
+  const float clamped = fminf(fmaxf(rounded, static_cast<float>(lo)), static_cast<float>(hi));
+  return static_cast<uint8_t>(static_cast<int>(clamped));
+}
+
+// x is already multiplied by the group's prescale.
+ZCCL_HOST_DEVICE inline uint8_t codeNearest(float x, float offset, float inv, float center, int lo,
+                                            int hi) {
+  return clampToCode(rintf((x - offset) * inv + center), lo, hi);
+}
+
+ZCCL_HOST_DEVICE inline uint8_t codeStochastic(float x, float offset, float inv, float center,
+                                               int lo, int hi, uint32_t seed, uint32_t index) {
+  const float u = static_cast<float>(stochasticHash(seed, index) >> 8) * 0x1p-24f;
+  return clampToCode(floorf((x - offset) * inv + center + u), lo, hi);
+}
+
+ZCCL_HOST_DEVICE inline float decodeSignedCode(int8_t code, float scale) {
+  return static_cast<float>(code) * scale;
+}
+
+ZCCL_HOST_DEVICE inline float decodeUnsignedCode(uint8_t code, float scale, float offset,
+                                                 float center) {
+  return (static_cast<float>(code) - center) * scale + offset;
+}
+
+}  // namespace zccl

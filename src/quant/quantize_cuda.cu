@@ -1,0 +1,268 @@
+// CUDA kernels for quantization: one thread block per group. The block reduces the group's
+// statistics, one thread chooses the scale with the CPU's code (group_math.h), then every
+// thread encodes or decodes its elements. Compiled with --fmad=false so that nothing is
+// contracted into FMA and the results match the CPU bit for bit.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+
+#include "quant/group_math.h"
+#include "quant/quantize_cuda.h"
+
+namespace zccl {
+namespace {
+
+constexpr int kThreads = 256;
+
+Status cudaFailure(cudaError_t error, const char* what) {
+  return fail(Status::kSystemError, "%s: CUDA error %d (%s)", what, static_cast<int>(error),
+              cudaGetErrorString(error));
+}
+
+#define ZCCL_CUDA_CHECK(call)                                                         \
+  do {                                                                                \
+    const cudaError_t zccl_cuda_error_ = (call);                                      \
+    if (zccl_cuda_error_ != cudaSuccess) return cudaFailure(zccl_cuda_error_, #call); \
+  } while (0)
+
+__device__ float loadFloat(const float* p, size_t i) { return p[i]; }
+__device__ float loadFloat(const __half* p, size_t i) { return __half2float(p[i]); }
+__device__ float loadFloat(const __nv_bfloat16* p, size_t i) { return __bfloat162float(p[i]); }
+
+__device__ void storeFloat(float* p, size_t i, float v) { p[i] = v; }
+__device__ void storeFloat(__half* p, size_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ void storeFloat(__nv_bfloat16* p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+// Parameters arrays are 4-byte aligned within the message, but the message itself may not be.
+__device__ void storeParameter(unsigned char* base, size_t i, float v) {
+  memcpy(base + 4 * i, &v, sizeof(v));
+}
+__device__ float loadParameter(const unsigned char* base, size_t i) {
+  float v;
+  memcpy(&v, base + 4 * i, sizeof(v));
+  return v;
+}
+
+struct QuantizeArgs {
+  QuantHeader header;
+  QuantLayout layout;
+  uint64_t seed;  // params.seed, folded per group by groupSeed()
+  bool stochastic;
+};
+
+// Reduces the block's partial statistics; the result is valid in every thread.
+__device__ GroupStats blockStats(GroupStats mine) {
+  __shared__ GroupStats partial[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) {
+    mine.absmax = fmaxf(mine.absmax, __shfl_xor_sync(0xffffffffu, mine.absmax, offset));
+    mine.min = fminf(mine.min, __shfl_xor_sync(0xffffffffu, mine.min, offset));
+    mine.max = fmaxf(mine.max, __shfl_xor_sync(0xffffffffu, mine.max, offset));
+    mine.nonFinite |= __shfl_xor_sync(0xffffffffu, static_cast<int>(mine.nonFinite), offset);
+  }
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = mine;
+  __syncthreads();
+  GroupStats all = partial[0];
+  for (int w = 1; w < kThreads / 32; ++w) {
+    all.absmax = fmaxf(all.absmax, partial[w].absmax);
+    all.min = fminf(all.min, partial[w].min);
+    all.max = fmaxf(all.max, partial[w].max);
+    all.nonFinite |= partial[w].nonFinite;
+  }
+  return all;
+}
+
+template <typename T>
+__global__ void quantizeKernel(const T* in, QuantizeArgs args, unsigned char* out) {
+  const QuantHeader& h = args.header;
+  const int bits = h.bits;
+  const QuantScheme scheme = static_cast<QuantScheme>(h.scheme);
+  unsigned char* payload = out + sizeof(QuantHeader);
+  unsigned char* scales = out + args.layout.parametersOffset;
+  unsigned char* offsets = scales + 4 * args.layout.groups;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    memcpy(out, &h, sizeof(h));
+    for (size_t b = sizeof(QuantHeader) + args.layout.payloadBytes;
+         b < args.layout.parametersOffset; ++b) {
+      out[b] = 0;
+    }
+  }
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * h.groupSize;
+  if (first >= h.count) return;  // the one block launched for an empty message
+  const uint32_t n =
+      static_cast<uint32_t>(h.count - first < h.groupSize ? h.count - first : h.groupSize);
+
+  GroupStats mine{0.0f, INFINITY, -INFINITY, false};
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = loadFloat(in, first + i);
+    mine.nonFinite |= !isFiniteBits(v);
+    mine.absmax = fmaxf(mine.absmax, fabsf(v));
+    mine.min = fminf(mine.min, v);
+    mine.max = fmaxf(mine.max, v);
+  }
+  const GroupStats stats = blockStats(mine);
+  GroupScale gs{NAN, NAN, 0.0f, 0.0f, 1.0f};
+  if (!stats.nonFinite) gs = chooseScale(stats, bits, scheme);
+  if (threadIdx.x == 0) {
+    storeParameter(scales, blockIdx.x, gs.scale);
+    if (scheme == QuantScheme::kAsymmetric) storeParameter(offsets, blockIdx.x, gs.offset);
+  }
+
+  const int lo = codeLow(bits, scheme), hi = codeHigh(bits, scheme);
+  const float center = centerOf(bits, scheme);
+  const uint32_t seed = groupSeed(args.seed, first);
+  auto code = [&](uint32_t i) -> uint8_t {
+    if (stats.nonFinite) return 0;
+    const float x = loadFloat(in, first + i) * gs.prescale;
+    const uint32_t index = static_cast<uint32_t>(first) + i;
+    return args.stochastic
+               ? codeStochastic(x, gs.prescaledOffset, gs.inv, center, lo, hi, seed, index)
+               : codeNearest(x, gs.prescaledOffset, gs.inv, center, lo, hi);
+  };
+  if (bits == 8) {
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) payload[first + i] = code(i);
+  } else {
+    // Two codes per byte, low nibble first; groups start at even elements.
+    for (uint32_t j = threadIdx.x; 2 * j < n; j += blockDim.x) {
+      const uint8_t low = code(2 * j) & 0x0f;
+      const uint8_t high = 2 * j + 1 < n ? static_cast<uint8_t>(code(2 * j + 1) << 4) : 0;
+      payload[first / 2 + j] = static_cast<unsigned char>(low | high);
+    }
+  }
+}
+
+template <typename T, bool Accumulate>
+__global__ void dequantizeKernel(const unsigned char* message, QuantHeader h, QuantLayout layout,
+                                 T* out) {
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * h.groupSize;
+  const uint32_t n =
+      static_cast<uint32_t>(h.count - first < h.groupSize ? h.count - first : h.groupSize);
+  const QuantScheme scheme = static_cast<QuantScheme>(h.scheme);
+  const unsigned char* payload = message + sizeof(QuantHeader);
+  const unsigned char* scales = message + layout.parametersOffset;
+  const float scale = loadParameter(scales, blockIdx.x);
+  const float offset = scheme == QuantScheme::kSymmetric
+                           ? 0.0f
+                           : loadParameter(scales + 4 * layout.groups, blockIdx.x);
+  const float center = centerOf(h.bits, scheme);
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const uint64_t e = first + i;
+    uint8_t c = payload[h.bits == 8 ? e : e / 2];
+    if (h.bits == 4) {
+      c = e % 2 ? c >> 4 : c & 0x0f;
+      if (scheme == QuantScheme::kSymmetric && c >= 8) c |= 0xf0;  // sign-extend the nibble
+    }
+    const float v = scheme == QuantScheme::kSymmetric
+                        ? decodeSignedCode(static_cast<int8_t>(c), scale)
+                        : decodeUnsignedCode(c, scale, offset, center);
+    if constexpr (Accumulate) {
+      out[e] += v;
+    } else {
+      storeFloat(out, e, v);
+    }
+  }
+}
+
+Status checkGroupCount(size_t groups) {
+  if (groups > static_cast<size_t>(INT_MAX)) {
+    return fail(Status::kInvalidArgument, "groups=%zu: more than a CUDA grid holds", groups);
+  }
+  return Status::kSuccess;
+}
+
+// Copies the header to the host and validates it against the message length.
+Status readDeviceHeader(const void* message, size_t bytes, size_t count, DeviceStream stream,
+                        QuantHeader* h) {
+  if (message == nullptr) return fail(Status::kInvalidArgument, "message=NULL");
+  unsigned char host[sizeof(QuantHeader)] = {};
+  const size_t copied = bytes < sizeof(host) ? bytes : sizeof(host);
+  ZCCL_CUDA_CHECK(cudaMemcpyAsync(host, message, copied, cudaMemcpyDeviceToHost, stream));
+  ZCCL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  ZCCL_CHECK(readQuantHeader(host, bytes, h));
+  if (h->count != count) {
+    return fail(Status::kInvalidArgument, "count=%zu but the message holds %llu elements", count,
+                static_cast<unsigned long long>(h->count));
+  }
+  return checkGroupCount(
+      quantLayoutOf(h->count, h->bits, static_cast<QuantScheme>(h->scheme), h->groupSize).groups);
+}
+
+template <typename T, bool Accumulate>
+Status launchDequantize(const void* message, const QuantHeader& h, void* out, DeviceStream stream) {
+  const QuantLayout layout =
+      quantLayoutOf(h.count, h.bits, static_cast<QuantScheme>(h.scheme), h.groupSize);
+  if (layout.groups == 0) return Status::kSuccess;
+  dequantizeKernel<T, Accumulate><<<static_cast<unsigned>(layout.groups), kThreads, 0, stream>>>(
+      static_cast<const unsigned char*>(message), h, layout, static_cast<T*>(out));
+  ZCCL_CUDA_CHECK(cudaGetLastError());
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+bool quantCudaAvailable() {
+  int devices = 0;
+  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+}
+
+Status quantizeCuda(const void* in, DataType type, size_t count, const QuantParams& params,
+                    void* out, size_t capacity, DeviceStream stream) {
+  ZCCL_CHECK(checkQuantParams(params));
+  ZCCL_CHECK(checkQuantizableType(type, "type"));
+  if (in == nullptr && count > 0)
+    return fail(Status::kInvalidArgument, "in=NULL with count=%zu", count);
+  QuantizeArgs args;
+  args.layout = quantLayoutOf(count, params.bits, params.scheme, params.groupSize);
+  if (out == nullptr || capacity < args.layout.totalBytes) {
+    return fail(Status::kInvalidArgument, "capacity=%zu: the message needs %zu bytes", capacity,
+                args.layout.totalBytes);
+  }
+  ZCCL_CHECK(checkGroupCount(args.layout.groups));
+  args.header = QuantHeader{kQuantMagic,
+                            kQuantVersion,
+                            static_cast<uint8_t>(params.bits),
+                            static_cast<uint8_t>(params.scheme),
+                            0,
+                            params.groupSize,
+                            0,
+                            count};
+  args.seed = params.seed;
+  args.stochastic = params.rounding == Rounding::kStochastic;
+  const unsigned blocks = args.layout.groups > 0 ? static_cast<unsigned>(args.layout.groups) : 1;
+  auto* message = static_cast<unsigned char*>(out);
+  if (type == DataType::kFloat32) {
+    quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(in), args, message);
+  } else if (type == DataType::kFloat16) {
+    quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __half*>(in), args, message);
+  } else {
+    quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(in), args,
+                                                    message);
+  }
+  ZCCL_CUDA_CHECK(cudaGetLastError());
+  return Status::kSuccess;
+}
+
+Status dequantizeCuda(const void* message, size_t bytes, void* out, DataType type, size_t count,
+                      DeviceStream stream) {
+  ZCCL_CHECK(checkQuantizableType(type, "type"));
+  if (out == nullptr && count > 0)
+    return fail(Status::kInvalidArgument, "out=NULL with count=%zu", count);
+  QuantHeader h;
+  ZCCL_CHECK(readDeviceHeader(message, bytes, count, stream, &h));
+  if (type == DataType::kFloat32) return launchDequantize<float, false>(message, h, out, stream);
+  if (type == DataType::kFloat16) return launchDequantize<__half, false>(message, h, out, stream);
+  return launchDequantize<__nv_bfloat16, false>(message, h, out, stream);
+}
+
+Status dequantizeAccumulateCuda(const void* message, size_t bytes, float* accumulator, size_t count,
+                                DeviceStream stream) {
+  if (accumulator == nullptr && count > 0) {
+    return fail(Status::kInvalidArgument, "accumulator=NULL with count=%zu", count);
+  }
+  QuantHeader h;
+  ZCCL_CHECK(readDeviceHeader(message, bytes, count, stream, &h));
+  return launchDequantize<float, true>(message, h, accumulator, stream);
+}
+
+}  // namespace zccl

@@ -1,0 +1,34 @@
+// The quantization operations on GPU memory, as CUDA kernels ordered on a stream. Same wire
+// format and the same float32 operations as the CPU kernels (quant/group_math.h), so a
+// message quantized on the GPU is byte-identical to one quantized on the CPU.
+// Built only when CUDA is found (ZCCL_HAVE_CUDA); callers check quantCudaAvailable().
+#pragma once
+
+#include <cstddef>
+
+#include "common/status.h"
+#include "common/types.h"
+#include "quant/quantize.h"
+
+struct CUstream_st;  // cudaStream_t without including the CUDA headers
+
+namespace zccl {
+
+using DeviceStream = CUstream_st*;
+
+// True when zccl was built with CUDA and a device is visible.
+bool quantCudaAvailable();
+
+// As quantize(), with `in` and `out` in device memory; asynchronous on `stream`.
+Status quantizeCuda(const void* in, DataType type, size_t count, const QuantParams& params,
+                    void* out, size_t capacity, DeviceStream stream);
+
+// As dequantize() and dequantizeAccumulate(), on device memory. The header is copied to the
+// host and checked against `bytes` first, which synchronizes `stream` once per call; the
+// decoding itself is asynchronous.
+Status dequantizeCuda(const void* message, size_t bytes, void* out, DataType type, size_t count,
+                      DeviceStream stream);
+Status dequantizeAccumulateCuda(const void* message, size_t bytes, float* accumulator, size_t count,
+                                DeviceStream stream);
+
+}  // namespace zccl

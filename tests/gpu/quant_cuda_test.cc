@@ -1,0 +1,200 @@
+// The CUDA quantization kernels against the CPU reference: messages byte for byte, decoded
+// values bit for bit (NaN as NaN), on a stream of the test's own. Skips (exit 77) when no
+// CUDA device is visible.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/half.h"
+#include "quant/quantize.h"
+#include "quant/quantize_cuda.h"
+
+namespace zccl {
+namespace {
+
+#define ASSERT_CUDA(call) ASSERT_EQ(cudaSuccess, (call)) << #call
+
+// A device buffer that frees itself.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (cudaMalloc(&data_, bytes > 0 ? bytes : 1) != cudaSuccess) data_ = nullptr;
+  }
+  ~DeviceBuffer() { cudaFree(data_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_;
+};
+
+class QuantCuda : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_CUDA(cudaStreamCreate(&stream_)); }
+  void TearDown() override { cudaStreamDestroy(stream_); }
+  cudaStream_t stream_ = nullptr;
+};
+
+// Input values as raw element bytes of `type`, with specials sprinkled in.
+std::vector<unsigned char> makeInput(DataType type, size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> x(count);
+  for (size_t i = 0; i < count; ++i) {
+    x[i] = normal(rng) * (i % 1000 < 500 ? 1.0f : 1e-30f);
+  }
+  if (count > 3000) x[2999] = NAN, x[2000] = -0.0f, x[2001] = 1e-41f;
+  std::vector<unsigned char> bytes(count * elementSize(type));
+  for (size_t i = 0; i < count; ++i) {
+    if (type == DataType::kFloat32) {
+      std::memcpy(&bytes[4 * i], &x[i], 4);
+    } else {
+      const uint16_t h = type == DataType::kFloat16 ? toFloat16(x[i]).bits : toBfloat16(x[i]).bits;
+      std::memcpy(&bytes[2 * i], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+bool sameValue(const unsigned char* a, const unsigned char* b, DataType type) {
+  if (type == DataType::kFloat32) {
+    float x, y;
+    std::memcpy(&x, a, 4);
+    std::memcpy(&y, b, 4);
+    return (std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, 4) == 0;
+  }
+  uint16_t x, y;
+  std::memcpy(&x, a, 2);
+  std::memcpy(&y, b, 2);
+  const uint16_t exponent = type == DataType::kFloat16 ? 0x7c00 : 0x7f80;
+  const auto isNan = [&](uint16_t v) {
+    return (v & exponent) == exponent && (v & ~exponent & 0x7fff);
+  };
+  return (isNan(x) && isNan(y)) || x == y;
+}
+
+TEST_F(QuantCuda, MessagesAndDecodedValuesMatchTheCpuReference) {
+  for (DataType type : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16}) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{33}, size_t{4097}, size_t{100003}}) {
+      const auto input = makeInput(type, count, static_cast<uint32_t>(count));
+      DeviceBuffer dIn(input.size());
+      ASSERT_CUDA(cudaMemcpy(dIn.get(), input.data(), input.size(), cudaMemcpyHostToDevice));
+      for (int bits : {8, 4}) {
+        for (QuantScheme scheme : {QuantScheme::kSymmetric, QuantScheme::kAsymmetric}) {
+          for (uint32_t group : {32u, 512u, 4096u}) {
+            for (Rounding rounding : {Rounding::kNearestEven, Rounding::kStochastic}) {
+              const QuantParams p{bits, scheme, group, rounding, 0x123456789abcull};
+              SCOPED_TRACE(::testing::Message()
+                           << dataTypeName(type) << " count=" << count << " bits=" << bits
+                           << " scheme=" << static_cast<int>(scheme) << " group=" << group
+                           << " rounding=" << static_cast<int>(rounding));
+              const size_t bytes = quantizedBytes(count, p);
+              std::vector<unsigned char> cpu(bytes), gpu(bytes);
+              ASSERT_EQ(Status::kSuccess,
+                        quantize(input.data(), type, count, p, cpu.data(), bytes));
+              DeviceBuffer dMsg(bytes);
+              ASSERT_EQ(Status::kSuccess,
+                        quantizeCuda(dIn.get(), type, count, p, dMsg.get(), bytes, stream_));
+              ASSERT_CUDA(
+                  cudaMemcpyAsync(gpu.data(), dMsg.get(), bytes, cudaMemcpyDeviceToHost, stream_));
+              ASSERT_CUDA(cudaStreamSynchronize(stream_));
+              // NaN scales may differ in payload bits only; everything else is byte-exact.
+              ASSERT_EQ(cpu.size(), gpu.size());
+              for (size_t b = 0; b < bytes; ++b) {
+                if (cpu[b] != gpu[b]) {
+                  ADD_FAILURE() << "message byte " << b << " of " << bytes << ": cpu "
+                                << int(cpu[b]) << " gpu " << int(gpu[b]);
+                  break;
+                }
+              }
+              const size_t es = elementSize(type);
+              std::vector<unsigned char> cpuOut(count * es), gpuOut(count * es);
+              ASSERT_EQ(Status::kSuccess,
+                        dequantize(cpu.data(), bytes, cpuOut.data(), type, count));
+              DeviceBuffer dOut(count * es);
+              ASSERT_EQ(Status::kSuccess,
+                        dequantizeCuda(dMsg.get(), bytes, dOut.get(), type, count, stream_));
+              ASSERT_CUDA(cudaMemcpyAsync(gpuOut.data(), dOut.get(), count * es,
+                                          cudaMemcpyDeviceToHost, stream_));
+              ASSERT_CUDA(cudaStreamSynchronize(stream_));
+              for (size_t i = 0; i < count; ++i) {
+                if (!sameValue(&cpuOut[i * es], &gpuOut[i * es], type)) {
+                  ADD_FAILURE() << "decoded element " << i;
+                  break;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(QuantCuda, DequantizeAccumulateMatchesTheCpu) {
+  const size_t count = 70001;
+  const auto input = makeInput(DataType::kFloat32, count, 5);
+  const QuantParams p{4, QuantScheme::kSymmetric, 256, Rounding::kNearestEven, 0};
+  const size_t bytes = quantizedBytes(count, p);
+  std::vector<unsigned char> message(bytes);
+  ASSERT_EQ(Status::kSuccess,
+            quantize(input.data(), DataType::kFloat32, count, p, message.data(), bytes));
+  std::vector<float> cpu(count, 0.5f), gpu(count);
+  ASSERT_EQ(Status::kSuccess, dequantizeAccumulate(message.data(), bytes, cpu.data(), count));
+  DeviceBuffer dMsg(bytes), dAcc(count * 4);
+  std::vector<float> start(count, 0.5f);
+  ASSERT_CUDA(cudaMemcpy(dMsg.get(), message.data(), bytes, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemcpy(dAcc.get(), start.data(), count * 4, cudaMemcpyHostToDevice));
+  ASSERT_EQ(
+      Status::kSuccess,
+      dequantizeAccumulateCuda(dMsg.get(), bytes, static_cast<float*>(dAcc.get()), count, stream_));
+  ASSERT_CUDA(cudaMemcpyAsync(gpu.data(), dAcc.get(), count * 4, cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_TRUE(sameValue(reinterpret_cast<unsigned char*>(&cpu[i]),
+                          reinterpret_cast<unsigned char*>(&gpu[i]), DataType::kFloat32))
+        << i;
+  }
+}
+
+TEST_F(QuantCuda, ShortOrCorruptMessagesAreRejected) {
+  const size_t count = 1000;
+  const auto input = makeInput(DataType::kFloat32, count, 9);
+  const QuantParams p{8, QuantScheme::kSymmetric, 64, Rounding::kNearestEven, 0};
+  const size_t bytes = quantizedBytes(count, p);
+  DeviceBuffer dIn(count * 4), dMsg(bytes), dOut(count * 4);
+  ASSERT_CUDA(cudaMemcpy(dIn.get(), input.data(), count * 4, cudaMemcpyHostToDevice));
+  ASSERT_EQ(Status::kSuccess,
+            quantizeCuda(dIn.get(), DataType::kFloat32, count, p, dMsg.get(), bytes, stream_));
+  EXPECT_EQ(Status::kInvalidArgument,
+            dequantizeCuda(dMsg.get(), bytes - 1, dOut.get(), DataType::kFloat32, count, stream_));
+  EXPECT_EQ(Status::kInvalidArgument,
+            dequantizeCuda(dMsg.get(), 10, dOut.get(), DataType::kFloat32, count, stream_));
+  EXPECT_EQ(Status::kInvalidArgument,
+            dequantizeCuda(dMsg.get(), bytes, dOut.get(), DataType::kFloat32, 999, stream_));
+  EXPECT_EQ(Status::kInvalidArgument,
+            quantizeCuda(dIn.get(), DataType::kFloat32, count, p, dMsg.get(), bytes - 1, stream_));
+  EXPECT_NE(lastThreadError().find("capacity="), std::string::npos);
+  ASSERT_CUDA(cudaMemset(dMsg.get(), 0, 4));  // break the magic
+  EXPECT_EQ(Status::kInvalidArgument,
+            dequantizeCuda(dMsg.get(), bytes, dOut.get(), DataType::kFloat32, count, stream_));
+}
+
+}  // namespace
+}  // namespace zccl
+
+int main(int argc, char** argv) {
+  if (!zccl::quantCudaAvailable()) {
+    std::printf("no CUDA device visible: skipping the CUDA quantization tests\n");
+    return 77;  // ctest SKIP_RETURN_CODE
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
