@@ -88,6 +88,32 @@ typedef enum {
   zcclNumLinkClasses = 3
 } zcclLinkClass_t;
 
+/*
+ * How a collective's payload travels (ZeRO++: INT8 weights for qwZ, INT4 gradients for
+ * qgZ). The lossy formats apply to float32, float16 and bfloat16, and for reductions to
+ * zcclSum and zcclAvg, and only where the caller asked for them.
+ */
+typedef enum {
+  zcclWireNone = 0, /* the data type itself: exact */
+  zcclWireInt8 = 1, /* blockwise INT8 codes + one float32 scale per group */
+  zcclWireInt4 = 2, /* blockwise INT4 codes, two per byte + one float32 scale per group */
+  zcclNumWireFormats = 3
+} zcclWireFormat_t;
+
+typedef enum {
+  zcclQuantSymmetric = 0,  /* scale from the group's absmax */
+  zcclQuantAsymmetric = 1, /* scale and midpoint from the group's min and max */
+  zcclNumQuantSchemes = 2
+} zcclQuantScheme_t;
+
+/* Whether a collective runs over all ranks at once or node by node. */
+typedef enum {
+  zcclHierarchyAuto = 0,     /* two-level when the job spans several nodes of equal size */
+  zcclHierarchyFlat = 1,     /* one level over all ranks */
+  zcclHierarchyTwoLevel = 2, /* inter-node among same-local-rank peers, intra-node within */
+  zcclNumHierarchies = 3
+} zcclHierarchy_t;
+
 typedef struct zcclComm* zcclComm_t;
 /* A CUDA stream (cudaStream_t) for device memory; NULL for host memory. */
 typedef void* zcclStream_t;
@@ -106,13 +132,46 @@ typedef struct {
   int algorithm;         /* zcclAlgorithm_t; env ZCCL_ALGO=auto|ring|direct|native */
   int ranksPerNode;      /* >0 emulates nodes of N consecutive ranks; env ZCCL_RANKS_PER_NODE */
   double timeoutSeconds; /* 0 waits forever; env ZCCL_TIMEOUT_S; default 1800 */
+  /* Defaults of the plain zcclAllGather / zcclReduceScatter / zcclAllReduce calls: */
+  int wireFormat;         /* zcclWireFormat_t; env ZCCL_QUANT=none|int8|int4; default none */
+  int quantScheme;        /* zcclQuantScheme_t; env ZCCL_QUANT_SCHEME=sym|asym */
+  int quantGroupSize;     /* power of two, 32..4096; env ZCCL_QUANT_GROUP; default 512 */
+  int stochasticRounding; /* 0 or 1; env ZCCL_QUANT_STOCHASTIC; default 0 */
+  int hierarchy;          /* zcclHierarchy_t; env ZCCL_HIERARCHY=auto|flat|two-level */
 } zcclConfig;
 
 #define ZCCL_CONFIG_MAGIC 0x7a63636cu
-#define ZCCL_CONFIG_INITIALIZER                                                      \
-  {                                                                                  \
-    sizeof(zcclConfig), ZCCL_CONFIG_MAGIC, ZCCL_VERSION_CODE, ZCCL_CONFIG_UNDEF_INT, \
-        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_DOUBLE                              \
+#define ZCCL_CONFIG_INITIALIZER                                                                    \
+  {                                                                                                \
+    sizeof(zcclConfig), ZCCL_CONFIG_MAGIC, ZCCL_VERSION_CODE, ZCCL_CONFIG_UNDEF_INT,               \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_DOUBLE, ZCCL_CONFIG_UNDEF_INT,                    \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT \
+  }
+
+/*
+ * Per-call options of the Ex collectives. Initialise with ZCCL_COLL_OPTIONS_INITIALIZER; a
+ * field left undefined takes the communicator's configuration. Unlike a configured default,
+ * a lossy wireFormat asked for here is an error where it cannot apply (integer types,
+ * zcclProd/Max/Min).
+ */
+typedef struct {
+  size_t size;             /* sizeof(zcclCollOptions) */
+  unsigned int magic;      /* ZCCL_COLL_OPTIONS_MAGIC */
+  unsigned int version;    /* ZCCL_VERSION_CODE */
+  int wireFormat;          /* zcclWireFormat_t */
+  int quantScheme;         /* zcclQuantScheme_t */
+  int quantGroupSize;      /* power of two, 32..4096 */
+  int stochasticRounding;  /* 0 or 1 */
+  int hierarchy;           /* zcclHierarchy_t */
+  unsigned long long seed; /* stochastic rounding: vary it per step; default 0 */
+} zcclCollOptions;
+
+#define ZCCL_COLL_OPTIONS_MAGIC 0x7a636f70u
+#define ZCCL_COLL_OPTIONS_INITIALIZER                                                           \
+  {                                                                                             \
+    sizeof(zcclCollOptions), ZCCL_COLL_OPTIONS_MAGIC, ZCCL_VERSION_CODE, ZCCL_CONFIG_UNDEF_INT, \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT,                    \
+        ZCCL_CONFIG_UNDEF_INT, 0                                                                \
   }
 
 /* Bytes and messages this rank sent since creation or the last reset, per link class. */
@@ -162,6 +221,33 @@ ZCCL_API zcclResult_t zcclBroadcast(const void* sendbuff, void* recvbuff, size_t
 /* count elements to and from every rank; in place when sendbuff == recvbuff. */
 ZCCL_API zcclResult_t zcclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                                    zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream);
+/*
+ * The same collectives with per-call options (wire format, hierarchy); options may be NULL.
+ * A quantized all-gather (qwZ) quantizes each rank's block once and every rank, its own
+ * block included, receives the dequantized values, so all ranks hold identical results.
+ * A quantized reduce-scatter (qgZ) quantizes each contribution once per hop (flat: one hop;
+ * two-level: intra-node, then inter-node) and reduces in float32; zcclAvg divides by the
+ * number of ranks once. A quantized all-reduce is the two in sequence.
+ */
+ZCCL_API zcclResult_t zcclAllGatherEx(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                      zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream,
+                                      const zcclCollOptions* options);
+ZCCL_API zcclResult_t zcclReduceScatterEx(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                          zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                                          zcclStream_t stream, const zcclCollOptions* options);
+ZCCL_API zcclResult_t zcclAllReduceEx(const void* sendbuff, void* recvbuff, size_t count,
+                                      zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                                      zcclStream_t stream, const zcclCollOptions* options);
+
+/*
+ * Sub-communicators for hpZ: the ranks of my node (in rank order), and my local rank on
+ * every node (in node order). Collective over comm the first time; later calls return the
+ * same communicator. It belongs to comm: it is destroyed with comm, and zcclCommDestroy on
+ * it is an error. Its statistics are its own.
+ */
+ZCCL_API zcclResult_t zcclCommSplitNode(zcclComm_t comm, zcclComm_t* nodeComm);
+ZCCL_API zcclResult_t zcclCommSplitCrossNode(zcclComm_t comm, zcclComm_t* crossComm);
+
 /* Outside a group, Send and Recv block until done; inside one they complete at GroupEnd. */
 ZCCL_API zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_t datatype,
                                int peer, zcclComm_t comm, zcclStream_t stream);

@@ -7,13 +7,19 @@
 #include <cstddef>
 
 #include "collectives/context.h"
+#include "quant/quantize.h"
 
 namespace zccl {
 
-// recv gets every rank's block; `send` is this rank's block, or nullptr when it already
-// sits at its place in recv (in place).
-Status allGatherRing(Context& ctx, const void* send, void* recv, const Partition& blocks,
-                     size_t elementSize);
+// recv gets every rank's block, laid out in bytes by `layout`; `send` is this rank's block,
+// or nullptr when it already sits at its place in recv (in place).
+Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockBytes& layout);
+// As allGatherRing, across nodes then inside them (needs ctx.levels).
+Status allGatherTwoLevel(Context& ctx, const void* send, void* recv, const BlockBytes& layout);
+// qwZ: blocks quantized once by their owner, dequantized by every rank (its own block too);
+// flat ring or two-level.
+Status allGatherQuantized(Context& ctx, const void* send, void* recv, const Partition& blocks,
+                          DataType type, const QuantParams& params, bool twoLevel);
 
 // recv (one block) gets the reduction over ranks of block rank() of send. recv may be
 // send's own block (in place). Half-precision partial sums are rounded at every hop.
@@ -25,6 +31,21 @@ Status reduceScatterRing(Context& ctx, const void* send, void* recv, const Parti
 // Same bytes on the wire as the ring; results are independent of the ring's rotation.
 Status reduceScatterDirect(Context& ctx, const void* send, void* recv, const Partition& blocks,
                            DataType type, RedOp op);
+
+// Intra-node reduce-scatter of node bundles, then inter-node among same-local-rank peers
+// (needs ctx.levels). Half precision rounds once per level.
+Status reduceScatterTwoLevel(Context& ctx, const void* send, void* recv, const Partition& blocks,
+                             DataType type, RedOp op);
+
+// qgZ: quantized reduce-scatter for kSum and kAvg of float32/float16/bfloat16, reduced in
+// float32. One hop: a direct all-to-all of quantized blocks. Two hops: intra-node, then
+// inter-node among same-local-rank peers (needs ctx.levels).
+Status reduceScatterQuantized1Hop(Context& ctx, const void* send, void* recv,
+                                  const Partition& blocks, DataType type, RedOp op,
+                                  const QuantParams& params);
+Status reduceScatterQuantized2Hop(Context& ctx, const void* send, void* recv,
+                                  const Partition& blocks, DataType type, RedOp op,
+                                  const QuantParams& params);
 
 // Every rank sends block j of send to rank j; recv block j comes from rank j.
 // send == recv is allowed (staged through scratch).

@@ -6,27 +6,15 @@
 
 namespace zccl {
 
-Status allGatherRing(Context& ctx, const void* send, void* recv, const Partition& blocks,
-                     size_t elementSize) {
+Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockBytes& layout) {
   Transport& t = ctx.transport;
-  const int n = t.size();
   char* out = static_cast<char*>(recv);
-  const auto blockPtr = [&](int block) { return out + blocks.offset(block) * elementSize; };
-  const auto blockBytes = [&](int block) { return blocks.size(block) * elementSize; };
-  if (send != nullptr && blockBytes(t.rank()) > 0) {
-    std::memmove(blockPtr(t.rank()), send, blockBytes(t.rank()));
+  if (send != nullptr && layout.size(t.rank()) > 0) {
+    std::memmove(out + layout.offset(t.rank()), send, layout.size(t.rank()));
   }
-  for (int step = 0; step < n - 1; ++step) {
-    const int sendBlock = ringBlock(t.rank(), step, n);
-    const int recvBlock = ringBlock(t.rank(), step + 1, n);
-    Ticket ticket;
-    ZCCL_CHECK(t.postRecv(blockPtr(recvBlock), blockBytes(recvBlock), ringPrev(t), kCollectiveTag,
-                          &ticket));
-    ZCCL_CHECK(t.postSend(blockPtr(sendBlock), blockBytes(sendBlock), ringNext(t), kCollectiveTag,
-                          &ticket));
-    ZCCL_CHECK(t.waitAll());
-  }
-  return Status::kSuccess;
+  return ringAllGatherUnits(t, 1, [&](int unit, int) {
+    return Piece{out + layout.offset(unit), layout.size(unit)};
+  });
 }
 
 }  // namespace zccl

@@ -4,25 +4,50 @@
 
 namespace zccl {
 
+void chargeNative(Context& ctx, Collective collective, size_t bytesPerRank, int root) {
+  ctx.native.calls += 1;
+  ctx.native.bytesEstimated += nativeBytesEstimate(collective, bytesPerRank, ctx.transport.size(),
+                                                   ctx.transport.rank(), root);
+}
+
+Status allGatherBlocks(Context& ctx, const Plan& plan, const CollectiveOptions& options,
+                       const void* send, void* recv, const Partition& blocks, DataType type) {
+  const bool twoLevel = plan.algorithm == Algorithm::kTwoLevel;
+  if (plan.wire != WireFormat::kNone) {
+    return allGatherQuantized(ctx, send, recv, blocks, type, options.quantParams(), twoLevel);
+  }
+  const BlockBytes layout = BlockBytes::elements(blocks, elementSize(type));
+  return twoLevel ? allGatherTwoLevel(ctx, send, recv, layout)
+                  : allGatherRing(ctx, send, recv, layout);
+}
+
 Status allGather(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
                  size_t sendCount, DataType type) {
   const int n = ctx.transport.size();
-  const size_t bytes = sendCount * elementSize(type) * static_cast<size_t>(n);
-  if (planAlgorithm(Collective::kAllGather, type, bytes, options.algorithm) == Algorithm::kNative) {
+  const size_t es = elementSize(type);
+  const Partition blocks{sendCount * static_cast<size_t>(n), n};
+  const Plan plan = planCollective(Collective::kAllGather, type, RedOp::kSum, blocks.count * es,
+                                   options, ctx.levels);
+  if (plan.algorithm == Algorithm::kNative) {
+    chargeNative(ctx, Collective::kAllGather, sendCount * es, 0);
     return allGatherNative(ctx, send, recv, sendCount, type);
   }
-  return allGatherRing(ctx, send, recv, Partition{sendCount * static_cast<size_t>(n), n},
-                       elementSize(type));
+  return allGatherBlocks(ctx, plan, options, send, recv, blocks, type);
 }
 
-Status reduceScatter(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
-                     size_t recvCount, DataType type, RedOp op) {
-  const int n = ctx.transport.size();
-  const Partition blocks{recvCount * static_cast<size_t>(n), n};
-  const size_t bytes = blocks.count * elementSize(type);
-  switch (planAlgorithm(Collective::kReduceScatter, type, bytes, options.algorithm)) {
-    case Algorithm::kNative:
-      return reduceScatterNative(ctx, send, recv, recvCount, type, op);
+Status reduceScatterBlocks(Context& ctx, const Plan& plan, const CollectiveOptions& options,
+                           const void* send, void* recv, const Partition& blocks, DataType type,
+                           RedOp op) {
+  const bool twoLevel = plan.algorithm == Algorithm::kTwoLevel;
+  if (plan.wire != WireFormat::kNone) {
+    return twoLevel ? reduceScatterQuantized2Hop(ctx, send, recv, blocks, type, op,
+                                                 options.quantParams())
+                    : reduceScatterQuantized1Hop(ctx, send, recv, blocks, type, op,
+                                                 options.quantParams());
+  }
+  switch (plan.algorithm) {
+    case Algorithm::kTwoLevel:
+      return reduceScatterTwoLevel(ctx, send, recv, blocks, type, op);
     case Algorithm::kDirect:
       return reduceScatterDirect(ctx, send, recv, blocks, type, op);
     default:
@@ -30,10 +55,27 @@ Status reduceScatter(Context& ctx, const CollectiveOptions& options, const void*
   }
 }
 
+Status reduceScatter(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
+                     size_t recvCount, DataType type, RedOp op) {
+  const int n = ctx.transport.size();
+  const Partition blocks{recvCount * static_cast<size_t>(n), n};
+  const size_t bytes = blocks.count * elementSize(type);
+  const Plan plan =
+      planCollective(Collective::kReduceScatter, type, op, bytes, options, ctx.levels);
+  if (plan.algorithm == Algorithm::kNative) {
+    chargeNative(ctx, Collective::kReduceScatter, bytes, 0);
+    return reduceScatterNative(ctx, send, recv, recvCount, type, op);
+  }
+  return reduceScatterBlocks(ctx, plan, options, send, recv, blocks, type, op);
+}
+
 Status broadcast(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
                  size_t count, DataType type, int root) {
   const size_t bytes = count * elementSize(type);
-  if (planAlgorithm(Collective::kBroadcast, type, bytes, options.algorithm) == Algorithm::kNative) {
+  const Plan plan =
+      planCollective(Collective::kBroadcast, type, RedOp::kSum, bytes, options, ctx.levels);
+  if (plan.algorithm == Algorithm::kNative) {
+    chargeNative(ctx, Collective::kBroadcast, bytes, root);
     return broadcastNative(ctx, send, recv, count, type, root);
   }
   return broadcastPipelined(ctx, send, recv, bytes, root);
@@ -43,7 +85,10 @@ Status allToAll(Context& ctx, const CollectiveOptions& options, const void* send
                 size_t count, DataType type) {
   const size_t blockBytes = count * elementSize(type);
   const size_t bytes = blockBytes * static_cast<size_t>(ctx.transport.size());
-  if (planAlgorithm(Collective::kAllToAll, type, bytes, options.algorithm) == Algorithm::kNative) {
+  const Plan plan =
+      planCollective(Collective::kAllToAll, type, RedOp::kSum, bytes, options, ctx.levels);
+  if (plan.algorithm == Algorithm::kNative) {
+    chargeNative(ctx, Collective::kAllToAll, bytes, 0);
     return allToAllNative(ctx, send, recv, count, type);
   }
   return allToAllPairwise(ctx, send, recv, blockBytes);

@@ -9,10 +9,6 @@
 
 namespace zccl {
 
-struct CollectiveOptions {
-  Algorithm algorithm = Algorithm::kAuto;
-};
-
 // send == nullptr: this rank's block already sits in recv.
 Status allGather(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
                  size_t sendCount, DataType type);
@@ -24,6 +20,16 @@ Status broadcast(Context& ctx, const CollectiveOptions& options, const void* sen
                  size_t count, DataType type, int root);
 Status allToAll(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
                 size_t count, DataType type);
+
+// The steps the collectives share once planned: all-gather and reduce-scatter of the blocks
+// of a Partition (flat or two-level, exact or quantized).
+Status allGatherBlocks(Context& ctx, const Plan& plan, const CollectiveOptions& options,
+                       const void* send, void* recv, const Partition& blocks, DataType type);
+Status reduceScatterBlocks(Context& ctx, const Plan& plan, const CollectiveOptions& options,
+                           const void* send, void* recv, const Partition& blocks, DataType type,
+                           RedOp op);
+// Counts a native call in ctx.native (its volume estimated, see below).
+void chargeNative(Context& ctx, Collective collective, size_t bytesPerRank, int root);
 
 // The bytes one rank sends in a bandwidth-optimal form of the collective: what the native
 // algorithm is charged in the statistics, since its peers are hidden inside the engine.

@@ -2,7 +2,7 @@
 
 #include <mutex>
 #include <set>
-#include <utility>
+#include <tuple>
 
 #include "common/log.h"
 
@@ -32,20 +32,28 @@ Algorithm choose(Collective collective, DataType type, Algorithm requested) {
   return Algorithm::kAuto;
 }
 
-void logOnce(Collective collective, DataType type, size_t bytes, Algorithm requested,
-             Algorithm chosen) {
+bool wantsTwoLevel(const CollectiveOptions& options, const NodeLevels* levels) {
+  if (levels == nullptr || options.hierarchy == Hierarchy::kFlat) return false;
+  if (options.hierarchy == Hierarchy::kTwoLevel) return true;
+  return options.algorithm == Algorithm::kAuto && levels->numNodes > 1 && levels->ranksPerNode > 1;
+}
+
+void logOnce(Collective collective, DataType type, size_t bytes, const CollectiveOptions& options,
+             const Plan& plan) {
   if (!logEnabled(LogLevel::kInfo)) return;
   static std::mutex mutex;
-  static std::set<std::pair<int, int>> seen;
+  static std::set<std::tuple<int, int, int, int>> seen;
   int sizeClass = 0;
   while ((bytes >> sizeClass) > 1) ++sizeClass;  // log2 of the size
   std::lock_guard<std::mutex> lock(mutex);
-  if (!seen.insert({static_cast<int>(collective) * 16 + static_cast<int>(type), sizeClass})
-           .second) {
-    return;
-  }
-  ZCCL_LOG(kInfo, "plan %s %s ~2^%d bytes: %s (requested %s)", collectiveName(collective),
-           dataTypeName(type), sizeClass, algorithmName(chosen), algorithmName(requested));
+  const auto key =
+      std::make_tuple(static_cast<int>(collective) * 16 + static_cast<int>(type), sizeClass,
+                      static_cast<int>(plan.algorithm), static_cast<int>(plan.wire));
+  if (!seen.insert(key).second) return;
+  ZCCL_LOG(kInfo, "plan %s %s ~2^%d bytes: %s, wire %s (requested %s, wire %s)",
+           collectiveName(collective), dataTypeName(type), sizeClass, algorithmName(plan.algorithm),
+           wireFormatName(plan.wire), algorithmName(options.algorithm),
+           wireFormatName(options.wire));
 }
 
 }  // namespace
@@ -80,14 +88,52 @@ const char* algorithmName(Algorithm algorithm) {
       return "pairwise";
     case Algorithm::kPipelined:
       return "pipelined";
+    case Algorithm::kTwoLevel:
+      return "two-level";
   }
   return "unknown";
 }
 
-Algorithm planAlgorithm(Collective collective, DataType type, size_t bytes, Algorithm requested) {
-  const Algorithm chosen = choose(collective, type, requested);
-  logOnce(collective, type, bytes, requested, chosen);
-  return chosen;
+const char* wireFormatName(WireFormat wire) {
+  switch (wire) {
+    case WireFormat::kNone:
+      return "none";
+    case WireFormat::kInt8:
+      return "int8";
+    case WireFormat::kInt4:
+      return "int4";
+  }
+  return "unknown";
+}
+
+bool wireApplies(Collective collective, DataType type, RedOp op) {
+  const bool floating =
+      type == DataType::kFloat32 || type == DataType::kFloat16 || type == DataType::kBfloat16;
+  switch (collective) {
+    case Collective::kAllGather:
+      return floating;
+    case Collective::kReduceScatter:
+    case Collective::kAllReduce:
+      return floating && (op == RedOp::kSum || op == RedOp::kAvg);
+    default:
+      return false;
+  }
+}
+
+Plan planCollective(Collective collective, DataType type, RedOp op, size_t bytes,
+                    const CollectiveOptions& options, const NodeLevels* levels) {
+  const bool hierarchical = collective == Collective::kAllGather ||
+                            collective == Collective::kReduceScatter ||
+                            collective == Collective::kAllReduce;
+  Plan plan{choose(collective, type, options.algorithm), WireFormat::kNone};
+  if (options.wire != WireFormat::kNone && wireApplies(collective, type, op)) {
+    plan.wire = options.wire;
+    // One hop: the ring for all-gather, the direct all-to-all for reductions.
+    plan.algorithm = collective == Collective::kAllGather ? Algorithm::kRing : Algorithm::kDirect;
+  }
+  if (hierarchical && wantsTwoLevel(options, levels)) plan.algorithm = Algorithm::kTwoLevel;
+  logOnce(collective, type, bytes, options, plan);
+  return plan;
 }
 
 }  // namespace zccl

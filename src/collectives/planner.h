@@ -3,7 +3,9 @@
 
 #include <cstddef>
 
+#include "collectives/context.h"
 #include "common/types.h"
+#include "quant/quantize.h"
 
 namespace zccl {
 
@@ -16,13 +18,46 @@ enum class Algorithm : int {
   kNative = 3,
   kPairwise = 4,   // all-to-all
   kPipelined = 5,  // broadcast
+  kTwoLevel = 6,   // all-gather / reduce-scatter / all-reduce, node by node
 };
+
+// Mirror zcclWireFormat_t and zcclHierarchy_t.
+enum class WireFormat : int { kNone = 0, kInt8 = 1, kInt4 = 2 };
+enum class Hierarchy : int { kAuto = 0, kFlat = 1, kTwoLevel = 2 };
+
+struct CollectiveOptions {
+  Algorithm algorithm = Algorithm::kAuto;
+  WireFormat wire = WireFormat::kNone;
+  QuantScheme scheme = QuantScheme::kSymmetric;
+  uint32_t groupSize = kDefaultGroupSize;
+  Rounding rounding = Rounding::kNearestEven;
+  uint64_t seed = 0;
+  Hierarchy hierarchy = Hierarchy::kAuto;
+
+  QuantParams quantParams() const {
+    return QuantParams{wire == WireFormat::kInt4 ? 4 : 8, scheme, groupSize, rounding, seed};
+  }
+};
+
+struct Plan {
+  Algorithm algorithm;
+  WireFormat wire;  // kNone: exact
+};
+
+// True when `wire` can carry this collective: float32/16/bf16 data, and for reductions
+// kSum or kAvg.
+bool wireApplies(Collective collective, DataType type, RedOp op);
 
 const char* collectiveName(Collective collective);
 const char* algorithmName(Algorithm algorithm);
+const char* wireFormatName(WireFormat wire);
 
-// The algorithm that runs for `collective` given the communicator's request. A request the
+// What runs for `collective`. A lossy wire format only where the options ask for it and it
+// applies; two levels when asked, or on auto when the job spans several nodes of equal size
+// with several ranks each; otherwise the flat algorithm requested, where a request the
 // collective has no such algorithm for (ring broadcast) falls back to the collective's own.
-Algorithm planAlgorithm(Collective collective, DataType type, size_t bytes, Algorithm requested);
+// `levels` is null when the nodes differ in size (callers reject an explicit two-level).
+Plan planCollective(Collective collective, DataType type, RedOp op, size_t bytes,
+                    const CollectiveOptions& options, const NodeLevels* levels);
 
 }  // namespace zccl

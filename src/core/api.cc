@@ -54,11 +54,27 @@ Status checkCollective(const zcclComm* comm, zcclDataType_t type, zcclStream_t s
   return Status::kSuccess;
 }
 
-void chargeNative(zcclComm* comm, zccl::Collective collective, size_t bytesPerRank, int root) {
-  if (comm->config.algorithm != zccl::Algorithm::kNative) return;
-  comm->nativeCalls += 1;
-  comm->nativeBytesEstimated +=
-      zccl::nativeBytesEstimate(collective, bytesPerRank, comm->size(), comm->rank(), root);
+// The options of one collective call, checked against what the call can do.
+Status callOptions(const zcclComm* comm, const zcclCollOptions* options,
+                   zccl::Collective collective, zcclDataType_t type, zcclRedOp_t op,
+                   zccl::CollectiveOptions* resolved) {
+  ZCCL_CHECK(zccl::resolveCollOptions(options, comm->config, resolved));
+  const bool wireAsked = options != nullptr && options->wireFormat != ZCCL_CONFIG_UNDEF_INT &&
+                         options->wireFormat != zcclWireNone;
+  if (wireAsked && !zccl::wireApplies(collective, toType(type), toOp(op))) {
+    return zccl::fail(Status::kInvalidArgument,
+                      "options.wireFormat=%s with datatype=%s op=%s: quantized wire formats carry "
+                      "float32, float16 and bfloat16, and reduce only with sum or avg",
+                      zccl::wireFormatName(resolved->wire), zccl::dataTypeName(toType(type)),
+                      zccl::redOpName(toOp(op)));
+  }
+  if (resolved->hierarchy == zccl::Hierarchy::kTwoLevel && !comm->hasLevels()) {
+    return zccl::fail(Status::kInvalidUsage,
+                      "hierarchy=two-level needs the same number of ranks on every node; this "
+                      "communicator's %d nodes differ (rank %d's node holds %d)",
+                      comm->nodes.numNodes(), comm->rank(), comm->nodes.localSize(comm->rank()));
+  }
+  return Status::kSuccess;
 }
 
 Status initComm(MPI_Comm mpiComm, const zcclConfig* config, zcclComm** out) {
@@ -81,11 +97,16 @@ Status initComm(MPI_Comm mpiComm, const zcclConfig* config, zcclComm** out) {
                      "intra/inter-node statistics follow this map, not the hardware",
                      resolved.ranksPerNode, comm->nodes.numNodes(), resolved.ranksPerNode);
   }
-  ZCCL_LOG(kInfo, "comm %p: rank %d of %d, node %d of %d (local rank %d of %d), algorithm %s",
+  ZCCL_CHECK(zccl::buildLevels(comm.get()));
+  ZCCL_LOG(kInfo,
+           "comm %p: rank %d of %d, node %d of %d (local rank %d of %d), algorithm %s, wire %s, "
+           "two-level algorithms %s",
            static_cast<void*>(comm.get()), comm->rank(), comm->size(),
            comm->nodes.nodeOf(comm->rank()), comm->nodes.numNodes(),
            comm->nodes.localRank(comm->rank()), comm->nodes.localSize(comm->rank()),
-           zccl::algorithmName(resolved.algorithm));
+           zccl::algorithmName(resolved.collective.algorithm),
+           zccl::wireFormatName(resolved.collective.wire),
+           comm->hasLevels() ? "available" : "unavailable (nodes differ in size)");
   *out = comm.release();
   return Status::kSuccess;
 }
@@ -104,7 +125,25 @@ Status splitComm(zcclComm* parent, int color, int key, zcclComm** out, const zcc
   std::vector<int> parentRanks(static_cast<size_t>(comm->size()));
   ZCCL_CHECK(comm->transport->allGatherControl(&parentRank, sizeof(int), parentRanks.data()));
   comm->nodes = parent->nodes.subset(parentRanks);
+  ZCCL_CHECK(zccl::buildLevels(comm.get()));
   *out = comm.release();
+  return Status::kSuccess;
+}
+
+// The cached node or cross-node sub-communicator of `parent`, created on first use.
+Status cachedSplit(zcclComm* parent, bool crossNode, zcclComm** out) {
+  std::unique_ptr<zcclComm>& cached = crossNode ? parent->crossComm : parent->nodeComm;
+  if (!cached) {
+    const int me = parent->rank();
+    const int node = parent->nodes.nodeOf(me);
+    const int local = parent->nodes.localRank(me);
+    zcclComm* created = nullptr;
+    ZCCL_CHECK(crossNode ? splitComm(parent, local, node, &created, nullptr)
+                         : splitComm(parent, node, me, &created, nullptr));
+    created->ownedByParent = true;
+    cached.reset(created);
+  }
+  *out = cached.get();
   return Status::kSuccess;
 }
 
@@ -178,6 +217,12 @@ zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newc
 zcclResult_t zcclCommDestroy(zcclComm_t comm) {
   return guarded(nullptr, [&] {
     ZCCL_CHECK(zccl::checkComm(comm));
+    if (comm->ownedByParent) {
+      return zccl::fail(Status::kInvalidUsage,
+                        "comm=%p came from zcclCommSplitNode/zcclCommSplitCrossNode: it is "
+                        "destroyed with its parent",
+                        static_cast<void*>(comm));
+    }
     const Status status = comm->transport->waitAll();
     delete comm;
     return status;
@@ -216,14 +261,14 @@ zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats) {
     ZCCL_CHECK(zccl::checkComm(comm));
     if (stats == nullptr) return zccl::fail(Status::kInvalidArgument, "stats=NULL");
     *stats = zcclStats{};
-    const auto& traffic = comm->transport->traffic();
+    const auto traffic = comm->trafficByPeer();
     for (int peer = 0; peer < comm->size(); ++peer) {
       const zcclLinkClass_t link = comm->linkTo(peer);
       stats->bytesSent[link] += traffic[peer].bytes;
       stats->messagesSent[link] += traffic[peer].messages;
     }
-    stats->nativeBytesEstimated = comm->nativeBytesEstimated;
-    stats->nativeCalls = comm->nativeCalls;
+    stats->nativeBytesEstimated = comm->native.bytesEstimated;
+    stats->nativeCalls = comm->native.calls;
     return Status::kSuccess;
   });
 }
@@ -231,17 +276,19 @@ zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats) {
 zcclResult_t zcclCommResetStats(zcclComm_t comm) {
   return guarded(comm, [&] {
     ZCCL_CHECK(zccl::checkComm(comm));
-    comm->transport->resetTraffic();
-    comm->nativeBytesEstimated = 0;
-    comm->nativeCalls = 0;
+    comm->resetTraffic();
     return Status::kSuccess;
   });
 }
 
-zcclResult_t zcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                           zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream) {
+zcclResult_t zcclAllGatherEx(const void* sendbuff, void* recvbuff, size_t sendcount,
+                             zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream,
+                             const zcclCollOptions* options) {
   return guarded(comm, [&] {
     ZCCL_CHECK(checkCollective(comm, datatype, stream));
+    zccl::CollectiveOptions resolved;
+    ZCCL_CHECK(
+        callOptions(comm, options, zccl::Collective::kAllGather, datatype, zcclSum, &resolved));
     size_t sendBytes = 0;
     size_t recvBytes = 0;
     ZCCL_CHECK(zccl::checkBytes("sendcount", sendcount, 1, datatype, &sendBytes));
@@ -252,19 +299,26 @@ zcclResult_t zcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
     ZCCL_CHECK(zccl::checkInPlace("zcclAllGather", sendbuff, sendBytes, recvbuff, recvBytes,
                                   static_cast<ptrdiff_t>(sendBytes) * comm->rank(), &inPlace));
     if (sendcount == 0) return Status::kSuccess;
-    chargeNative(comm, zccl::Collective::kAllGather, sendBytes, 0);
     auto ctx = comm->context();
-    return zccl::allGather(ctx, comm->options(), inPlace ? nullptr : sendbuff, recvbuff, sendcount,
+    return zccl::allGather(ctx, resolved, inPlace ? nullptr : sendbuff, recvbuff, sendcount,
                            toType(datatype));
   });
 }
 
-zcclResult_t zcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                               zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
-                               zcclStream_t stream) {
+zcclResult_t zcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream) {
+  return zcclAllGatherEx(sendbuff, recvbuff, sendcount, datatype, comm, stream, nullptr);
+}
+
+zcclResult_t zcclReduceScatterEx(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                 zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                                 zcclStream_t stream, const zcclCollOptions* options) {
   return guarded(comm, [&] {
     ZCCL_CHECK(checkCollective(comm, datatype, stream));
     ZCCL_CHECK(zccl::checkOp(op));
+    zccl::CollectiveOptions resolved;
+    ZCCL_CHECK(
+        callOptions(comm, options, zccl::Collective::kReduceScatter, datatype, op, &resolved));
     size_t sendBytes = 0;
     size_t recvBytes = 0;
     ZCCL_CHECK(zccl::checkBytes("recvcount", recvcount, comm->size(), datatype, &sendBytes));
@@ -275,19 +329,26 @@ zcclResult_t zcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
     ZCCL_CHECK(zccl::checkInPlace("zcclReduceScatter", sendbuff, sendBytes, recvbuff, recvBytes,
                                   -static_cast<ptrdiff_t>(recvBytes) * comm->rank(), &inPlace));
     if (recvcount == 0) return Status::kSuccess;
-    chargeNative(comm, zccl::Collective::kReduceScatter, sendBytes, 0);
     auto ctx = comm->context();
-    return zccl::reduceScatter(ctx, comm->options(), sendbuff, recvbuff, recvcount,
-                               toType(datatype), toOp(op));
+    return zccl::reduceScatter(ctx, resolved, sendbuff, recvbuff, recvcount, toType(datatype),
+                               toOp(op));
   });
 }
 
-zcclResult_t zcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                           zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
-                           zcclStream_t stream) {
+zcclResult_t zcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                               zcclStream_t stream) {
+  return zcclReduceScatterEx(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, nullptr);
+}
+
+zcclResult_t zcclAllReduceEx(const void* sendbuff, void* recvbuff, size_t count,
+                             zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                             zcclStream_t stream, const zcclCollOptions* options) {
   return guarded(comm, [&] {
     ZCCL_CHECK(checkCollective(comm, datatype, stream));
     ZCCL_CHECK(zccl::checkOp(op));
+    zccl::CollectiveOptions resolved;
+    ZCCL_CHECK(callOptions(comm, options, zccl::Collective::kAllReduce, datatype, op, &resolved));
     size_t bytes = 0;
     ZCCL_CHECK(zccl::checkBytes("count", count, 1, datatype, &bytes));
     ZCCL_CHECK(zccl::checkBuffer("sendbuff", sendbuff, count));
@@ -295,10 +356,30 @@ zcclResult_t zcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
     bool inPlace = false;
     ZCCL_CHECK(zccl::checkInPlace("zcclAllReduce", sendbuff, bytes, recvbuff, bytes, 0, &inPlace));
     if (count == 0) return Status::kSuccess;
-    chargeNative(comm, zccl::Collective::kAllReduce, bytes, 0);
     auto ctx = comm->context();
-    return zccl::allReduce(ctx, comm->options(), sendbuff, recvbuff, count, toType(datatype),
-                           toOp(op));
+    return zccl::allReduce(ctx, resolved, sendbuff, recvbuff, count, toType(datatype), toOp(op));
+  });
+}
+
+zcclResult_t zcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                           zcclStream_t stream) {
+  return zcclAllReduceEx(sendbuff, recvbuff, count, datatype, op, comm, stream, nullptr);
+}
+
+zcclResult_t zcclCommSplitNode(zcclComm_t comm, zcclComm_t* nodeComm) {
+  return guarded(comm, [&] {
+    ZCCL_CHECK(zccl::checkComm(comm));
+    if (nodeComm == nullptr) return zccl::fail(Status::kInvalidArgument, "nodeComm=NULL");
+    return cachedSplit(comm, false, nodeComm);
+  });
+}
+
+zcclResult_t zcclCommSplitCrossNode(zcclComm_t comm, zcclComm_t* crossComm) {
+  return guarded(comm, [&] {
+    ZCCL_CHECK(zccl::checkComm(comm));
+    if (crossComm == nullptr) return zccl::fail(Status::kInvalidArgument, "crossComm=NULL");
+    return cachedSplit(comm, true, crossComm);
   });
 }
 
@@ -318,9 +399,9 @@ zcclResult_t zcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
           zccl::checkInPlace("zcclBroadcast", sendbuff, bytes, recvbuff, bytes, 0, &inPlace));
     }
     if (count == 0) return Status::kSuccess;
-    chargeNative(comm, zccl::Collective::kBroadcast, bytes, root);
     auto ctx = comm->context();
-    return zccl::broadcast(ctx, comm->options(), sendbuff, recvbuff, count, toType(datatype), root);
+    return zccl::broadcast(ctx, comm->config.collective, sendbuff, recvbuff, count,
+                           toType(datatype), root);
   });
 }
 
@@ -335,9 +416,9 @@ zcclResult_t zcclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
     bool inPlace = false;
     ZCCL_CHECK(zccl::checkInPlace("zcclAllToAll", sendbuff, bytes, recvbuff, bytes, 0, &inPlace));
     if (count == 0) return Status::kSuccess;
-    chargeNative(comm, zccl::Collective::kAllToAll, bytes, 0);
     auto ctx = comm->context();
-    return zccl::allToAll(ctx, comm->options(), sendbuff, recvbuff, count, toType(datatype));
+    return zccl::allToAll(ctx, comm->config.collective, sendbuff, recvbuff, count,
+                          toType(datatype));
   });
 }
 

@@ -12,46 +12,129 @@ zcclLinkClass_t zcclComm::linkTo(int peer) const {
   return nodes.sameNode(peer, rank()) ? zcclLinkIntraNode : zcclLinkInterNode;
 }
 
+std::vector<zccl::PeerTraffic> zcclComm::trafficByPeer() const {
+  std::vector<zccl::PeerTraffic> all = transport->traffic();
+  const auto fold = [&](const zccl::Transport& level, auto parentOf) {
+    const auto& traffic = level.traffic();
+    for (size_t member = 0; member < traffic.size(); ++member) {
+      zccl::PeerTraffic& into = all[static_cast<size_t>(parentOf(static_cast<int>(member)))];
+      into.bytes += traffic[member].bytes;
+      into.messages += traffic[member].messages;
+    }
+  };
+  if (hasLevels()) {
+    fold(*nodeTransport, [&](int local) { return levels.rankAt(levels.myNode, local); });
+    fold(*crossTransport, [&](int node) { return levels.rankAt(node, levels.myLocal); });
+  }
+  return all;
+}
+
+void zcclComm::resetTraffic() {
+  transport->resetTraffic();
+  if (hasLevels()) {
+    nodeTransport->resetTraffic();
+    crossTransport->resetTraffic();
+  }
+  native = zccl::NativeCounters{};
+}
+
 namespace zccl {
 namespace {
 
-Status parseAlgorithm(const std::string& text, Algorithm* algorithm) {
-  static const struct {
-    const char* name;
-    Algorithm value;
-  } names[] = {{"auto", Algorithm::kAuto},
-               {"ring", Algorithm::kRing},
-               {"direct", Algorithm::kDirect},
-               {"native", Algorithm::kNative}};
+template <typename Enum>
+struct Named {
+  const char* name;
+  Enum value;
+};
+
+// Looks `text` up in `names` (case-insensitive); the error lists what is accepted.
+template <typename Enum, size_t N>
+Status parseNamed(const char* variable, const std::string& text, const Named<Enum> (&names)[N],
+                  Enum* value) {
+  std::string accepted;
   for (const auto& entry : names) {
     if (strcasecmp(text.c_str(), entry.name) == 0) {
-      *algorithm = entry.value;
+      *value = entry.value;
       return Status::kSuccess;
     }
+    accepted += accepted.empty() ? entry.name : std::string("|") + entry.name;
   }
-  return fail(Status::kInvalidArgument, "ZCCL_ALGO=%s: expected auto, ring, direct or native",
-              text.c_str());
+  return fail(Status::kInvalidArgument, "%s=%s: expected %s", variable, text.c_str(),
+              accepted.c_str());
 }
 
-Status checkConfigHeader(const zcclConfig& config) {
-  if (config.magic != ZCCL_CONFIG_MAGIC || config.size != sizeof(zcclConfig)) {
+constexpr Named<Algorithm> kAlgorithmNames[] = {{"auto", Algorithm::kAuto},
+                                                {"ring", Algorithm::kRing},
+                                                {"direct", Algorithm::kDirect},
+                                                {"native", Algorithm::kNative}};
+constexpr Named<WireFormat> kWireNames[] = {
+    {"none", WireFormat::kNone}, {"int8", WireFormat::kInt8}, {"int4", WireFormat::kInt4}};
+constexpr Named<QuantScheme> kSchemeNames[] = {{"sym", QuantScheme::kSymmetric},
+                                               {"asym", QuantScheme::kAsymmetric}};
+constexpr Named<Hierarchy> kHierarchyNames[] = {{"auto", Hierarchy::kAuto},
+                                                {"flat", Hierarchy::kFlat},
+                                                {"two-level", Hierarchy::kTwoLevel},
+                                                {"hier", Hierarchy::kTwoLevel}};
+
+// A field of zcclConfig / zcclCollOptions: ZCCL_CONFIG_UNDEF_INT keeps `*value`.
+template <typename Enum>
+Status applyEnumField(const char* name, int field, int count, Enum* value) {
+  if (field == ZCCL_CONFIG_UNDEF_INT) return Status::kSuccess;
+  if (field < 0 || field >= count) {
+    return fail(Status::kInvalidArgument, "%s=%d: expected 0..%d", name, field, count - 1);
+  }
+  *value = static_cast<Enum>(field);
+  return Status::kSuccess;
+}
+
+// The quantization and hierarchy fields, shared by zcclConfig and zcclCollOptions.
+struct CollFields {
+  int wireFormat, quantScheme, quantGroupSize, stochasticRounding, hierarchy;
+};
+
+Status applyCollFields(const char* owner, const CollFields& f, CollectiveOptions* o) {
+  const std::string prefix(owner);
+  ZCCL_CHECK(
+      applyEnumField((prefix + ".wireFormat").c_str(), f.wireFormat, zcclNumWireFormats, &o->wire));
+  ZCCL_CHECK(applyEnumField((prefix + ".quantScheme").c_str(), f.quantScheme, zcclNumQuantSchemes,
+                            &o->scheme));
+  ZCCL_CHECK(applyEnumField((prefix + ".hierarchy").c_str(), f.hierarchy, zcclNumHierarchies,
+                            &o->hierarchy));
+  if (f.stochasticRounding != ZCCL_CONFIG_UNDEF_INT) {
+    if (f.stochasticRounding != 0 && f.stochasticRounding != 1) {
+      return fail(Status::kInvalidArgument, "%s.stochasticRounding=%d: expected 0 or 1", owner,
+                  f.stochasticRounding);
+    }
+    o->rounding = f.stochasticRounding ? Rounding::kStochastic : Rounding::kNearestEven;
+  }
+  if (f.quantGroupSize != ZCCL_CONFIG_UNDEF_INT) {
+    QuantParams probe = o->quantParams();
+    probe.groupSize = static_cast<uint32_t>(f.quantGroupSize);
+    if (f.quantGroupSize <= 0 || checkQuantParams(probe) != Status::kSuccess) {
+      return fail(Status::kInvalidArgument,
+                  "%s.quantGroupSize=%d: expected a power of two in [%u, %u]", owner,
+                  f.quantGroupSize, kMinGroupSize, kMaxGroupSize);
+    }
+    o->groupSize = probe.groupSize;
+  }
+  return Status::kSuccess;
+}
+
+Status checkHeader(const char* owner, unsigned magic, size_t size, unsigned wantMagic,
+                   size_t wantSize, const char* initializer) {
+  if (magic != wantMagic || size != wantSize) {
     return fail(Status::kInvalidArgument,
-                "config: magic=0x%x size=%zu, expected 0x%x and %zu; initialise it with "
-                "ZCCL_CONFIG_INITIALIZER",
-                config.magic, config.size, ZCCL_CONFIG_MAGIC, sizeof(zcclConfig));
+                "%s: magic=0x%x size=%zu, expected 0x%x and %zu; initialise it with %s", owner,
+                magic, size, wantMagic, wantSize, initializer);
   }
   return Status::kSuccess;
 }
 
 Status applyConfig(const zcclConfig& config, CommConfig* resolved) {
-  ZCCL_CHECK(checkConfigHeader(config));
-  if (config.algorithm != ZCCL_CONFIG_UNDEF_INT) {
-    if (config.algorithm < 0 || config.algorithm >= zcclNumAlgos) {
-      return fail(Status::kInvalidArgument, "config.algorithm=%d: expected a zcclAlgorithm_t",
-                  config.algorithm);
-    }
-    resolved->algorithm = static_cast<Algorithm>(config.algorithm);
-  }
+  ZCCL_CHECK(checkHeader("config", config.magic, config.size, ZCCL_CONFIG_MAGIC, sizeof(zcclConfig),
+                         "ZCCL_CONFIG_INITIALIZER"));
+  ZCCL_CHECK(applyEnumField("config.algorithm", config.algorithm, zcclNumAlgos,
+                            &resolved->collective.algorithm));
   if (config.ranksPerNode != ZCCL_CONFIG_UNDEF_INT) {
     if (config.ranksPerNode < 0) {
       return fail(Status::kInvalidArgument, "config.ranksPerNode=%d: expected >= 0",
@@ -66,6 +149,38 @@ Status applyConfig(const zcclConfig& config, CommConfig* resolved) {
     }
     resolved->timeoutSeconds = config.timeoutSeconds;
   }
+  return applyCollFields("config",
+                         CollFields{config.wireFormat, config.quantScheme, config.quantGroupSize,
+                                    config.stochasticRounding, config.hierarchy},
+                         &resolved->collective);
+}
+
+Status applyEnvironment(CommConfig* result) {
+  CollectiveOptions& o = result->collective;
+  if (const auto text = envString("ZCCL_ALGO"))
+    ZCCL_CHECK(parseNamed("ZCCL_ALGO", *text, kAlgorithmNames, &o.algorithm));
+  if (const auto text = envString("ZCCL_QUANT"))
+    ZCCL_CHECK(parseNamed("ZCCL_QUANT", *text, kWireNames, &o.wire));
+  if (const auto text = envString("ZCCL_QUANT_SCHEME"))
+    ZCCL_CHECK(parseNamed("ZCCL_QUANT_SCHEME", *text, kSchemeNames, &o.scheme));
+  if (const auto text = envString("ZCCL_HIERARCHY"))
+    ZCCL_CHECK(parseNamed("ZCCL_HIERARCHY", *text, kHierarchyNames, &o.hierarchy));
+  std::optional<long> value;
+  ZCCL_CHECK(envInt("ZCCL_QUANT_GROUP", kMinGroupSize, kMaxGroupSize, &value));
+  if (value) {
+    o.groupSize = static_cast<uint32_t>(*value);
+    if (checkQuantParams(o.quantParams()) != Status::kSuccess) {
+      return fail(Status::kInvalidArgument, "ZCCL_QUANT_GROUP=%ld: expected a power of two",
+                  *value);
+    }
+  }
+  ZCCL_CHECK(envInt("ZCCL_QUANT_STOCHASTIC", 0, 1, &value));
+  if (value) o.rounding = *value ? Rounding::kStochastic : Rounding::kNearestEven;
+  ZCCL_CHECK(envInt("ZCCL_RANKS_PER_NODE", 1, 1 << 20, &value));
+  if (value) result->ranksPerNode = static_cast<int>(*value);
+  std::optional<double> timeout;
+  ZCCL_CHECK(envDouble("ZCCL_TIMEOUT_S", 0, 1e9, &timeout));
+  if (timeout) result->timeoutSeconds = *timeout;
   return Status::kSuccess;
 }
 
@@ -73,17 +188,46 @@ Status applyConfig(const zcclConfig& config, CommConfig* resolved) {
 
 Status resolveConfig(const zcclConfig* config, CommConfig* resolved) {
   CommConfig result;
-  if (const auto algo = envString("ZCCL_ALGO"))
-    ZCCL_CHECK(parseAlgorithm(*algo, &result.algorithm));
-  std::optional<long> ranksPerNode;
-  ZCCL_CHECK(envInt("ZCCL_RANKS_PER_NODE", 1, 1 << 20, &ranksPerNode));
-  if (ranksPerNode) result.ranksPerNode = static_cast<int>(*ranksPerNode);
-  std::optional<double> timeout;
-  ZCCL_CHECK(envDouble("ZCCL_TIMEOUT_S", 0, 1e9, &timeout));
-  if (timeout) result.timeoutSeconds = *timeout;
+  ZCCL_CHECK(applyEnvironment(&result));
   if (config != nullptr) ZCCL_CHECK(applyConfig(*config, &result));
   *resolved = result;
   return Status::kSuccess;
+}
+
+Status resolveCollOptions(const zcclCollOptions* options, const CommConfig& config,
+                          CollectiveOptions* resolved) {
+  CollectiveOptions result = config.collective;
+  if (options != nullptr) {
+    ZCCL_CHECK(checkHeader("options", options->magic, options->size, ZCCL_COLL_OPTIONS_MAGIC,
+                           sizeof(zcclCollOptions), "ZCCL_COLL_OPTIONS_INITIALIZER"));
+    ZCCL_CHECK(applyCollFields(
+        "options",
+        CollFields{options->wireFormat, options->quantScheme, options->quantGroupSize,
+                   options->stochasticRounding, options->hierarchy},
+        &result));
+    result.seed = options->seed;
+  }
+  *resolved = result;
+  return Status::kSuccess;
+}
+
+Status buildLevels(zcclComm* comm) {
+  const NodeMap& nodes = comm->nodes;
+  if (!nodes.isUniform()) return Status::kSuccess;  // every rank agrees: same map
+  const int me = comm->rank();
+  NodeLevels& levels = comm->levels;
+  levels.numNodes = nodes.numNodes();
+  levels.ranksPerNode = nodes.localSize(me);
+  levels.myNode = nodes.nodeOf(me);
+  levels.myLocal = nodes.localRank(me);
+  levels.ranks.clear();
+  for (int node = 0; node < levels.numNodes; ++node) {
+    for (int local = 0; local < levels.ranksPerNode; ++local) {
+      levels.ranks.push_back(nodes.rankAt(node, local));
+    }
+  }
+  ZCCL_CHECK(comm->transport->split(levels.myNode, levels.myLocal, &comm->nodeTransport));
+  return comm->transport->split(levels.myLocal, levels.myNode, &comm->crossTransport);
 }
 
 }  // namespace zccl

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/collectives.h"
 #include "common/scratch.h"
@@ -12,8 +13,8 @@
 #include "zccl/zccl.h"
 
 struct CommConfig {
-  zccl::Algorithm algorithm = zccl::Algorithm::kAuto;
-  int ranksPerNode = 0;  // 0: nodes are hosts
+  zccl::CollectiveOptions collective;  // defaults of every collective call
+  int ranksPerNode = 0;                // 0: nodes are hosts
   double timeoutSeconds = 1800;
 };
 
@@ -23,19 +24,38 @@ struct zcclComm {
   CommConfig config;
   zccl::ScratchPool scratch;
   std::string lastError;
-  uint64_t nativeBytesEstimated = 0;
-  uint64_t nativeCalls = 0;
+  zccl::NativeCounters native;
+  // Two-level algorithms run over these, when every node holds the same number of ranks.
+  std::unique_ptr<zccl::Transport> nodeTransport;
+  std::unique_ptr<zccl::Transport> crossTransport;
+  zccl::NodeLevels levels;
+  // zcclCommSplitNode / zcclCommSplitCrossNode, created on first use and owned here.
+  std::unique_ptr<zcclComm> nodeComm;
+  std::unique_ptr<zcclComm> crossComm;
+  bool ownedByParent = false;
 
   int rank() const { return transport->rank(); }
   int size() const { return transport->size(); }
-  zccl::Context context() { return zccl::Context{*transport, scratch}; }
-  zccl::CollectiveOptions options() const { return zccl::CollectiveOptions{config.algorithm}; }
+  bool hasLevels() const { return nodeTransport != nullptr; }
+  zccl::Context context() {
+    return zccl::Context{*transport, scratch, hasLevels() ? &levels : nullptr, native};
+  }
   zcclLinkClass_t linkTo(int peer) const;
+  // This rank's traffic per parent peer: its own transport's plus the level transports'.
+  std::vector<zccl::PeerTraffic> trafficByPeer() const;
+  void resetTraffic();
 };
 
 namespace zccl {
 
 // Resolves `config` (may be null) over the ZCCL_* environment and the defaults.
 Status resolveConfig(const zcclConfig* config, CommConfig* resolved);
+
+// The options of one call: `options` (may be null) over the communicator's defaults.
+Status resolveCollOptions(const zcclCollOptions* options, const CommConfig& config,
+                          CollectiveOptions* resolved);
+
+// Creates the node and cross-node transports when the nodes are of equal size (collective).
+Status buildLevels(zcclComm* comm);
 
 }  // namespace zccl

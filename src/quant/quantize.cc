@@ -284,4 +284,42 @@ Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulato
       });
 }
 
+Status accumulateAsFloat(const void* x, DataType type, size_t count, float* accumulator) {
+  ZCCL_CHECK(checkQuantizableType(type, "type"));
+  const QuantKernels& k = activeQuantKernels();
+  if (type == DataType::kFloat32) {
+    k.accumulate(accumulator, static_cast<const float*>(x), count);
+    return Status::kSuccess;
+  }
+  alignas(64) float staged[kMaxGroupSize];
+  const auto* halves = static_cast<const uint16_t*>(x);
+  for (size_t first = 0; first < count; first += kMaxGroupSize) {
+    const size_t n = std::min<size_t>(kMaxGroupSize, count - first);
+    if (type == DataType::kFloat16) {
+      k.widenFloat16(halves + first, n, staged);
+    } else {
+      k.widenBfloat16(halves + first, n, staged);
+    }
+    k.accumulate(accumulator + first, staged, n);
+  }
+  return Status::kSuccess;
+}
+
+Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out) {
+  ZCCL_CHECK(checkQuantizableType(type, "type"));
+  if (divisor != 1) {
+    const float d = static_cast<float>(divisor);
+    for (size_t i = 0; i < count; ++i) values[i] /= d;
+  }
+  const QuantKernels& k = activeQuantKernels();
+  if (type == DataType::kFloat32) {
+    if (out != values) std::memcpy(out, values, count * sizeof(float));
+  } else if (type == DataType::kFloat16) {
+    k.narrowFloat16(values, count, static_cast<uint16_t*>(out));
+  } else {
+    k.narrowBfloat16(values, count, static_cast<uint16_t*>(out));
+  }
+  return Status::kSuccess;
+}
+
 }  // namespace zccl

@@ -97,6 +97,14 @@ Status dequantize(const void* message, size_t bytes, void* out, DataType type, s
 // accumulator[i] += x^[i] in float32: the reduction step of quantized reduce-scatter.
 Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulator, size_t count);
 
+// accumulator[i] += x[i] in float32, for x of float32, float16 or bfloat16: a reduction's
+// own, unquantized contribution.
+Status accumulateAsFloat(const void* x, DataType type, size_t count, float* accumulator);
+
+// out[i] = values[i] / divisor (skipped for 1), rounded once to `type` (float32, float16 or
+// bfloat16); `values` is overwritten. out may alias values only for float32.
+Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out);
+
 // Which CPU kernels run: "avx2" or "scalar" (ZCCL_QUANT_ISA=scalar forces the reference).
 const char* quantKernelName();
 

@@ -27,6 +27,22 @@ int NodeMap::localSize(int rank) const {
   return count;
 }
 
+bool NodeMap::isUniform() const {
+  for (int r = 0; r < numRanks(); ++r) {
+    if (localSize(r) != localSize(0)) return false;
+  }
+  return true;
+}
+
+int NodeMap::rankAt(int node, int local) const {
+  int position = 0;
+  for (int r = 0; r < numRanks(); ++r) {
+    if (nodeOf(r) != node) continue;
+    if (position++ == local) return r;
+  }
+  return -1;
+}
+
 NodeMap NodeMap::subset(const std::vector<int>& parentRanks) const {
   std::vector<int> nodes;
   nodes.reserve(parentRanks.size());

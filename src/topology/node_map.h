@@ -24,6 +24,10 @@ class NodeMap {
   bool sameNode(int a, int b) const { return nodeOf(a) == nodeOf(b); }
   // The map of a sub-group whose rank i was rank parentRanks[i] here.
   NodeMap subset(const std::vector<int>& parentRanks) const;
+  // Every node holds the same number of ranks (what two-level algorithms need).
+  bool isUniform() const;
+  // The rank at position `local` of node `node`.
+  int rankAt(int node, int local) const;
 
  private:
   std::vector<int> nodeOfRank_;

@@ -52,19 +52,78 @@ TEST(Config, EnvironmentFillsWhatTheConfigLeavesUndefined) {
   setenv("ZCCL_RANKS_PER_NODE", "4", 1);
   CommConfig resolved;
   ASSERT_EQ(resolveConfig(nullptr, &resolved), Status::kSuccess);
-  EXPECT_EQ(resolved.algorithm, Algorithm::kNative);
+  EXPECT_EQ(resolved.collective.algorithm, Algorithm::kNative);
   EXPECT_EQ(resolved.timeoutSeconds, 2.5);
   EXPECT_EQ(resolved.ranksPerNode, 4);
   zcclConfig config = ZCCL_CONFIG_INITIALIZER;
   config.algorithm = zcclAlgoRing;
   ASSERT_EQ(resolveConfig(&config, &resolved), Status::kSuccess);
-  EXPECT_EQ(resolved.algorithm, Algorithm::kRing) << "an explicit config field wins";
+  EXPECT_EQ(resolved.collective.algorithm, Algorithm::kRing) << "an explicit config field wins";
   setenv("ZCCL_TIMEOUT_S", "soon", 1);
   EXPECT_EQ(resolveConfig(nullptr, &resolved), Status::kInvalidArgument);
   EXPECT_NE(lastThreadError().find("ZCCL_TIMEOUT_S=soon"), std::string::npos);
   unsetenv("ZCCL_ALGO");
   unsetenv("ZCCL_TIMEOUT_S");
   unsetenv("ZCCL_RANKS_PER_NODE");
+}
+
+TEST(Config, QuantizationAndHierarchyFromEnvironmentConfigAndCallOptions) {
+  setenv("ZCCL_QUANT", "int4", 1);
+  setenv("ZCCL_QUANT_SCHEME", "asym", 1);
+  setenv("ZCCL_QUANT_GROUP", "256", 1);
+  setenv("ZCCL_HIERARCHY", "flat", 1);
+  CommConfig resolved;
+  ASSERT_EQ(resolveConfig(nullptr, &resolved), Status::kSuccess);
+  EXPECT_EQ(resolved.collective.wire, WireFormat::kInt4);
+  EXPECT_EQ(resolved.collective.scheme, QuantScheme::kAsymmetric);
+  EXPECT_EQ(resolved.collective.groupSize, 256u);
+  EXPECT_EQ(resolved.collective.hierarchy, Hierarchy::kFlat);
+  zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+  options.wireFormat = zcclWireInt8;
+  options.seed = 42;
+  CollectiveOptions call;
+  ASSERT_EQ(resolveCollOptions(&options, resolved, &call), Status::kSuccess);
+  EXPECT_EQ(call.wire, WireFormat::kInt8) << "a per-call field wins";
+  EXPECT_EQ(call.groupSize, 256u) << "an undefined per-call field keeps the communicator's";
+  EXPECT_EQ(call.seed, 42u);
+  options.quantGroupSize = 100;
+  EXPECT_EQ(resolveCollOptions(&options, resolved, &call), Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("options.quantGroupSize=100"), std::string::npos);
+  options.quantGroupSize = ZCCL_CONFIG_UNDEF_INT;
+  options.hierarchy = 7;
+  EXPECT_EQ(resolveCollOptions(&options, resolved, &call), Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("options.hierarchy=7"), std::string::npos);
+  options.size = 8;
+  EXPECT_EQ(resolveCollOptions(&options, resolved, &call), Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("ZCCL_COLL_OPTIONS_INITIALIZER"), std::string::npos);
+  setenv("ZCCL_QUANT", "int3", 1);
+  EXPECT_EQ(resolveConfig(nullptr, &resolved), Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("ZCCL_QUANT=int3: expected none|int8|int4"), std::string::npos)
+      << lastThreadError();
+  for (const char* name : {"ZCCL_QUANT", "ZCCL_QUANT_SCHEME", "ZCCL_QUANT_GROUP", "ZCCL_HIERARCHY"})
+    unsetenv(name);
+}
+
+TEST(NodeMap, UniformityAndRankAt) {
+  const NodeMap uneven({0, 0, 1});
+  EXPECT_FALSE(uneven.isUniform());
+  const NodeMap interleaved({0, 1, 0, 1, 0, 1});
+  EXPECT_TRUE(interleaved.isUniform());
+  EXPECT_EQ(interleaved.rankAt(1, 2), 5);
+  EXPECT_EQ(interleaved.rankAt(0, 1), 2);
+}
+
+TEST(BlockBytes, OffsetsFollowTwoBlockSizes) {
+  const Partition blocks{1000003, 6};
+  const auto bytesOf = [](size_t k) { return 24 + k / 2 + 4 * ((k + 31) / 32); };
+  const BlockBytes layout = BlockBytes::of(blocks, bytesOf);
+  size_t next = 0;
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_EQ(layout.offset(r), next);
+    EXPECT_EQ(layout.size(r), bytesOf(blocks.size(r)));
+    next += layout.size(r);
+  }
+  EXPECT_EQ(layout.total(), next);
 }
 
 }  // namespace
