@@ -227,7 +227,10 @@ Status buildLevels(zcclComm* comm) {
     }
   }
   ZCCL_CHECK(comm->transport->split(levels.myNode, levels.myLocal, &comm->nodeTransport));
-  return comm->transport->split(levels.myLocal, levels.myNode, &comm->crossTransport);
+  ZCCL_CHECK(comm->transport->split(levels.myLocal, levels.myNode, &comm->crossTransport));
+  levels.node = comm->nodeTransport.get();
+  levels.cross = comm->crossTransport.get();
+  return Status::kSuccess;
 }
 
 }  // namespace zccl

@@ -1,0 +1,639 @@
+// ZeRO++ collectives on emulated nodes (ctest sets ZCCL_RANKS_PER_NODE): plain flat and
+// two-level paths give exact results; quantized paths stay within the analytic error bound
+// computed here in fp64 from every rank's inputs and the quantizer's per-element bound; and
+// the bytes each rank sends per link class equal what each algorithm's definition says,
+// computed here from the documented wire format.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "support/comms.h"
+#include "support/values.h"
+
+namespace zccl_test {
+namespace {
+
+// The job's node layout as the test sets it up: consecutive ranks, ZCCL_RANKS_PER_NODE each.
+struct Layout {
+  int n = worldSize();
+  int me = worldRank();
+  int perNode = [] {
+    const char* text = std::getenv("ZCCL_RANKS_PER_NODE");
+    return text != nullptr ? std::atoi(text) : worldSize();
+  }();
+
+  int nodes() const { return (n + perNode - 1) / perNode; }
+  int node(int r) const { return r / perNode; }
+  int local(int r) const { return r % perNode; }
+  int rankAt(int node, int local) const { return node * perNode + local; }
+  bool uniform() const { return n % perNode == 0; }
+  zcclLinkClass_t link(int peer) const {
+    if (peer == me) return zcclLinkSelf;
+    return node(peer) == node(me) ? zcclLinkIntraNode : zcclLinkInterNode;
+  }
+};
+
+// Blocks of `count` elements over `parts` ranks, the larger first (the library's contract
+// for all-reduce, restated here).
+struct Blocks {
+  size_t count;
+  int parts;
+  size_t size(int r) const { return count / parts + (size_t(r) < count % parts ? 1 : 0); }
+  size_t offset(int r) const {
+    return r * (count / parts) + std::min<size_t>(r, count % parts);
+  }
+};
+
+// The quantized wire format as documented in src/quant/quantize.h, and the quantizer's
+// per-element error bound.
+struct Wire {
+  zcclWireFormat_t format = zcclWireNone;
+  zcclQuantScheme_t scheme = zcclQuantSymmetric;
+  size_t group = 512;
+  bool stochastic = false;
+
+  int bits() const { return format == zcclWireInt8 ? 8 : 4; }
+  double levels() const {
+    const bool sym = scheme == zcclQuantSymmetric;
+    return bits() == 8 ? (sym ? 127 : 255) : (sym ? 7 : 15);
+  }
+  // Header, payload padded to 4 bytes, then one float (symmetric) or two per group.
+  uint64_t messageBytes(size_t k) const {
+    if (k == 0) return 0;
+    const size_t payload = bits() == 8 ? k : (k + 1) / 2;
+    const size_t groups = (k + group - 1) / group;
+    return 24 + (payload + 3) / 4 * 4 + groups * (scheme == zcclQuantSymmetric ? 4 : 8);
+  }
+  // max |x - deq(q(x))| over a group whose values lie in [lo, hi].
+  double groupError(double lo, double hi) const {
+    const double absmax = std::max(std::fabs(lo), std::fabs(hi));
+    const double range = scheme == zcclQuantSymmetric ? absmax : hi - lo;
+    const double scale = range / levels() * (1 + 0x1p-22);
+    return (stochastic ? scale : scale / 2) + 0x1p-21 * absmax + 0x1p-140;
+  }
+  zcclCollOptions options(zcclHierarchy_t hierarchy) const {
+    zcclCollOptions o = ZCCL_COLL_OPTIONS_INITIALIZER;
+    o.wireFormat = format;
+    o.quantScheme = scheme;
+    o.quantGroupSize = static_cast<int>(group);
+    o.stochasticRounding = stochastic ? 1 : 0;
+    o.hierarchy = hierarchy;
+    o.seed = 1234;
+    return o;
+  }
+};
+
+// Rank r's input element i, representable in `type`: magnitudes vary between groups.
+double inputValue(zcclDataType_t type, int rank, size_t i) {
+  const double u = static_cast<double>(mix(77, static_cast<uint64_t>(rank), i) >> 11) * 0x1p-53;
+  const double magnitude = std::ldexp(1.0, static_cast<int>((i / 700) % 9) - 4);
+  double value = (2 * u - 1) * magnitude;
+  char cell[8];
+  store(type, cell, 0, value);  // rounds (float16, float32) or truncates (bfloat16)
+  return load(type, cell, 0);
+}
+
+// Exactly summable inputs for the lossless paths: small integers / 8, small enough that every
+// partial sum over up to 8 ranks is a bfloat16 (8 significant bits), so that any order and
+// any number of roundings gives the exact result.
+double exactValue(int rank, size_t i) {
+  return static_cast<double>(static_cast<int64_t>(mix(5, rank, i) % 33) - 16) / 8;
+}
+
+// An interval of values and the bound on errors already in them.
+struct Range {
+  double lo = INFINITY, hi = -INFINITY;
+  void add(double v) { lo = std::min(lo, v), hi = std::max(hi, v); }
+  Range widened(double by) const { return Range{lo - by, hi + by}; }
+};
+
+// One rounding to `type` of a result within `error` of `value`.
+double outputRounding(zcclDataType_t type, double value, double error) {
+  return ulp(type, std::fabs(value) + error);
+}
+
+class ZeroPlusPlus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    comm_ = makeComm(zcclAlgoAuto);  // ZCCL_RANKS_PER_NODE comes from the environment
+    ASSERT_NE(comm_, nullptr);
+  }
+  void TearDown() override { EXPECT_EQ(zcclCommDestroy(comm_), zcclSuccess); }
+
+  static double sumOver(int ranks, double (*value)(int, size_t), size_t i) {
+    double sum = 0;
+    for (int r = 0; r < ranks; ++r) sum += value(r, i);
+    return sum;
+  }
+
+  // Error bound of element `index` (global) of the block of `owner` after a quantized
+  // reduce-scatter of `blocks`: per contribution the quantizer's bound for its group (groups
+  // start at each block's start), float32 accumulation, and the final rounding to `type`.
+  // Two hops: intra-node partials carry hop-1 errors into hop 2, whose scale grows with them.
+  std::vector<double> reduceScatterBound(zcclDataType_t type, const Wire& wire,
+                                         const Blocks& blocks, int owner, bool twoLevel) const {
+    const size_t first = blocks.offset(owner), count = blocks.size(owner);
+    std::vector<double> bound(count, 0.0);
+    const auto x = [&](int r, size_t j) { return inputValue(type, r, first + j); };
+    const auto senders = [&](int r) { return r != owner; };
+    const int l = layout_.local(owner);
+    for (size_t g0 = 0; g0 < count; g0 += wire.group) {
+      const size_t g1 = std::min(count, g0 + wire.group);
+      if (!twoLevel) {
+        double err = 0;
+        for (int r = 0; r < layout_.n; ++r) {
+          if (!senders(r)) continue;
+          Range range;
+          for (size_t j = g0; j < g1; ++j) range.add(x(r, j));
+          err += wire.groupError(range.lo, range.hi);
+        }
+        for (size_t j = g0; j < g1; ++j) {
+          double magnitude = 0;
+          for (int r = 0; r < layout_.n; ++r) magnitude += std::fabs(x(r, j));
+          bound[j] = err + layout_.n * 0x1p-24 * (magnitude + err);
+        }
+        continue;
+      }
+      // Hop 1 on every node k, received by (k, l); hop 2 from (k, l) to the owner.
+      for (int k = 0; k < layout_.nodes(); ++k) {
+        double err1 = 0;
+        for (int m = 0; m < layout_.perNode; ++m) {
+          if (m == l) continue;
+          Range range;
+          for (size_t j = g0; j < g1; ++j) range.add(x(layout_.rankAt(k, m), j));
+          err1 += wire.groupError(range.lo, range.hi);
+        }
+        Range partial;
+        double worst1 = 0;
+        std::vector<double> hop1(g1 - g0);
+        for (size_t j = g0; j < g1; ++j) {
+          double sum = 0, magnitude = 0;
+          for (int m = 0; m < layout_.perNode; ++m) {
+            sum += x(layout_.rankAt(k, m), j);
+            magnitude += std::fabs(x(layout_.rankAt(k, m), j));
+          }
+          hop1[j - g0] = err1 + layout_.perNode * 0x1p-24 * (magnitude + err1);
+          worst1 = std::max(worst1, hop1[j - g0]);
+          partial.add(sum);
+          bound[j] += hop1[j - g0];
+        }
+        const Range seen = partial.widened(worst1);
+        const double err2 = k == layout_.node(owner) ? 0 : wire.groupError(seen.lo, seen.hi);
+        for (size_t j = g0; j < g1; ++j) {
+          const double magnitude = std::max(std::fabs(seen.lo), std::fabs(seen.hi));
+          bound[j] += err2 + layout_.nodes() * 0x1p-24 * (magnitude + err2);
+        }
+      }
+    }
+    return bound;
+  }
+
+  double exactSum(zcclDataType_t type, size_t index) const {
+    double sum = 0;
+    for (int r = 0; r < layout_.n; ++r) sum += inputValue(type, r, index);
+    return sum;
+  }
+
+  // Runs a quantized reduce-scatter of recvcount elements and checks every element of the
+  // result against the exact fp64 sum (or average) within the bound.
+  void checkQuantizedReduceScatter(zcclDataType_t type, const Wire& wire, zcclRedOp_t op,
+                                   zcclHierarchy_t hierarchy, size_t recvcount) {
+    const size_t es = sizeOf(type);
+    std::vector<char> send(recvcount * layout_.n * es), recv(recvcount * es);
+    for (size_t i = 0; i < recvcount * layout_.n; ++i)
+      store(type, send.data(), i, inputValue(type, layout_.me, i));
+    const zcclCollOptions options = wire.options(hierarchy);
+    ASSERT_EQ(zcclReduceScatterEx(send.data(), recv.data(), recvcount, type, op, comm_, nullptr,
+                                  &options),
+              zcclSuccess)
+        << zcclGetLastError(comm_);
+    const Blocks blocks{recvcount * layout_.n, layout_.n};
+    const bool twoLevel = hierarchy == zcclHierarchyTwoLevel;
+    const auto bound = reduceScatterBound(type, wire, blocks, layout_.me, twoLevel);
+    const double divisor = op == zcclAvg ? layout_.n : 1;
+    size_t wrong = 0;
+    for (size_t j = 0; j < recvcount; ++j) {
+      const double want = exactSum(type, blocks.offset(layout_.me) + j) / divisor;
+      const double allowed =
+          bound[j] / divisor + 0x1p-23 * std::fabs(want) + outputRounding(type, want, bound[j]);
+      const double got = load(type, recv.data(), j);
+      if (!(std::fabs(got - want) <= allowed) && wrong++ == 0) {
+        ADD_FAILURE() << "element " << j << ": got " << got << ", exact " << want
+                      << ", allowed error " << allowed << " (rank " << layout_.me << ")";
+      }
+    }
+    EXPECT_EQ(wrong, 0u);
+  }
+
+  void expectStats(zcclComm_t comm, const uint64_t (&bytes)[zcclNumLinkClasses],
+                   const uint64_t (&messages)[zcclNumLinkClasses], const std::string& what) {
+    zcclStats stats;
+    ASSERT_EQ(zcclCommGetStats(comm, &stats), zcclSuccess);
+    for (int link = 0; link < zcclNumLinkClasses; ++link) {
+      EXPECT_EQ(stats.bytesSent[link], bytes[link])
+          << what << " link " << link << " rank " << layout_.me;
+      EXPECT_EQ(stats.messagesSent[link], messages[link])
+          << what << " link " << link << " rank " << layout_.me;
+    }
+  }
+
+  // Accumulates what this rank sends, by link class.
+  struct Expected {
+    uint64_t bytes[zcclNumLinkClasses] = {};
+    uint64_t messages[zcclNumLinkClasses] = {};
+  };
+  void send(Expected* e, int peer, uint64_t bytes, uint64_t messages = 1) const {
+    if (bytes == 0) return;
+    e->bytes[layout_.link(peer)] += bytes;
+    e->messages[layout_.link(peer)] += messages;
+  }
+
+  // What a ring all-gather of `blockBytes(r)` blocks sends: flat, or two-level (cross ring of
+  // my local rank's blocks, then node ring of bundles, one message per block).
+  template <typename BlockBytes>
+  void allGatherTraffic(Expected* e, bool twoLevel, BlockBytes&& blockBytes) const {
+    const Layout& L = layout_;
+    if (!twoLevel) {
+      for (int step = 0; step < L.n - 1; ++step)
+        send(e, (L.me + 1) % L.n, blockBytes(((L.me - step) % L.n + L.n) % L.n));
+      return;
+    }
+    const int N = L.nodes(), P = L.perNode, k = L.node(L.me), l = L.local(L.me);
+    for (int step = 0; step < N - 1; ++step) {
+      const int unit = ((k - step) % N + N) % N;
+      send(e, L.rankAt((k + 1) % N, l), blockBytes(L.rankAt(unit, l)));
+    }
+    for (int step = 0; step < P - 1; ++step) {
+      const int unit = ((l - step) % P + P) % P;
+      for (int node = 0; node < N; ++node)
+        send(e, L.rankAt(k, (l + 1) % P), blockBytes(L.rankAt(node, unit)));
+    }
+  }
+
+  // What a reduce-scatter sends: plain two-level (one message per block), 1-hop quantized
+  // (one message per peer) or 2-hop quantized (one packed message per node peer, then one
+  // per cross-node peer).
+  template <typename BlockBytes>
+  void reduceScatterTraffic(Expected* e, bool twoLevel, bool packed,
+                            BlockBytes&& blockBytes) const {
+    const Layout& L = layout_;
+    if (!twoLevel) {
+      for (int peer = 0; peer < L.n; ++peer)
+        if (peer != L.me) send(e, peer, blockBytes(peer));
+      return;
+    }
+    const int k = L.node(L.me), l = L.local(L.me);
+    for (int m = 0; m < L.perNode; ++m) {
+      if (m == l) continue;
+      uint64_t bundle = 0;
+      for (int node = 0; node < L.nodes(); ++node) {
+        const uint64_t b = blockBytes(L.rankAt(node, m));
+        if (!packed) send(e, L.rankAt(k, m), b);
+        bundle += b;
+      }
+      if (packed) send(e, L.rankAt(k, m), bundle);
+    }
+    for (int node = 0; node < L.nodes(); ++node)
+      if (node != k) send(e, L.rankAt(node, l), blockBytes(L.rankAt(node, l)));
+  }
+
+  const Layout layout_;
+  zcclComm_t comm_ = nullptr;
+};
+
+constexpr zcclDataType_t kFloatTypes[] = {zcclFloat32, zcclBfloat16, zcclFloat16};
+const char* typeName(zcclDataType_t type) {
+  return type == zcclFloat32 ? "float32" : type == zcclBfloat16 ? "bfloat16" : "float16";
+}
+
+// Hierarchies to run: two-level only where every node holds the same number of ranks.
+std::vector<zcclHierarchy_t> hierarchies(const Layout& layout) {
+  if (!layout.uniform()) return {zcclHierarchyFlat};
+  return {zcclHierarchyFlat, zcclHierarchyTwoLevel};
+}
+
+TEST_F(ZeroPlusPlus, PlainFlatAndTwoLevelAreExact) {
+  const size_t count = 10007;  // divides by nothing
+  for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
+    zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+    options.hierarchy = hierarchy;
+    const std::string what = hierarchy == zcclHierarchyFlat ? "flat" : "two-level";
+    std::vector<float> mine(count), gathered(count * layout_.n);
+    for (size_t i = 0; i < count; ++i) mine[i] = exactValue(layout_.me, i);
+    ASSERT_EQ(zcclAllGatherEx(mine.data(), gathered.data(), count, zcclFloat32, comm_, nullptr,
+                              &options),
+              zcclSuccess)
+        << zcclGetLastError(comm_);
+    for (size_t i = 0; i < gathered.size(); ++i)
+      ASSERT_EQ(gathered[i], exactValue(int(i / count), i % count)) << what << " all-gather " << i;
+
+    for (zcclDataType_t type : {zcclFloat32, zcclBfloat16}) {
+      std::vector<char> in(count * layout_.n * 4), out(count * 4);
+      for (size_t i = 0; i < count * layout_.n; ++i)
+        store(type, in.data(), i, exactValue(layout_.me, i));
+      ASSERT_EQ(zcclReduceScatterEx(in.data(), out.data(), count, type, zcclSum, comm_, nullptr,
+                                    &options),
+                zcclSuccess)
+          << zcclGetLastError(comm_);
+      for (size_t j = 0; j < count; ++j) {
+        const size_t i = layout_.me * count + j;
+        ASSERT_EQ(load(type, out.data(), j), sumOver(layout_.n, exactValue, i))
+            << what << " reduce-scatter " << typeName(type) << " element " << j;
+      }
+    }
+
+    const size_t big = 1000003;
+    std::vector<float> data(big);
+    for (size_t i = 0; i < big; ++i) data[i] = exactValue(layout_.me, i);
+    ASSERT_EQ(zcclAllReduceEx(data.data(), data.data(), big, zcclFloat32, zcclSum, comm_, nullptr,
+                              &options),
+              zcclSuccess)
+        << zcclGetLastError(comm_);
+    for (size_t i = 0; i < big; ++i)
+      ASSERT_EQ(data[i], sumOver(layout_.n, exactValue, i)) << what << " all-reduce " << i;
+  }
+}
+
+TEST_F(ZeroPlusPlus, QuantizedAllGatherIsWithinTheBoundAndIdenticalOnEveryRank) {
+  const size_t count = 30011;
+  for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
+    for (zcclDataType_t type : kFloatTypes) {
+      for (Wire wire : {Wire{zcclWireInt8, zcclQuantSymmetric, 512, false},
+                        Wire{zcclWireInt4, zcclQuantAsymmetric, 64, false},
+                        Wire{zcclWireInt8, zcclQuantAsymmetric, 4096, true}}) {
+        SCOPED_TRACE(std::string(typeName(type)) + " bits " + std::to_string(wire.bits()) +
+                     (hierarchy == zcclHierarchyFlat ? " flat" : " two-level"));
+        const size_t es = sizeOf(type);
+        std::vector<char> mine(count * es), gathered(count * layout_.n * es);
+        for (size_t i = 0; i < count; ++i) store(type, mine.data(), i, inputValue(type, layout_.me, i));
+        const zcclCollOptions options = wire.options(hierarchy);
+        ASSERT_EQ(zcclAllGatherEx(mine.data(), gathered.data(), count, type, comm_, nullptr,
+                                  &options),
+                  zcclSuccess)
+            << zcclGetLastError(comm_);
+        size_t wrong = 0;
+        for (int r = 0; r < layout_.n; ++r) {
+          for (size_t g0 = 0; g0 < count; g0 += wire.group) {
+            const size_t g1 = std::min(count, g0 + wire.group);
+            Range range;
+            for (size_t j = g0; j < g1; ++j) range.add(inputValue(type, r, j));
+            const double err = wire.groupError(range.lo, range.hi);
+            for (size_t j = g0; j < g1; ++j) {
+              const double want = inputValue(type, r, j);
+              const double got = load(type, gathered.data(), r * count + j);
+              if (!(std::fabs(got - want) <= err + outputRounding(type, want, err)) &&
+                  wrong++ == 0) {
+                ADD_FAILURE() << "block " << r << " element " << j << ": got " << got
+                              << ", sent " << want << ", bound " << err;
+              }
+            }
+          }
+        }
+        EXPECT_EQ(wrong, 0u);
+        // Every rank holds the same bytes, its own block included.
+        std::vector<char> root(gathered);
+        MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_BYTE, 0, MPI_COMM_WORLD);
+        EXPECT_TRUE(root == gathered) << "rank " << layout_.me << " differs from rank 0";
+      }
+    }
+  }
+}
+
+TEST_F(ZeroPlusPlus, QuantizedReduceScatterIsWithinTheBoundForSumAndAvg) {
+  const size_t recvcount = 20011;
+  for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
+    for (zcclDataType_t type : kFloatTypes) {
+      for (zcclRedOp_t op : {zcclSum, zcclAvg}) {
+        for (Wire wire : {Wire{zcclWireInt4, zcclQuantSymmetric, 512, false},
+                          Wire{zcclWireInt8, zcclQuantAsymmetric, 128, false}}) {
+          SCOPED_TRACE(std::string(typeName(type)) + (op == zcclSum ? " sum" : " avg") +
+                       " bits " + std::to_string(wire.bits()) +
+                       (hierarchy == zcclHierarchyFlat ? " 1-hop" : " 2-hop"));
+          checkQuantizedReduceScatter(type, wire, op, hierarchy, recvcount);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(ZeroPlusPlus, StochasticQuantizedReduceScatterIsWithinItsBound) {
+  for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
+    checkQuantizedReduceScatter(zcclFloat32, Wire{zcclWireInt4, zcclQuantSymmetric, 256, true},
+                                zcclSum, hierarchy, 5003);
+  }
+}
+
+TEST_F(ZeroPlusPlus, QuantizedAllReduceOfAnOddCountIsWithinTheBound) {
+  const size_t count = 1000003;
+  const zcclDataType_t type = zcclBfloat16;
+  const Wire wire{zcclWireInt8, zcclQuantSymmetric, 512, false};
+  for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
+    std::vector<uint16_t> data(count);
+    for (size_t i = 0; i < count; ++i) store(type, data.data(), i, inputValue(type, layout_.me, i));
+    const zcclCollOptions options = wire.options(hierarchy);
+    ASSERT_EQ(zcclAllReduceEx(data.data(), data.data(), count, type, zcclAvg, comm_, nullptr,
+                              &options),
+              zcclSuccess)
+        << zcclGetLastError(comm_);
+    const Blocks blocks{count, layout_.n};
+    size_t wrong = 0;
+    for (int owner = 0; owner < layout_.n; ++owner) {
+      const auto rsBound = reduceScatterBound(type, wire, blocks, owner,
+                                              hierarchy == zcclHierarchyTwoLevel);
+      const size_t first = blocks.offset(owner);
+      for (size_t g0 = 0; g0 < blocks.size(owner); g0 += wire.group) {
+        const size_t g1 = std::min(blocks.size(owner), g0 + wire.group);
+        // The all-gather quantizes the owner's reduced block: its values lie within the
+        // exact averages widened by the reduce-scatter's error and rounding to bfloat16.
+        Range reduced;
+        double worst = 0;
+        for (size_t j = g0; j < g1; ++j) {
+          const double avg = exactSum(type, first + j) / layout_.n;
+          const double e = rsBound[j] / layout_.n + outputRounding(type, avg, rsBound[j]);
+          reduced.add(avg);
+          worst = std::max(worst, e);
+        }
+        const Range seen = reduced.widened(worst);
+        const double agError = wire.groupError(seen.lo, seen.hi);
+        for (size_t j = g0; j < g1; ++j) {
+          const double want = exactSum(type, first + j) / layout_.n;
+          const double allowed = worst + agError + outputRounding(type, want, worst + agError) +
+                                 0x1p-23 * std::fabs(want);
+          const double got = load(type, data.data(), first + j);
+          if (!(std::fabs(got - want) <= allowed) && wrong++ == 0) {
+            ADD_FAILURE() << "element " << first + j << ": got " << got << ", exact " << want
+                          << ", allowed " << allowed;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(wrong, 0u) << (hierarchy == zcclHierarchyFlat ? "flat" : "two-level");
+  }
+}
+
+TEST_F(ZeroPlusPlus, AvgDividesByTheWorldSizeExactlyOnce) {
+  // All-ones gradients: the average is exactly 1 whatever the path, so a division by the
+  // node count (or twice by the world size) cannot hide inside the error bound.
+  const size_t recvcount = 4099;
+  for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
+    std::vector<float> in(recvcount * layout_.n, 1.0f), out(recvcount);
+    const zcclCollOptions options =
+        Wire{zcclWireInt4, zcclQuantSymmetric, 512, false}.options(hierarchy);
+    ASSERT_EQ(zcclReduceScatterEx(in.data(), out.data(), recvcount, zcclFloat32, zcclAvg, comm_,
+                                  nullptr, &options),
+              zcclSuccess);
+    for (size_t j = 0; j < recvcount; ++j) ASSERT_EQ(out[j], 1.0f) << j;
+  }
+}
+
+TEST_F(ZeroPlusPlus, StatsEqualEachAlgorithmsDefinition) {
+  const size_t count = 10007;
+  const Wire int8{zcclWireInt8, zcclQuantSymmetric, 512, false};
+  const Wire int4{zcclWireInt4, zcclQuantSymmetric, 512, false};
+  std::vector<uint16_t> shard(count), gathered(count * layout_.n), grads(count * layout_.n),
+      reduced(count);
+  for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
+    const bool twoLevel = hierarchy == zcclHierarchyTwoLevel;
+    const std::string name = twoLevel ? "two-level" : "flat";
+    for (const Wire* wire : {static_cast<const Wire*>(nullptr), &int8}) {
+      const zcclCollOptions options = wire ? wire->options(hierarchy) : Wire{}.options(hierarchy);
+      ASSERT_EQ(zcclCommResetStats(comm_), zcclSuccess);
+      ASSERT_EQ(zcclAllGatherEx(shard.data(), gathered.data(), count, zcclBfloat16, comm_,
+                                nullptr, &options),
+                zcclSuccess);
+      Expected e;
+      allGatherTraffic(&e, twoLevel,
+                       [&](int) { return wire ? wire->messageBytes(count) : count * 2; });
+      expectStats(comm_, e.bytes, e.messages, name + (wire ? " qwZ all-gather" : " all-gather"));
+    }
+    for (const Wire* wire : {static_cast<const Wire*>(nullptr), &int4}) {
+      const zcclCollOptions options = wire ? wire->options(hierarchy) : Wire{}.options(hierarchy);
+      if (!wire && !twoLevel) continue;  // the flat exact forms are covered by stats_test
+      ASSERT_EQ(zcclCommResetStats(comm_), zcclSuccess);
+      ASSERT_EQ(zcclReduceScatterEx(grads.data(), reduced.data(), count, zcclBfloat16, zcclSum,
+                                    comm_, nullptr, &options),
+                zcclSuccess);
+      Expected e;
+      reduceScatterTraffic(&e, twoLevel, wire != nullptr,
+                           [&](int) { return wire ? wire->messageBytes(count) : count * 2; });
+      expectStats(comm_, e.bytes, e.messages, name + (wire ? " qgZ reduce-scatter" : " reduce-scatter"));
+    }
+    // Quantized all-reduce of an odd count: uneven blocks in both halves.
+    const size_t odd = 100003;
+    std::vector<float> data(odd, 0.5f);
+    const zcclCollOptions options = int4.options(hierarchy);
+    ASSERT_EQ(zcclCommResetStats(comm_), zcclSuccess);
+    ASSERT_EQ(zcclAllReduceEx(data.data(), data.data(), odd, zcclFloat32, zcclSum, comm_, nullptr,
+                              &options),
+              zcclSuccess);
+    const Blocks blocks{odd, layout_.n};
+    Expected e;
+    const auto messageOf = [&](int r) { return int4.messageBytes(blocks.size(r)); };
+    reduceScatterTraffic(&e, twoLevel, true, messageOf);
+    allGatherTraffic(&e, twoLevel, messageOf);
+    expectStats(comm_, e.bytes, e.messages, name + " quantized all-reduce");
+  }
+}
+
+TEST_F(ZeroPlusPlus, NodeAndCrossNodeSubCommunicators) {
+  zcclComm_t node = nullptr, cross = nullptr, again = nullptr;
+  ASSERT_EQ(zcclCommSplitNode(comm_, &node), zcclSuccess) << zcclGetLastError(comm_);
+  ASSERT_EQ(zcclCommSplitCrossNode(comm_, &cross), zcclSuccess) << zcclGetLastError(comm_);
+  ASSERT_EQ(zcclCommSplitNode(comm_, &again), zcclSuccess);
+  EXPECT_EQ(again, node) << "created once and cached";
+  int size = 0, rank = 0;
+  ASSERT_EQ(zcclCommCount(node, &size), zcclSuccess);
+  ASSERT_EQ(zcclCommUserRank(node, &rank), zcclSuccess);
+  const int nodeSize = std::min(layout_.perNode, layout_.n - layout_.node(layout_.me) * layout_.perNode);
+  EXPECT_EQ(size, nodeSize);
+  EXPECT_EQ(rank, layout_.local(layout_.me));
+  ASSERT_EQ(zcclCommCount(cross, &size), zcclSuccess);
+  ASSERT_EQ(zcclCommUserRank(cross, &rank), zcclSuccess);
+  EXPECT_EQ(rank, layout_.node(layout_.me));
+  int sameLocal = 0;
+  for (int r = 0; r < layout_.n; ++r) sameLocal += layout_.local(r) == layout_.local(layout_.me);
+  EXPECT_EQ(size, sameLocal);
+
+  // hpZ: the secondary partition is gathered inside the node only.
+  const size_t count = 4097;
+  std::vector<float> shard(count, float(layout_.me)), full(count * nodeSize);
+  ASSERT_EQ(zcclCommResetStats(node), zcclSuccess);
+  ASSERT_EQ(zcclAllGather(shard.data(), full.data(), count, zcclFloat32, node, nullptr),
+            zcclSuccess);
+  for (int r = 0; r < nodeSize; ++r)
+    EXPECT_EQ(full[r * count], float(layout_.rankAt(layout_.node(layout_.me), r)));
+  zcclStats stats;
+  ASSERT_EQ(zcclCommGetStats(node, &stats), zcclSuccess);
+  EXPECT_EQ(stats.bytesSent[zcclLinkInterNode], 0u);
+  EXPECT_EQ(stats.bytesSent[zcclLinkIntraNode], uint64_t(nodeSize - 1) * count * 4);
+
+  EXPECT_EQ(zcclCommDestroy(node), zcclInvalidUsage);
+  EXPECT_NE(std::string(zcclGetLastError(nullptr)).find("destroyed with its parent"),
+            std::string::npos);
+}
+
+TEST_F(ZeroPlusPlus, LossyFormatsOnlyWhereTheyApply) {
+  zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+  options.wireFormat = zcclWireInt4;
+  std::vector<int32_t> ints(8 * layout_.n), out(8);
+  EXPECT_EQ(zcclReduceScatterEx(ints.data(), out.data(), 8, zcclInt32, zcclSum, comm_, nullptr,
+                                &options),
+            zcclInvalidArgument);
+  EXPECT_NE(std::string(zcclGetLastError(comm_)).find("options.wireFormat=int4"),
+            std::string::npos)
+      << zcclGetLastError(comm_);
+  std::vector<float> floats(8 * layout_.n, 1.0f), result(8);
+  EXPECT_EQ(zcclReduceScatterEx(floats.data(), result.data(), 8, zcclFloat32, zcclMax, comm_,
+                                nullptr, &options),
+            zcclInvalidArgument);
+  EXPECT_NE(std::string(zcclGetLastError(comm_)).find("op=max"), std::string::npos);
+
+  // A communicator-wide default applies where it can and leaves the rest exact.
+  zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+  config.wireFormat = zcclWireInt4;
+  config.timeoutSeconds = 120;
+  zcclComm_t quantized = nullptr;
+  ASSERT_EQ(zcclCommInitMPI(MPI_COMM_WORLD, &config, &quantized), zcclSuccess);
+  for (int32_t& v : ints) v = 3;
+  ASSERT_EQ(zcclReduceScatter(ints.data(), out.data(), 8, zcclInt32, zcclMax, quantized, nullptr),
+            zcclSuccess);
+  EXPECT_EQ(out[0], 3);
+  ASSERT_EQ(zcclCommResetStats(quantized), zcclSuccess);
+  std::vector<float> big(4096 * layout_.n, 1.0f), mine(4096);
+  ASSERT_EQ(zcclReduceScatter(big.data(), mine.data(), 4096, zcclFloat32, zcclSum, quantized,
+                              nullptr),
+            zcclSuccess);
+  zcclStats stats;
+  ASSERT_EQ(zcclCommGetStats(quantized, &stats), zcclSuccess);
+  const uint64_t sent = stats.bytesSent[zcclLinkIntraNode] + stats.bytesSent[zcclLinkInterNode];
+  EXPECT_LT(sent, uint64_t(layout_.n - 1) * 4096 * 4 / 6) << "INT4 is 1/8 of float32 plus scales";
+  EXPECT_EQ(zcclCommDestroy(quantized), zcclSuccess);
+}
+
+TEST_F(ZeroPlusPlus, TwoLevelNeedsNodesOfEqualSize) {
+  zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+  options.hierarchy = zcclHierarchyTwoLevel;
+  std::vector<float> mine(16, 1.0f), all(16 * layout_.n);
+  const zcclResult_t result =
+      zcclAllGatherEx(mine.data(), all.data(), 16, zcclFloat32, comm_, nullptr, &options);
+  if (layout_.uniform()) {
+    EXPECT_EQ(result, zcclSuccess);
+  } else {
+    EXPECT_EQ(result, zcclInvalidUsage);
+    EXPECT_NE(std::string(zcclGetLastError(comm_)).find("same number of ranks"),
+              std::string::npos);
+    // Auto falls back to the flat algorithm and stays exact.
+    options.hierarchy = zcclHierarchyAuto;
+    ASSERT_EQ(zcclAllGatherEx(mine.data(), all.data(), 16, zcclFloat32, comm_, nullptr, &options),
+              zcclSuccess);
+    EXPECT_EQ(all.back(), 1.0f);
+  }
+}
+
+}  // namespace
+}  // namespace zccl_test
