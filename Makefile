@@ -5,7 +5,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test install clean format
+.PHONY: all deps configure build demo test install clean format tidy
 
 all: build
 
@@ -28,7 +28,11 @@ install: build
 	cmake --install $(BUILD_DIR)
 
 format:
-	clang-format -i $$(git ls-files '*.h' '*.cc' '*.c')
+	clang-format -i $$(git ls-files '*.h' '*.cc' '*.c' '*.cu')
+
+# Static analysis of the library's sources with the checks in .clang-tidy.
+tidy: configure
+	clang-tidy -p $(BUILD_DIR) --quiet $$(git ls-files 'src/*.cc')
 
 clean:
 	rm -rf $(BUILD_DIR)

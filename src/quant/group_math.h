@@ -33,10 +33,11 @@ struct QuantLayout {
   size_t totalBytes;
 };
 
+// Callers validate groupSize first (checkQuantParams); 0 is only guarded against.
 ZCCL_HOST_DEVICE inline QuantLayout quantLayoutOf(uint64_t count, int bits, QuantScheme scheme,
                                                   uint32_t groupSize) {
   QuantLayout l;
-  l.groups = static_cast<size_t>((count + groupSize - 1) / groupSize);
+  l.groups = groupSize == 0 ? 0 : static_cast<size_t>((count + groupSize - 1) / groupSize);
   l.payloadBytes = static_cast<size_t>(bits == 8 ? count : (count + 1) / 2);
   l.parametersOffset = sizeof(QuantHeader) + (l.payloadBytes + 3) / 4 * 4;
   const size_t perGroup = scheme == QuantScheme::kSymmetric ? 4 : 8;

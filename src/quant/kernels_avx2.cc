@@ -1,6 +1,7 @@
 // AVX2 + F16C kernels: eight floats per step, the scalar reference's operations lane by
 // lane, and the scalar code for the tail. Compiled with -mavx2 -mf16c only in this file;
 // chosen at run time from cpuid.
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "quant/kernels.h"
@@ -189,7 +190,10 @@ const QuantKernels* avx2QuantKernels() {
   static const QuantKernels kernels{"avx2",        stats,          codesNearest, codesStochastic,
                                     decodeSigned,  decodeUnsigned, widenFloat16, widenBfloat16,
                                     narrowFloat16, narrowBfloat16, accumulate};
-  const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  // F16C from cpuid directly: clang's __builtin_cpu_supports does not know it.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  const bool supported = __builtin_cpu_supports("avx2") && f16c;
   return supported ? &kernels : nullptr;
 }
 

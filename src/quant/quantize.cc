@@ -70,7 +70,7 @@ void unpackNibbles(const unsigned char* in, size_t n, bool isSigned, uint8_t* co
 // `target(first)` (a staging buffer when it returns nullptr), then hands them to `sink`.
 template <typename Target, typename Sink>
 Status decodeGroups(const void* message, size_t bytes, size_t count, Target&& target, Sink&& sink) {
-  QuantHeader h;
+  QuantHeader h{};
   ZCCL_CHECK(readQuantHeader(message, bytes, &h));
   if (h.count != count) {
     return fail(Status::kInvalidArgument, "count=%zu but the message holds %llu elements", count,
