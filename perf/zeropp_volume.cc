@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
   const auto gather = [&](zcclWireFormat_t wire, zcclHierarchy_t hierarchy) {
     const zcclCollOptions o = options(wire, hierarchy);
     return measure(comm, [&] {
-      VOLUME_CHECK(zcclAllGatherEx(mine.data(), full.data(), shard, zcclBfloat16, comm, nullptr, &o));
+      VOLUME_CHECK(
+          zcclAllGatherEx(mine.data(), full.data(), shard, zcclBfloat16, comm, nullptr, &o));
     });
   };
   const auto reduce = [&](zcclWireFormat_t wire, zcclHierarchy_t hierarchy) {
@@ -90,8 +91,8 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf("# model M = %.1f MiB of bfloat16 parameters, %d ranks\n", modelBytes / 1048576,
                 ranks);
-    std::printf("%-32s %16s %10s %16s %10s\n", "collective (whole model)", "inter-node B",
-                "x M", "intra-node B", "x M");
+    std::printf("%-32s %16s %10s %16s %10s\n", "collective (whole model)", "inter-node B", "x M",
+                "intra-node B", "x M");
     for (const Row& row : rows) {
       std::printf("%-32s %16.0f %10.4f %16.0f %10.4f\n", row.name, row.traffic.interNode,
                   row.traffic.interNode / modelBytes, row.traffic.intraNode,

@@ -10,6 +10,7 @@ packages=(
   libucx-dev
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
+  python3
 )
 
 missing=()

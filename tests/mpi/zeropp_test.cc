@@ -44,9 +44,7 @@ struct Blocks {
   size_t count;
   int parts;
   size_t size(int r) const { return count / parts + (size_t(r) < count % parts ? 1 : 0); }
-  size_t offset(int r) const {
-    return r * (count / parts) + std::min<size_t>(r, count % parts);
-  }
+  size_t offset(int r) const { return r * (count / parts) + std::min<size_t>(r, count % parts); }
 };
 
 // The quantized wire format as documented in src/quant/quantize.h, and the quantizer's
@@ -325,9 +323,9 @@ TEST_F(ZeroPlusPlus, PlainFlatAndTwoLevelAreExact) {
     const std::string what = hierarchy == zcclHierarchyFlat ? "flat" : "two-level";
     std::vector<float> mine(count), gathered(count * layout_.n);
     for (size_t i = 0; i < count; ++i) mine[i] = exactValue(layout_.me, i);
-    ASSERT_EQ(zcclAllGatherEx(mine.data(), gathered.data(), count, zcclFloat32, comm_, nullptr,
-                              &options),
-              zcclSuccess)
+    ASSERT_EQ(
+        zcclAllGatherEx(mine.data(), gathered.data(), count, zcclFloat32, comm_, nullptr, &options),
+        zcclSuccess)
         << zcclGetLastError(comm_);
     for (size_t i = 0; i < gathered.size(); ++i)
       ASSERT_EQ(gathered[i], exactValue(int(i / count), i % count)) << what << " all-gather " << i;
@@ -370,11 +368,12 @@ TEST_F(ZeroPlusPlus, QuantizedAllGatherIsWithinTheBoundAndIdenticalOnEveryRank) 
                      (hierarchy == zcclHierarchyFlat ? " flat" : " two-level"));
         const size_t es = sizeOf(type);
         std::vector<char> mine(count * es), gathered(count * layout_.n * es);
-        for (size_t i = 0; i < count; ++i) store(type, mine.data(), i, inputValue(type, layout_.me, i));
+        for (size_t i = 0; i < count; ++i)
+          store(type, mine.data(), i, inputValue(type, layout_.me, i));
         const zcclCollOptions options = wire.options(hierarchy);
-        ASSERT_EQ(zcclAllGatherEx(mine.data(), gathered.data(), count, type, comm_, nullptr,
-                                  &options),
-                  zcclSuccess)
+        ASSERT_EQ(
+            zcclAllGatherEx(mine.data(), gathered.data(), count, type, comm_, nullptr, &options),
+            zcclSuccess)
             << zcclGetLastError(comm_);
         size_t wrong = 0;
         for (int r = 0; r < layout_.n; ++r) {
@@ -388,8 +387,8 @@ TEST_F(ZeroPlusPlus, QuantizedAllGatherIsWithinTheBoundAndIdenticalOnEveryRank) 
               const double got = load(type, gathered.data(), r * count + j);
               if (!(std::fabs(got - want) <= err + outputRounding(type, want, err)) &&
                   wrong++ == 0) {
-                ADD_FAILURE() << "block " << r << " element " << j << ": got " << got
-                              << ", sent " << want << ", bound " << err;
+                ADD_FAILURE() << "block " << r << " element " << j << ": got " << got << ", sent "
+                              << want << ", bound " << err;
               }
             }
           }
@@ -411,8 +410,8 @@ TEST_F(ZeroPlusPlus, QuantizedReduceScatterIsWithinTheBoundForSumAndAvg) {
       for (zcclRedOp_t op : {zcclSum, zcclAvg}) {
         for (Wire wire : {Wire{zcclWireInt4, zcclQuantSymmetric, 512, false},
                           Wire{zcclWireInt8, zcclQuantAsymmetric, 128, false}}) {
-          SCOPED_TRACE(std::string(typeName(type)) + (op == zcclSum ? " sum" : " avg") +
-                       " bits " + std::to_string(wire.bits()) +
+          SCOPED_TRACE(std::string(typeName(type)) + (op == zcclSum ? " sum" : " avg") + " bits " +
+                       std::to_string(wire.bits()) +
                        (hierarchy == zcclHierarchyFlat ? " 1-hop" : " 2-hop"));
           checkQuantizedReduceScatter(type, wire, op, hierarchy, recvcount);
         }
@@ -436,15 +435,15 @@ TEST_F(ZeroPlusPlus, QuantizedAllReduceOfAnOddCountIsWithinTheBound) {
     std::vector<uint16_t> data(count);
     for (size_t i = 0; i < count; ++i) store(type, data.data(), i, inputValue(type, layout_.me, i));
     const zcclCollOptions options = wire.options(hierarchy);
-    ASSERT_EQ(zcclAllReduceEx(data.data(), data.data(), count, type, zcclAvg, comm_, nullptr,
-                              &options),
-              zcclSuccess)
+    ASSERT_EQ(
+        zcclAllReduceEx(data.data(), data.data(), count, type, zcclAvg, comm_, nullptr, &options),
+        zcclSuccess)
         << zcclGetLastError(comm_);
     const Blocks blocks{count, layout_.n};
     size_t wrong = 0;
     for (int owner = 0; owner < layout_.n; ++owner) {
-      const auto rsBound = reduceScatterBound(type, wire, blocks, owner,
-                                              hierarchy == zcclHierarchyTwoLevel);
+      const auto rsBound =
+          reduceScatterBound(type, wire, blocks, owner, hierarchy == zcclHierarchyTwoLevel);
       const size_t first = blocks.offset(owner);
       for (size_t g0 = 0; g0 < blocks.size(owner); g0 += wire.group) {
         const size_t g1 = std::min(blocks.size(owner), g0 + wire.group);
@@ -503,8 +502,8 @@ TEST_F(ZeroPlusPlus, StatsEqualEachAlgorithmsDefinition) {
     for (const Wire* wire : {static_cast<const Wire*>(nullptr), &int8}) {
       const zcclCollOptions options = wire ? wire->options(hierarchy) : Wire{}.options(hierarchy);
       ASSERT_EQ(zcclCommResetStats(comm_), zcclSuccess);
-      ASSERT_EQ(zcclAllGatherEx(shard.data(), gathered.data(), count, zcclBfloat16, comm_,
-                                nullptr, &options),
+      ASSERT_EQ(zcclAllGatherEx(shard.data(), gathered.data(), count, zcclBfloat16, comm_, nullptr,
+                                &options),
                 zcclSuccess);
       Expected e;
       allGatherTraffic(&e, twoLevel,
@@ -521,7 +520,8 @@ TEST_F(ZeroPlusPlus, StatsEqualEachAlgorithmsDefinition) {
       Expected e;
       reduceScatterTraffic(&e, twoLevel, wire != nullptr,
                            [&](int) { return wire ? wire->messageBytes(count) : count * 2; });
-      expectStats(comm_, e.bytes, e.messages, name + (wire ? " qgZ reduce-scatter" : " reduce-scatter"));
+      expectStats(comm_, e.bytes, e.messages,
+                  name + (wire ? " qgZ reduce-scatter" : " reduce-scatter"));
     }
     // Quantized all-reduce of an odd count: uneven blocks in both halves.
     const size_t odd = 100003;
@@ -549,7 +549,8 @@ TEST_F(ZeroPlusPlus, NodeAndCrossNodeSubCommunicators) {
   int size = 0, rank = 0;
   ASSERT_EQ(zcclCommCount(node, &size), zcclSuccess);
   ASSERT_EQ(zcclCommUserRank(node, &rank), zcclSuccess);
-  const int nodeSize = std::min(layout_.perNode, layout_.n - layout_.node(layout_.me) * layout_.perNode);
+  const int nodeSize =
+      std::min(layout_.perNode, layout_.n - layout_.node(layout_.me) * layout_.perNode);
   EXPECT_EQ(size, nodeSize);
   EXPECT_EQ(rank, layout_.local(layout_.me));
   ASSERT_EQ(zcclCommCount(cross, &size), zcclSuccess);
@@ -581,11 +582,10 @@ TEST_F(ZeroPlusPlus, LossyFormatsOnlyWhereTheyApply) {
   zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
   options.wireFormat = zcclWireInt4;
   std::vector<int32_t> ints(8 * layout_.n), out(8);
-  EXPECT_EQ(zcclReduceScatterEx(ints.data(), out.data(), 8, zcclInt32, zcclSum, comm_, nullptr,
-                                &options),
-            zcclInvalidArgument);
-  EXPECT_NE(std::string(zcclGetLastError(comm_)).find("options.wireFormat=int4"),
-            std::string::npos)
+  EXPECT_EQ(
+      zcclReduceScatterEx(ints.data(), out.data(), 8, zcclInt32, zcclSum, comm_, nullptr, &options),
+      zcclInvalidArgument);
+  EXPECT_NE(std::string(zcclGetLastError(comm_)).find("options.wireFormat=int4"), std::string::npos)
       << zcclGetLastError(comm_);
   std::vector<float> floats(8 * layout_.n, 1.0f), result(8);
   EXPECT_EQ(zcclReduceScatterEx(floats.data(), result.data(), 8, zcclFloat32, zcclMax, comm_,
@@ -605,9 +605,9 @@ TEST_F(ZeroPlusPlus, LossyFormatsOnlyWhereTheyApply) {
   EXPECT_EQ(out[0], 3);
   ASSERT_EQ(zcclCommResetStats(quantized), zcclSuccess);
   std::vector<float> big(4096 * layout_.n, 1.0f), mine(4096);
-  ASSERT_EQ(zcclReduceScatter(big.data(), mine.data(), 4096, zcclFloat32, zcclSum, quantized,
-                              nullptr),
-            zcclSuccess);
+  ASSERT_EQ(
+      zcclReduceScatter(big.data(), mine.data(), 4096, zcclFloat32, zcclSum, quantized, nullptr),
+      zcclSuccess);
   zcclStats stats;
   ASSERT_EQ(zcclCommGetStats(quantized, &stats), zcclSuccess);
   const uint64_t sent = stats.bytesSent[zcclLinkIntraNode] + stats.bytesSent[zcclLinkInterNode];
@@ -625,8 +625,7 @@ TEST_F(ZeroPlusPlus, TwoLevelNeedsNodesOfEqualSize) {
     EXPECT_EQ(result, zcclSuccess);
   } else {
     EXPECT_EQ(result, zcclInvalidUsage);
-    EXPECT_NE(std::string(zcclGetLastError(comm_)).find("same number of ranks"),
-              std::string::npos);
+    EXPECT_NE(std::string(zcclGetLastError(comm_)).find("same number of ranks"), std::string::npos);
     // Auto falls back to the flat algorithm and stays exact.
     options.hierarchy = zcclHierarchyAuto;
     ASSERT_EQ(zcclAllGatherEx(mine.data(), all.data(), 16, zcclFloat32, comm_, nullptr, &options),

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Runs every nccl-tests-style binary at small sizes with 2 and 3 ranks and checks what it
+prints and writes: the two-level header, one row per size with #wrong 0, the footer lines
+(OK), busbw = algbw x nccl-tests' factor in the table and in the JSON (-J), and the byte
+columns from the statistics.
+
+usage: perf_output_test.py MPIEXEC PERF_DIR
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+FACTORS = {
+    "all_reduce": lambda n: 2.0 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+}
+QUANTIZABLE = {"all_reduce", "all_gather", "reduce_scatter"}
+ROW = re.compile(r"^\s+\d+\s+\d+\s+\S+\s+\S+\s+-?\d+\s")
+
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+    return condition
+
+
+def run_case(mpiexec, perf_dir, name, ranks, extra):
+    with tempfile.TemporaryDirectory() as work:
+        json_path = os.path.join(work, "out.json")
+        command = [mpiexec, "-n", str(ranks), os.path.join(perf_dir, name + "_perf"),
+                   "-b", "4K", "-e", "64K", "-f", "4", "-n", "2", "-w", "1", "-c", "1",
+                   "-J", json_path] + extra
+        what = " ".join(command[1:3] + [name] + extra)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        out = result.stdout
+        if not check(result.returncode == 0, f"{what}: exit status {result.returncode}\n"
+                     f"{out}\n{result.stderr}"):
+            return
+        factor = FACTORS[name](ranks)
+        check("out-of-place" in out and "in-place" in out, f"{what}: no two-level header")
+        check(re.search(r"#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong",
+                        out), f"{what}: header columns")
+        check(re.search(r"^#  Rank  0 Group  0 Pid\s+\d+ on\s+\S+ host memory$", out, re.M),
+              f"{what}: no per-rank device line")
+        rows = [line.split() for line in out.splitlines() if ROW.match(line)]
+        check(len(rows) == 3, f"{what}: {len(rows)} rows, expected 3 (4K, 16K, 64K)")
+        for row in rows:
+            algbw, busbw, wrong = float(row[6]), float(row[7]), row[8]
+            check(wrong == "0", f"{what}: #wrong {wrong} in {row}")
+            check(abs(busbw - algbw * factor) <= 0.011, f"{what}: busbw {busbw} != {algbw} x {factor}")
+            if name != "sendrecv":
+                check(row[12] == "0", f"{what}: in-place #wrong {row[12]}")
+            sent = float(row[-1]) + float(row[-2])
+            check(sent > 0, f"{what}: no bytes counted in {row}")
+        check(re.search(r"^# Out of bounds values : 0 OK$", out, re.M), f"{what}: footer not OK")
+        check(re.search(r"^# Avg bus bandwidth    : [0-9.e+-]+", out, re.M),
+              f"{what}: no average bus bandwidth")
+        with open(json_path) as f:
+            data = json.load(f)
+        check(data["collective"] == name and data["ranks"] == ranks, f"{what}: JSON header")
+        check(data["ok"] is True and data["out_of_bounds"] == 0, f"{what}: JSON not ok")
+        check(len(data["results"]) == 3, f"{what}: JSON rows")
+        for entry in data["results"]:
+            for key in ("out_of_place", "in_place", "native"):
+                if key not in entry:
+                    continue
+                m = entry[key]
+                check(m["wrong"] == 0, f"{what}: JSON {key} wrong {m['wrong']}")
+                check(abs(m["busbw"] - m["algbw"] * factor) <= 1e-4 + 1e-3 * m["busbw"],
+                      f"{what}: JSON {key} busbw {m['busbw']} != {m['algbw']} x {factor}")
+            check(("native" in entry) == ("-B" in extra), f"{what}: native column")
+
+
+def main():
+    mpiexec, perf_dir = sys.argv[1], sys.argv[2]
+    for name in FACTORS:
+        for ranks in (2, 3):
+            run_case(mpiexec, perf_dir, name, ranks, ["-B"] if ranks == 2 else [])
+            if name in QUANTIZABLE:
+                run_case(mpiexec, perf_dir, name, ranks, ["-q", "int8", "-d", "bfloat16"])
+    run_case(mpiexec, perf_dir, "reduce_scatter", 3, ["-q", "int4", "-o", "avg", "-d", "half"])
+    for failure in failures:
+        print("FAILED:", failure)
+    print(f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
