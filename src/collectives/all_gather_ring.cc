@@ -9,12 +9,18 @@ namespace zccl {
 Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockBytes& layout) {
   Transport& t = ctx.transport;
   char* out = static_cast<char*>(recv);
-  if (send != nullptr && layout.size(t.rank()) > 0) {
-    std::memmove(out + layout.offset(t.rank()), send, layout.size(t.rank()));
-  }
-  return ringAllGatherUnits(t, 1, [&](int unit, int) {
+  const int me = t.rank();
+  const auto blockOf = [&](int unit, int) {
     return Piece{out + layout.offset(unit), layout.size(unit)};
-  });
+  };
+  if (send == nullptr) return ringAllGatherUnits(t, 1, blockOf);
+  // Out of place: the first step sends straight from `send` while the own block is copied.
+  return ringAllGatherUnits(
+      t, 1, blockOf,
+      [&](int) { return Piece{static_cast<char*>(const_cast<void*>(send)), layout.size(me)}; },
+      [&] {
+        if (layout.size(me) > 0) std::memcpy(out + layout.offset(me), send, layout.size(me));
+      });
 }
 
 }  // namespace zccl

@@ -132,9 +132,12 @@ inline int ringBlock(int rank, int distance, int size) {
 
 // Ring all-gather of one unit per member of `t`: at step s each member forwards the unit it
 // received at step s-1 (its own at s=0) to the next. A unit is `pieces` byte ranges,
-// pieceOf(unit, k) -> {pointer, bytes}, one message each; this member's unit is in place.
-template <typename PieceOf>
-Status ringAllGatherUnits(Transport& t, int pieces, PieceOf&& pieceOf) {
+// pieceOf(unit, k) -> {pointer, bytes}, one message each. This member's own unit is sent
+// from ownPiece(k) at step 0; `whileFirstStep` runs while that step is in flight (copying
+// the own unit into place overlaps the first transfer).
+template <typename PieceOf, typename OwnPiece, typename Work>
+Status ringAllGatherUnits(Transport& t, int pieces, PieceOf&& pieceOf, OwnPiece&& ownPiece,
+                          Work&& whileFirstStep) {
   const int n = t.size();
   for (int step = 0; step < n - 1; ++step) {
     const int sendUnit = ringBlock(t.rank(), step, n);
@@ -145,12 +148,21 @@ Status ringAllGatherUnits(Transport& t, int pieces, PieceOf&& pieceOf) {
       ZCCL_CHECK(t.postRecv(data, bytes, ringPrev(t), kCollectiveTag, &ticket));
     }
     for (int k = 0; k < pieces; ++k) {
-      const auto [data, bytes] = pieceOf(sendUnit, k);
+      const auto [data, bytes] = step == 0 ? ownPiece(k) : pieceOf(sendUnit, k);
       ZCCL_CHECK(t.postSend(data, bytes, ringNext(t), kCollectiveTag, &ticket));
     }
+    if (step == 0) whileFirstStep();
     ZCCL_CHECK(t.waitAll());
   }
+  if (n == 1) whileFirstStep();
   return Status::kSuccess;
+}
+
+// The same with this member's unit already in place.
+template <typename PieceOf>
+Status ringAllGatherUnits(Transport& t, int pieces, PieceOf&& pieceOf) {
+  return ringAllGatherUnits(
+      t, pieces, pieceOf, [&](int k) { return pieceOf(t.rank(), k); }, [] {});
 }
 
 }  // namespace zccl

@@ -1,0 +1,134 @@
+// A thin ZeRO optimizer over zccl: stages 0-3, the ZeRO++ options (qwZ, hpZ, qgZ), Adam and
+// AdamW with float32 master weights, and the module interface that models implement.
+//
+// Stage 0: plain data parallelism, gradients all-reduced, everything replicated.
+// Stage 1: optimizer states (master weights, moments) partitioned; gradients all-reduced,
+//          each rank updates its shard, the new working weights are all-gathered.
+// Stage 2: + gradients reduce-scattered to their owner as each module's backward ends.
+// Stage 3: + working weights partitioned; each module's weights are all-gathered before its
+//          forward and again before its backward, and released after use.
+// ZeRO++ (stage 3): qwZ all-gathers the forward weights as INT8; hpZ keeps, after the
+// forward gather, a node-local secondary partition from which the backward all-gather runs on
+// the node's ranks only; qgZ reduce-scatters gradients as INT4 in two hops.
+//
+// Every buffer of model state (working weights and gradients, master weights, moments, the
+// gathered and secondary copies) is allocated through a tracker, so the peak bytes per rank
+// reported are measured, not computed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "zccl/zccl.h"
+
+namespace zccl::zero {
+
+// rows x cols float32 values, row-major.
+struct Tensor {
+  int rows = 0;
+  int cols = 0;
+  std::vector<float> data;
+
+  void resize(int r, int c) {
+    rows = r;
+    cols = c;
+    data.assign(static_cast<size_t>(r) * static_cast<size_t>(c), 0.0f);
+  }
+  float* row(int r) { return data.data() + static_cast<size_t>(r) * static_cast<size_t>(cols); }
+  const float* row(int r) const {
+    return data.data() + static_cast<size_t>(r) * static_cast<size_t>(cols);
+  }
+};
+
+// A batch of sequences: `size` sequences of `length` positions, `fields` input ids per
+// position, one target per position (-1: no loss there).
+struct Batch {
+  int size = 0;
+  int length = 1;
+  int fields = 1;
+  std::vector<int> inputs;   // [size * length * fields]
+  std::vector<int> targets;  // [size * length]
+};
+
+// One unit of parameters that ZeRO gathers and releases as a whole (a layer or a block).
+// forward keeps what backward needs; backward adds the parameters' gradient into dparams.
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual const char* name() const = 0;
+  virtual size_t numParams() const = 0;
+  virtual void initParams(float* params, uint64_t seed) const = 0;
+  // x is empty for a first module, which reads the batch's ids instead.
+  virtual void forward(const float* params, const Batch& batch, const Tensor& x, Tensor* y) = 0;
+  virtual void backward(const float* params, const Batch& batch, const Tensor& dy, Tensor* dx,
+                        float* dparams) = 0;
+};
+
+// Modules applied in order; the last produces logits, one row per position.
+struct Model {
+  std::vector<std::unique_ptr<Module>> modules;
+  size_t numParams() const;
+};
+
+// Mean cross-entropy over positions with a target >= 0, and dLoss/dlogits times `scale`.
+double crossEntropy(const Tensor& logits, const std::vector<int>& targets, float scale,
+                    Tensor* dlogits);
+
+enum class Precision { kFloat32, kBfloat16, kFloat16 };  // working weights and gradients
+enum class Optimizer { kAdam, kAdamW };
+
+struct ZeroOptions {
+  int stage = 3;
+  bool quantizedWeights = false;       // qwZ (stage 3)
+  bool hierarchicalPartition = false;  // hpZ (stage 3)
+  bool quantizedGradients = false;     // qgZ (stages 2 and 3)
+  Precision precision = Precision::kBfloat16;
+  Optimizer optimizer = Optimizer::kAdamW;
+  float learningRate = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+  float weightDecay = 0.0f;
+  // float16 only: dynamic loss scaling, halved on overflow, doubled after `lossScaleWindow`
+  // steps without one.
+  float initialLossScale = 65536.0f;
+  int lossScaleWindow = 100;
+  uint64_t seed = 1;  // parameter initialization, the same on every rank
+};
+
+struct StepStats {
+  double loss = 0;      // this rank's mean loss over its batch
+  bool skipped = false;  // float16 overflow: no update, loss scale halved
+  float lossScale = 1;
+  uint64_t interNodeBytes = 0;  // what this rank sent during the step, from zcclCommGetStats
+  uint64_t intraNodeBytes = 0;
+  double seconds = 0;
+};
+
+class ZeroOptimizer {
+ public:
+  // Collective over comm. The model's modules must be the same on every rank.
+  static zcclResult_t create(zcclComm_t comm, Model* model, const ZeroOptions& options,
+                             std::unique_ptr<ZeroOptimizer>* out);
+  ~ZeroOptimizer();
+
+  // One training step on this rank's share of the global batch (collective).
+  zcclResult_t step(const Batch& batch, StepStats* stats);
+  // Every parameter's float32 master value, module after module (collective).
+  zcclResult_t gatherMasterParameters(std::vector<float>* params);
+
+  size_t numParams() const;
+  size_t modelStateBytes() const;      // held now
+  size_t peakModelStateBytes() const;  // the most held at any time
+  const char* lastError() const;
+
+  class Impl;
+
+ private:
+  explicit ZeroOptimizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zccl::zero

@@ -1,0 +1,146 @@
+// The demo models' hand-written backward passes against central finite differences of a
+// random projection of their output, for parameters and inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "zero/modules.h"
+
+namespace zccl::zero {
+namespace {
+
+// L = sum of y * R: dL/dy = R.
+double projection(const Tensor& y, const std::vector<float>& r) {
+  double sum = 0;
+  for (size_t i = 0; i < y.data.size(); ++i) sum += static_cast<double>(y.data[i]) * r[i];
+  return sum;
+}
+
+struct Case {
+  Module* module;
+  Batch batch;
+  Tensor x;  // empty for modules that read the batch
+};
+
+// Compares analytic and numeric derivatives at `samples` random parameters and inputs.
+void checkGradients(const Case& c, uint64_t seed, int samples = 120) {
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::vector<float> params(c.module->numParams());
+  c.module->initParams(params.data(), seed);
+  std::normal_distribution<float> noise(0.0f, 0.05f);
+  for (float& p : params) p += noise(rng);  // off the symmetric initial values
+  Tensor y;
+  Tensor x = c.x;
+  c.module->forward(params.data(), c.batch, x, &y);
+  std::vector<float> r(y.data.size());
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (float& v : r) v = uniform(rng);
+  Tensor dy = y, dx;
+  dy.data = r;
+  std::vector<float> dparams(params.size(), 0.0f);
+  c.module->backward(params.data(), c.batch, dy, &dx, dparams.data());
+
+  const auto loss = [&](const std::vector<float>& p, const Tensor& in) {
+    Tensor out;
+    c.module->forward(p.data(), c.batch, in, &out);
+    return projection(out, r);
+  };
+  const float eps = 1e-2f;
+  const auto expectClose = [&](double analytic, double numeric, const char* what, size_t i) {
+    EXPECT_NEAR(analytic, numeric, 5e-3 + 2e-2 * std::fabs(numeric))
+        << c.module->name() << " " << what << " " << i;
+  };
+  std::uniform_int_distribution<size_t> pickParam(0, params.size() - 1);
+  for (int s = 0; s < samples; ++s) {
+    const size_t i = pickParam(rng);
+    std::vector<float> plus = params, minus = params;
+    plus[i] += eps;
+    minus[i] -= eps;
+    expectClose(dparams[i], (loss(plus, x) - loss(minus, x)) / (2 * eps), "param", i);
+  }
+  if (x.data.empty()) return;
+  std::uniform_int_distribution<size_t> pickInput(0, x.data.size() - 1);
+  for (int s = 0; s < samples; ++s) {
+    const size_t i = pickInput(rng);
+    Tensor plus = x, minus = x;
+    plus.data[i] += eps;
+    minus.data[i] -= eps;
+    expectClose(dx.data[i], (loss(params, plus) - loss(params, minus)) / (2 * eps), "input", i);
+  }
+}
+
+Tensor randomInput(int rows, int cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Tensor x;
+  x.resize(rows, cols);
+  for (float& v : x.data) v = normal(rng);
+  return x;
+}
+
+TEST(ZeroModules, EmbeddingGradients) {
+  Embedding mlpInput(2, 7, 5, 1), tokens(1, 8, 6, 3);
+  checkGradients({&mlpInput, modularAdditionBatch(7, false, 1, 0, 0, 4), {}}, 1);
+  checkGradients({&tokens, modularAdditionBatch(7, true, 2, 0, 0, 3), {}}, 2);
+}
+
+TEST(ZeroModules, LinearGradients) {
+  Linear gelu(6, 5, true), plain(6, 4, false);
+  const Batch b = modularAdditionBatch(7, false, 1, 0, 0, 3);
+  checkGradients({&gelu, b, randomInput(3, 6, 3)}, 3);
+  checkGradients({&plain, b, randomInput(3, 6, 4)}, 4);
+}
+
+TEST(ZeroModules, TransformerBlockGradients) {
+  TransformerBlock block(8, 2, 12);
+  const Batch b = modularAdditionBatch(7, true, 1, 0, 0, 2);  // 2 sequences of 3
+  checkGradients({&block, b, randomInput(6, 8, 5)}, 5, 300);
+}
+
+TEST(ZeroModules, NormLinearGradients) {
+  NormLinear head(8, 5);
+  checkGradients({&head, modularAdditionBatch(7, true, 1, 0, 0, 2), randomInput(6, 8, 6)}, 6);
+}
+
+TEST(ZeroModules, CrossEntropyGradientAndMasking) {
+  Tensor logits = randomInput(4, 5, 7), dlogits;
+  const std::vector<int> targets = {2, -1, 0, 4};
+  const double loss = crossEntropy(logits, targets, 1.0f, &dlogits);
+  const float eps = 1e-2f;
+  Tensor scratch;
+  for (size_t i = 0; i < logits.data.size(); ++i) {
+    Tensor plus = logits, minus = logits;
+    plus.data[i] += eps;
+    minus.data[i] -= eps;
+    const double numeric =
+        (crossEntropy(plus, targets, 1.0f, &scratch) - crossEntropy(minus, targets, 1.0f, &scratch)) /
+        (2 * eps);
+    EXPECT_NEAR(dlogits.data[i], numeric, 1e-3) << i;
+  }
+  EXPECT_EQ(dlogits.row(1)[0], 0.0f) << "a masked position has no gradient";
+  EXPECT_GT(loss, 0.0);
+  Tensor scaled;
+  crossEntropy(logits, targets, 8.0f, &scaled);
+  EXPECT_FLOAT_EQ(scaled.data[0], 8.0f * dlogits.data[0]) << "the loss scale multiplies";
+}
+
+TEST(ZeroModules, ModelsChainTheirModules) {
+  const auto mlp = makeMlp(11, 16, 2);
+  EXPECT_EQ(mlp->modules.size(), 4u);
+  EXPECT_EQ(mlp->numParams(), (2 * 11 + 1) * 16u + 2 * (17 * 16u) + 17 * 11u);
+  const auto transformer = makeTransformer(11, 16, 2, 32, 2);
+  EXPECT_EQ(transformer->modules.size(), 4u);
+  const Batch b = modularAdditionBatch(11, true, 3, 5, 10, 4);
+  ASSERT_EQ(b.inputs.size(), 12u);
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_EQ(b.inputs[3 * e + 2], 11) << "the '=' token";
+    EXPECT_EQ(b.targets[3 * e + 2], (b.inputs[3 * e] + b.inputs[3 * e + 1]) % 11);
+  }
+  const Batch again = modularAdditionBatch(11, true, 3, 5, 12, 2);
+  EXPECT_EQ(again.inputs[0], b.inputs[6]) << "example indices are global: ranks slice one batch";
+}
+
+}  // namespace
+}  // namespace zccl::zero
