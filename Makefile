@@ -18,8 +18,9 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# ZeRO-3 against ZeRO++ on both demo models, 4 ranks as 2 emulated nodes of 2.
 demo: build
-	mpiexec -n 4 $(BUILD_DIR)/perf/collectives_demo
+	ZCCL_RANKS_PER_NODE=2 mpiexec -n 4 $(BUILD_DIR)/perf/zero_demo
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1

@@ -99,7 +99,7 @@ struct ZeroOptions {
 };
 
 struct StepStats {
-  double loss = 0;      // this rank's mean loss over its batch
+  double loss = 0;       // this rank's mean loss over its batch
   bool skipped = false;  // float16 overflow: no update, loss scale halved
   float lossScale = 1;
   uint64_t interNodeBytes = 0;  // what this rank sent during the step, from zcclCommGetStats

@@ -60,13 +60,10 @@ void affineBackward(const Tensor& x, const float* w, const Tensor& dy, Tensor* d
 
 constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
 
-float gelu(float x) {
-  return 0.5f * x * (1.0f + std::tanh(kGeluC * (x + 0.044715f * x * x * x)));
-}
+float gelu(float x) { return 0.5f * x * (1.0f + std::tanh(kGeluC * (x + 0.044715f * x * x * x))); }
 float geluDerivative(float x) {
   const float t = std::tanh(kGeluC * (x + 0.044715f * x * x * x));
-  return 0.5f * (1.0f + t) +
-         0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * x * x);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
 // y = gamma * (x - mean) / sqrt(var + eps) + beta, row by row; keeps mean and 1/std.
@@ -84,15 +81,14 @@ void layerNorm(const Tensor& x, const float* gamma, const float* beta, Tensor* y
     const float inv = static_cast<float>(1.0 / std::sqrt(squares / x.cols + kNormEpsilon));
     (*mean)[r] = static_cast<float>(mu);
     (*rstd)[r] = inv;
-    for (int i = 0; i < x.cols; ++i)
-      y->row(r)[i] = gamma[i] * (xr[i] - (*mean)[r]) * inv + beta[i];
+    for (int i = 0; i < x.cols; ++i) y->row(r)[i] = gamma[i] * (xr[i] - (*mean)[r]) * inv + beta[i];
   }
 }
 
 // dx (added to what it holds), dgamma, dbeta from dy.
 void layerNormBackward(const Tensor& x, const float* gamma, const std::vector<float>& mean,
-                       const std::vector<float>& rstd, const Tensor& dy, Tensor* dx,
-                       float* dgamma, float* dbeta) {
+                       const std::vector<float>& rstd, const Tensor& dy, Tensor* dx, float* dgamma,
+                       float* dbeta) {
   const int n = x.cols;
   std::vector<float> dxhat(static_cast<size_t>(n)), xhat(static_cast<size_t>(n));
   for (int r = 0; r < x.rows; ++r) {
@@ -108,8 +104,8 @@ void layerNormBackward(const Tensor& x, const float* gamma, const std::vector<fl
     meanD /= n;
     meanDX /= n;
     for (int i = 0; i < n; ++i) {
-      dx->row(r)[i] += rstd[r] * (dxhat[i] - static_cast<float>(meanD) -
-                                  xhat[i] * static_cast<float>(meanDX));
+      dx->row(r)[i] +=
+          rstd[r] * (dxhat[i] - static_cast<float>(meanD) - xhat[i] * static_cast<float>(meanDX));
     }
   }
 }
@@ -137,7 +133,8 @@ double crossEntropy(const Tensor& logits, const std::vector<int>& targets, float
     loss += std::log(sum) - (z[targets[r]] - top);
     for (int j = 0; j < logits.cols; ++j) {
       const double p = std::exp(static_cast<double>(z[j] - top)) / sum;
-      dlogits->row(r)[j] = static_cast<float>((p - (j == targets[r] ? 1.0 : 0.0)) / counted * scale);
+      dlogits->row(r)[j] =
+          static_cast<float>((p - (j == targets[r] ? 1.0 : 0.0)) / counted * scale);
     }
   }
   return counted > 0 ? loss / counted : 0.0;
@@ -371,7 +368,9 @@ void TransformerBlock::backward(const float* params, const Batch& batch, const T
 
 NormLinear::NormLinear(int width, int out) : width_(width), out_(out) {}
 
-size_t NormLinear::numParams() const { return 2 * static_cast<size_t>(width_) + (width_ + 1) * static_cast<size_t>(out_); }
+size_t NormLinear::numParams() const {
+  return 2 * static_cast<size_t>(width_) + (width_ + 1) * static_cast<size_t>(out_);
+}
 
 void NormLinear::initParams(float* params, uint64_t seed) const {
   const size_t D = static_cast<size_t>(width_);
@@ -401,7 +400,8 @@ void NormLinear::backward(const float* params, const Batch&, const Tensor& dy, T
 std::unique_ptr<Model> makeMlp(int modulus, int hidden, int depth) {
   auto model = std::make_unique<Model>();
   model->modules.push_back(std::make_unique<Embedding>(2, modulus, hidden, 1));
-  for (int i = 0; i < depth; ++i) model->modules.push_back(std::make_unique<Linear>(hidden, hidden, true));
+  for (int i = 0; i < depth; ++i)
+    model->modules.push_back(std::make_unique<Linear>(hidden, hidden, true));
   model->modules.push_back(std::make_unique<Linear>(hidden, modulus, false));
   return model;
 }
@@ -417,7 +417,7 @@ std::unique_ptr<Model> makeTransformer(int modulus, int width, int heads, int hi
 }
 
 Batch modularAdditionBatch(int modulus, bool sequence, uint64_t seed, uint64_t step, int first,
-                           int size) {
+                           int size, float labelNoise) {
   Batch b;
   b.size = size;
   b.length = sequence ? 3 : 1;
@@ -426,7 +426,10 @@ Batch modularAdditionBatch(int modulus, bool sequence, uint64_t seed, uint64_t s
     const uint64_t example = step * 1000003ull + static_cast<uint64_t>(first + e);
     const int a = static_cast<int>((uniform(seed, 2 * example) + 1) * 0.5f * modulus) % modulus;
     const int c = static_cast<int>((uniform(seed, 2 * example + 1) + 1) * 0.5f * modulus) % modulus;
-    const int sum = (a + c) % modulus;
+    const bool noisy = (uniform(seed + 1, example) + 1) * 0.5f < labelNoise;
+    const int random =
+        static_cast<int>((uniform(seed + 2, example) + 1) * 0.5f * modulus) % modulus;
+    const int sum = noisy ? random : (a + c) % modulus;
     if (sequence) {
       b.inputs.insert(b.inputs.end(), {a, c, modulus});
       b.targets.insert(b.targets.end(), {-1, -1, sum});

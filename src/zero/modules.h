@@ -91,7 +91,9 @@ std::unique_ptr<Model> makeTransformer(int modulus, int width, int heads, int hi
 // The modular-addition task, deterministic in (seed, step, example): this rank's `size`
 // examples starting at global example `first` of step `step`. `sequence` selects the
 // transformer's form ([a, b, =], target on the last position) over the MLP's (two fields).
+// A fraction `labelNoise` of the targets is replaced by a random class, which puts a floor
+// under the loss (its entropy), so that runs can be compared once they have converged.
 Batch modularAdditionBatch(int modulus, bool sequence, uint64_t seed, uint64_t step, int first,
-                           int size);
+                           int size, float labelNoise = 0.0f);
 
 }  // namespace zccl::zero

@@ -13,9 +13,9 @@
 namespace zccl::zero {
 namespace {
 
-#define ZERO_CHECK(call)                              \
-  do {                                                \
-    const zcclResult_t zero_result_ = (call);         \
+#define ZERO_CHECK(call)                                  \
+  do {                                                    \
+    const zcclResult_t zero_result_ = (call);             \
     if (zero_result_ != zcclSuccess) return zero_result_; \
   } while (0)
 
@@ -69,8 +69,9 @@ class StateBuffer {
 
 size_t elementSize(Precision p) { return p == Precision::kFloat32 ? 4 : 2; }
 zcclDataType_t dataType(Precision p) {
-  return p == Precision::kFloat32 ? zcclFloat32 : p == Precision::kBfloat16 ? zcclBfloat16
-                                                                             : zcclFloat16;
+  return p == Precision::kFloat32    ? zcclFloat32
+         : p == Precision::kBfloat16 ? zcclBfloat16
+                                     : zcclFloat16;
 }
 
 void toWorking(Precision p, const float* in, size_t n, void* out) {
@@ -101,11 +102,11 @@ struct ModuleState {
   size_t count = 0;
   size_t padded = 0;
   size_t shard = 0;
-  StateBuffer working;   // full (stages 0-2) or my shard (stage 3), working precision
-  StateBuffer master;    // float32: full (stage 0) or my shard
-  StateBuffer moment1;   // as master
-  StateBuffer moment2;   // as master
-  StateBuffer grads;     // full (stages 0-1) or my shard (2-3), working precision
+  StateBuffer working;    // full (stages 0-2) or my shard (stage 3), working precision
+  StateBuffer master;     // float32: full (stage 0) or my shard
+  StateBuffer moment1;    // as master
+  StateBuffer moment2;    // as master
+  StateBuffer grads;      // full (stages 0-1) or my shard (2-3), working precision
   StateBuffer secondary;  // hpZ: my node-local shard of the gathered weights
 };
 
@@ -157,7 +158,7 @@ class ZeroOptimizer::Impl {
   int rank_ = 0, ranks_ = 1, nodeRank_ = 0, nodeSize_ = 1;
   MemoryTracker memory_;
   std::vector<std::unique_ptr<ModuleState>> modules_;
-  StateBuffer gathered_{&memory_};  // a stage-3 module's full weights while in use
+  StateBuffer gathered_{&memory_};   // a stage-3 module's full weights while in use
   StateBuffer fullGrads_{&memory_};  // a stage-2/3 module's full gradients until reduced
   float lossScale_ = 1;
   int goodSteps_ = 0;
@@ -215,14 +216,14 @@ zcclResult_t ZeroOptimizer::Impl::init() {
   return zcclSuccess;
 }
 
-zcclResult_t ZeroOptimizer::Impl::gatherWeights(ModuleState& m, zcclComm_t comm,
-                                                const void* shard, const zcclCollOptions* options,
+zcclResult_t ZeroOptimizer::Impl::gatherWeights(ModuleState& m, zcclComm_t comm, const void* shard,
+                                                const zcclCollOptions* options,
                                                 std::vector<float>* weights) {
   int parts = 1;
   ZERO_CHECK(zcclCommCount(comm, &parts));
   gathered_.allocate(m.padded * es());
-  ZERO_CHECK(zcclAllGatherEx(shard, gathered_.as(), m.padded / parts, type(), comm, nullptr,
-                             options));
+  ZERO_CHECK(
+      zcclAllGatherEx(shard, gathered_.as(), m.padded / parts, type(), comm, nullptr, options));
   weights->resize(m.padded);
   fromWorking(options_.precision, gathered_.as(), m.padded, weights->data());
   return zcclSuccess;
@@ -309,7 +310,8 @@ void ZeroOptimizer::Impl::adamUpdate(ModuleState& m) {
     m1[i] = b1 * m1[i] + (1 - b1) * grad;
     m2[i] = b2 * m2[i] + (1 - b2) * grad * grad;
     const double step = (m1[i] / correction1) / (std::sqrt(m2[i] / correction2) + options_.epsilon);
-    p[i] -= static_cast<float>(options_.learningRate * (step + (decoupled ? options_.weightDecay * p[i] : 0.0)));
+    p[i] -= static_cast<float>(options_.learningRate *
+                               (step + (decoupled ? options_.weightDecay * p[i] : 0.0)));
   }
 }
 
@@ -389,8 +391,8 @@ zcclResult_t ZeroOptimizer::Impl::gatherMaster(std::vector<float>* params) {
   for (auto& m : modules_) {
     if (partitionedOptimizer()) {
       full.resize(m->padded);
-      ZERO_CHECK(zcclAllGather(m->master.as<float>(), full.data(), m->shard, zcclFloat32, comm_,
-                               nullptr));
+      ZERO_CHECK(
+          zcclAllGather(m->master.as<float>(), full.data(), m->shard, zcclFloat32, comm_, nullptr));
     } else {
       full.assign(m->master.as<float>(), m->master.as<float>() + m->padded);
     }

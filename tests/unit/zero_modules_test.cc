@@ -114,9 +114,9 @@ TEST(ZeroModules, CrossEntropyGradientAndMasking) {
     Tensor plus = logits, minus = logits;
     plus.data[i] += eps;
     minus.data[i] -= eps;
-    const double numeric =
-        (crossEntropy(plus, targets, 1.0f, &scratch) - crossEntropy(minus, targets, 1.0f, &scratch)) /
-        (2 * eps);
+    const double numeric = (crossEntropy(plus, targets, 1.0f, &scratch) -
+                            crossEntropy(minus, targets, 1.0f, &scratch)) /
+                           (2 * eps);
     EXPECT_NEAR(dlogits.data[i], numeric, 1e-3) << i;
   }
   EXPECT_EQ(dlogits.row(1)[0], 0.0f) << "a masked position has no gradient";
