@@ -97,7 +97,11 @@ typedef enum {
   zcclWireNone = 0, /* the data type itself: exact */
   zcclWireInt8 = 1, /* blockwise INT8 codes + one float32 scale per group */
   zcclWireInt4 = 2, /* blockwise INT4 codes, two per byte + one float32 scale per group */
-  zcclNumWireFormats = 3
+  /* Allowed rather than asked for: the planner uses the format only where its cost model
+   * (link bandwidths against quantization time) says it is faster than exact. */
+  zcclWireAllowInt8 = 3,
+  zcclWireAllowInt4 = 4,
+  zcclNumWireFormats = 5
 } zcclWireFormat_t;
 
 typedef enum {
@@ -133,9 +137,9 @@ typedef struct {
   int ranksPerNode;      /* >0 emulates nodes of N consecutive ranks; env ZCCL_RANKS_PER_NODE */
   double timeoutSeconds; /* 0 waits forever; env ZCCL_TIMEOUT_S; default 1800 */
   /* Defaults of the plain zcclAllGather / zcclReduceScatter / zcclAllReduce calls: */
-  int wireFormat;         /* zcclWireFormat_t; env ZCCL_QUANT=none|int8|int4; default none */
-  int quantScheme;        /* zcclQuantScheme_t; env ZCCL_QUANT_SCHEME=sym|asym */
-  int quantGroupSize;     /* power of two, 32..4096; env ZCCL_QUANT_GROUP; default 512 */
+  int wireFormat;     /* zcclWireFormat_t; env ZCCL_QUANT=none|int8|int4|allow-int8|allow-int4 */
+  int quantScheme;    /* zcclQuantScheme_t; env ZCCL_QUANT_SCHEME=sym|asym */
+  int quantGroupSize; /* power of two, 32..4096; env ZCCL_QUANT_GROUP; default 512 */
   int stochasticRounding; /* 0 or 1; env ZCCL_QUANT_STOCHASTIC; default 0 */
   int hierarchy;          /* zcclHierarchy_t; env ZCCL_HIERARCHY=auto|flat|two-level */
 } zcclConfig;

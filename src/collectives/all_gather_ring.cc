@@ -17,7 +17,9 @@ Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockByte
   // Out of place: the first step sends straight from `send` while the own block is copied.
   return ringAllGatherUnits(
       t, 1, blockOf,
-      [&](int) { return Piece{static_cast<char*>(const_cast<void*>(send)), layout.size(me)}; },
+      [&](int) {
+        return Piece{static_cast<char*>(const_cast<void*>(send)), layout.size(me)};
+      },
       [&] {
         if (layout.size(me) > 0) std::memcpy(out + layout.offset(me), send, layout.size(me));
       });

@@ -12,8 +12,8 @@ Status allReduce(Context& ctx, const CollectiveOptions& options, const void* sen
                  size_t count, DataType type, RedOp op) {
   const int n = ctx.transport.size();
   const size_t es = elementSize(type);
-  const Plan plan =
-      planCollective(Collective::kAllReduce, type, op, count * es, options, ctx.levels);
+  const Plan plan = planCollective(Collective::kAllReduce, type, op, count * es, options,
+                                   ctx.levels, ctx.cluster);
   if (plan.algorithm == Algorithm::kNative) {
     chargeNative(ctx, Collective::kAllReduce, count * es, 0);
     return allReduceNative(ctx, send, recv, count, type, op);

@@ -27,7 +27,7 @@ Status allGather(Context& ctx, const CollectiveOptions& options, const void* sen
   const size_t es = elementSize(type);
   const Partition blocks{sendCount * static_cast<size_t>(n), n};
   const Plan plan = planCollective(Collective::kAllGather, type, RedOp::kSum, blocks.count * es,
-                                   options, ctx.levels);
+                                   options, ctx.levels, ctx.cluster);
   if (plan.algorithm == Algorithm::kNative) {
     chargeNative(ctx, Collective::kAllGather, sendCount * es, 0);
     return allGatherNative(ctx, send, recv, sendCount, type);
@@ -61,7 +61,7 @@ Status reduceScatter(Context& ctx, const CollectiveOptions& options, const void*
   const Partition blocks{recvCount * static_cast<size_t>(n), n};
   const size_t bytes = blocks.count * elementSize(type);
   const Plan plan =
-      planCollective(Collective::kReduceScatter, type, op, bytes, options, ctx.levels);
+      planCollective(Collective::kReduceScatter, type, op, bytes, options, ctx.levels, ctx.cluster);
   if (plan.algorithm == Algorithm::kNative) {
     chargeNative(ctx, Collective::kReduceScatter, bytes, 0);
     return reduceScatterNative(ctx, send, recv, recvCount, type, op);
@@ -72,8 +72,8 @@ Status reduceScatter(Context& ctx, const CollectiveOptions& options, const void*
 Status broadcast(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
                  size_t count, DataType type, int root) {
   const size_t bytes = count * elementSize(type);
-  const Plan plan =
-      planCollective(Collective::kBroadcast, type, RedOp::kSum, bytes, options, ctx.levels);
+  const Plan plan = planCollective(Collective::kBroadcast, type, RedOp::kSum, bytes, options,
+                                   ctx.levels, ctx.cluster);
   if (plan.algorithm == Algorithm::kNative) {
     chargeNative(ctx, Collective::kBroadcast, bytes, root);
     return broadcastNative(ctx, send, recv, count, type, root);
@@ -85,8 +85,8 @@ Status allToAll(Context& ctx, const CollectiveOptions& options, const void* send
                 size_t count, DataType type) {
   const size_t blockBytes = count * elementSize(type);
   const size_t bytes = blockBytes * static_cast<size_t>(ctx.transport.size());
-  const Plan plan =
-      planCollective(Collective::kAllToAll, type, RedOp::kSum, bytes, options, ctx.levels);
+  const Plan plan = planCollective(Collective::kAllToAll, type, RedOp::kSum, bytes, options,
+                                   ctx.levels, ctx.cluster);
   if (plan.algorithm == Algorithm::kNative) {
     chargeNative(ctx, Collective::kAllToAll, bytes, 0);
     return allToAllNative(ctx, send, recv, count, type);

@@ -52,11 +52,14 @@ struct NativeCounters {
   uint64_t calls = 0;
 };
 
+struct ClusterModel;
+
 struct Context {
   Transport& transport;
   ScratchPool& scratch;
   const NodeLevels* levels;  // nullptr when the nodes differ in size
   NativeCounters& native;
+  const ClusterModel* cluster;  // nullptr: plan by rule, without a cost model
 };
 
 // `count` elements cut into `parts` contiguous blocks; the first count % parts blocks hold

@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include "collectives/cost_model.h"
 #include "common/log.h"
 
 namespace zccl {
@@ -121,17 +122,25 @@ bool wireApplies(Collective collective, DataType type, RedOp op) {
 }
 
 Plan planCollective(Collective collective, DataType type, RedOp op, size_t bytes,
-                    const CollectiveOptions& options, const NodeLevels* levels) {
-  const bool hierarchical = collective == Collective::kAllGather ||
-                            collective == Collective::kReduceScatter ||
-                            collective == Collective::kAllReduce;
+                    const CollectiveOptions& options, const NodeLevels* levels,
+                    const ClusterModel* cluster) {
   Plan plan{choose(collective, type, options.algorithm), WireFormat::kNone};
-  if (options.wire != WireFormat::kNone && wireApplies(collective, type, op)) {
-    plan.wire = options.wire;
-    // One hop: the ring for all-gather, the direct all-to-all for reductions.
-    plan.algorithm = collective == Collective::kAllGather ? Algorithm::kRing : Algorithm::kDirect;
+  if (cluster != nullptr && options.algorithm == Algorithm::kAuto) {
+    ClusterModel model = *cluster;
+    model.uniform = model.uniform && levels != nullptr;
+    plan = cheapestPlan(model, collective, type, op, bytes, options);
+  } else {
+    const bool hierarchical = collective == Collective::kAllGather ||
+                              collective == Collective::kReduceScatter ||
+                              collective == Collective::kAllReduce;
+    if (options.wire != WireFormat::kNone && !options.wireAllowedOnly &&
+        wireApplies(collective, type, op)) {
+      plan.wire = options.wire;
+      // One hop: the ring for all-gather, the direct all-to-all for reductions.
+      plan.algorithm = collective == Collective::kAllGather ? Algorithm::kRing : Algorithm::kDirect;
+    }
+    if (hierarchical && wantsTwoLevel(options, levels)) plan.algorithm = Algorithm::kTwoLevel;
   }
-  if (hierarchical && wantsTwoLevel(options, levels)) plan.algorithm = Algorithm::kTwoLevel;
   logOnce(collective, type, bytes, options, plan);
   return plan;
 }

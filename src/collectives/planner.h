@@ -28,6 +28,9 @@ enum class Hierarchy : int { kAuto = 0, kFlat = 1, kTwoLevel = 2 };
 struct CollectiveOptions {
   Algorithm algorithm = Algorithm::kAuto;
   WireFormat wire = WireFormat::kNone;
+  // The caller allowed `wire` rather than asked for it: the planner uses it only where its
+  // cost model says it is faster.
+  bool wireAllowedOnly = false;
   QuantScheme scheme = QuantScheme::kSymmetric;
   uint32_t groupSize = kDefaultGroupSize;
   Rounding rounding = Rounding::kNearestEven;
@@ -52,12 +55,17 @@ const char* collectiveName(Collective collective);
 const char* algorithmName(Algorithm algorithm);
 const char* wireFormatName(WireFormat wire);
 
-// What runs for `collective`. A lossy wire format only where the options ask for it and it
-// applies; two levels when asked, or on auto when the job spans several nodes of equal size
-// with several ranks each; otherwise the flat algorithm requested, where a request the
+struct ClusterModel;
+
+// What runs for `collective`. With a cluster model and no forced algorithm, the fastest by
+// the cost model among the paths the options leave open (flat or two-level, exact or the
+// allowed wire format). Otherwise by rule: a lossy wire format only where the options ask for
+// it and it applies; two levels when asked, or on auto when the job spans several nodes of
+// equal size with several ranks each; else the flat algorithm requested, where a request the
 // collective has no such algorithm for (ring broadcast) falls back to the collective's own.
 // `levels` is null when the nodes differ in size (callers reject an explicit two-level).
 Plan planCollective(Collective collective, DataType type, RedOp op, size_t bytes,
-                    const CollectiveOptions& options, const NodeLevels* levels);
+                    const CollectiveOptions& options, const NodeLevels* levels,
+                    const ClusterModel* cluster);
 
 }  // namespace zccl

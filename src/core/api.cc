@@ -59,8 +59,8 @@ Status callOptions(const zcclComm* comm, const zcclCollOptions* options,
                    zccl::Collective collective, zcclDataType_t type, zcclRedOp_t op,
                    zccl::CollectiveOptions* resolved) {
   ZCCL_CHECK(zccl::resolveCollOptions(options, comm->config, resolved));
-  const bool wireAsked = options != nullptr && options->wireFormat != ZCCL_CONFIG_UNDEF_INT &&
-                         options->wireFormat != zcclWireNone;
+  const bool wireAsked = options != nullptr && (options->wireFormat == zcclWireInt8 ||
+                                                options->wireFormat == zcclWireInt4);
   if (wireAsked && !zccl::wireApplies(collective, toType(type), toOp(op))) {
     return zccl::fail(Status::kInvalidArgument,
                       "options.wireFormat=%s with datatype=%s op=%s: quantized wire formats carry "
@@ -98,6 +98,7 @@ Status initComm(MPI_Comm mpiComm, const zcclConfig* config, zcclComm** out) {
                      resolved.ranksPerNode, comm->nodes.numNodes(), resolved.ranksPerNode);
   }
   ZCCL_CHECK(zccl::buildLevels(comm.get()));
+  ZCCL_CHECK(zccl::buildClusterModel(comm.get()));
   ZCCL_LOG(kInfo,
            "comm %p: rank %d of %d, node %d of %d (local rank %d of %d), algorithm %s, wire %s, "
            "two-level algorithms %s",
@@ -126,6 +127,7 @@ Status splitComm(zcclComm* parent, int color, int key, zcclComm** out, const zcc
   ZCCL_CHECK(comm->transport->allGatherControl(&parentRank, sizeof(int), parentRanks.data()));
   comm->nodes = parent->nodes.subset(parentRanks);
   ZCCL_CHECK(zccl::buildLevels(comm.get()));
+  ZCCL_CHECK(zccl::buildClusterModel(comm.get()));
   *out = comm.release();
   return Status::kSuccess;
 }

@@ -2,7 +2,9 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <optional>
 
 #include "common/env.h"
@@ -67,8 +69,11 @@ constexpr Named<Algorithm> kAlgorithmNames[] = {{"auto", Algorithm::kAuto},
                                                 {"ring", Algorithm::kRing},
                                                 {"direct", Algorithm::kDirect},
                                                 {"native", Algorithm::kNative}};
-constexpr Named<WireFormat> kWireNames[] = {
-    {"none", WireFormat::kNone}, {"int8", WireFormat::kInt8}, {"int4", WireFormat::kInt4}};
+constexpr Named<int> kWireNames[] = {{"none", zcclWireNone},
+                                     {"int8", zcclWireInt8},
+                                     {"int4", zcclWireInt4},
+                                     {"allow-int8", zcclWireAllowInt8},
+                                     {"allow-int4", zcclWireAllowInt4}};
 constexpr Named<QuantScheme> kSchemeNames[] = {{"sym", QuantScheme::kSymmetric},
                                                {"asym", QuantScheme::kAsymmetric}};
 constexpr Named<Hierarchy> kHierarchyNames[] = {{"auto", Hierarchy::kAuto},
@@ -87,6 +92,15 @@ Status applyEnumField(const char* name, int field, int count, Enum* value) {
   return Status::kSuccess;
 }
 
+// zcclWireFormat_t: none, int8 and int4 are forced; the "allow" forms leave the choice to
+// the planner's cost model.
+void setWire(int value, CollectiveOptions* o) {
+  o->wireAllowedOnly = value == zcclWireAllowInt8 || value == zcclWireAllowInt4;
+  o->wire = value == zcclWireInt8 || value == zcclWireAllowInt8   ? WireFormat::kInt8
+            : value == zcclWireInt4 || value == zcclWireAllowInt4 ? WireFormat::kInt4
+                                                                  : WireFormat::kNone;
+}
+
 // The quantization and hierarchy fields, shared by zcclConfig and zcclCollOptions.
 struct CollFields {
   int wireFormat, quantScheme, quantGroupSize, stochasticRounding, hierarchy;
@@ -94,8 +108,10 @@ struct CollFields {
 
 Status applyCollFields(const char* owner, const CollFields& f, CollectiveOptions* o) {
   const std::string prefix(owner);
+  int wire = -1;
   ZCCL_CHECK(
-      applyEnumField((prefix + ".wireFormat").c_str(), f.wireFormat, zcclNumWireFormats, &o->wire));
+      applyEnumField((prefix + ".wireFormat").c_str(), f.wireFormat, zcclNumWireFormats, &wire));
+  if (wire >= 0) setWire(wire, o);
   ZCCL_CHECK(applyEnumField((prefix + ".quantScheme").c_str(), f.quantScheme, zcclNumQuantSchemes,
                             &o->scheme));
   ZCCL_CHECK(applyEnumField((prefix + ".hierarchy").c_str(), f.hierarchy, zcclNumHierarchies,
@@ -159,8 +175,11 @@ Status applyEnvironment(CommConfig* result) {
   CollectiveOptions& o = result->collective;
   if (const auto text = envString("ZCCL_ALGO"))
     ZCCL_CHECK(parseNamed("ZCCL_ALGO", *text, kAlgorithmNames, &o.algorithm));
-  if (const auto text = envString("ZCCL_QUANT"))
-    ZCCL_CHECK(parseNamed("ZCCL_QUANT", *text, kWireNames, &o.wire));
+  if (const auto text = envString("ZCCL_QUANT")) {
+    int wire = zcclWireNone;
+    ZCCL_CHECK(parseNamed("ZCCL_QUANT", *text, kWireNames, &wire));
+    setWire(wire, &o);
+  }
   if (const auto text = envString("ZCCL_QUANT_SCHEME"))
     ZCCL_CHECK(parseNamed("ZCCL_QUANT_SCHEME", *text, kSchemeNames, &o.scheme));
   if (const auto text = envString("ZCCL_HIERARCHY"))
@@ -230,6 +249,52 @@ Status buildLevels(zcclComm* comm) {
   ZCCL_CHECK(comm->transport->split(levels.myLocal, levels.myNode, &comm->crossTransport));
   levels.node = comm->nodeTransport.get();
   levels.cross = comm->crossTransport.get();
+  return Status::kSuccess;
+}
+
+Status localTopology(const NodeTopology** topology) {
+  static std::mutex mutex;
+  static NodeTopology node;
+  static bool discovered = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!discovered) {
+    TopologyOptions options;
+    ZCCL_CHECK(topologyOptionsFromEnvironment(&options));
+    ZCCL_CHECK(discoverTopology(options, &node));
+    discovered = true;
+  }
+  *topology = &node;
+  return Status::kSuccess;
+}
+
+Status buildClusterModel(zcclComm* comm) {
+  const NodeTopology* mine = nullptr;
+  ZCCL_CHECK(localTopology(&mine));
+  struct Summary {
+    int intraClass, interClass;
+    double intraGBps, interGBps;
+  };
+  const Summary local{static_cast<int>(mine->intraNode), static_cast<int>(mine->interNode),
+                      mine->intraNodeGBps, mine->interNodeGBps};
+  std::vector<Summary> all(static_cast<size_t>(comm->size()));
+  ZCCL_CHECK(comm->transport->allGatherControl(&local, sizeof(Summary), all.data()));
+  // Every rank plans with the slowest link of each class in the job, so all plans agree.
+  NodeTopology slowest;
+  slowest.intraNodeGBps = slowest.interNodeGBps = 1e300;
+  for (const Summary& s : all) {
+    if (s.intraGBps < slowest.intraNodeGBps) {
+      slowest.intraNodeGBps = s.intraGBps;
+      slowest.intraNode = static_cast<LinkClass>(s.intraClass);
+    }
+    if (s.interGBps < slowest.interNodeGBps) {
+      slowest.interNodeGBps = s.interGBps;
+      slowest.interNode = static_cast<LinkClass>(s.interClass);
+    }
+  }
+  const NodeMap& nodes = comm->nodes;
+  const int perNode = std::max(1, comm->size() / nodes.numNodes());
+  comm->cluster = clusterModel(slowest, nodes.numNodes(), perNode, nodes.isUniform());
+  measureQuantRates(&comm->cluster);
   return Status::kSuccess;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectives/collectives.h"
+#include "collectives/cost_model.h"
 #include "common/scratch.h"
 #include "topology/node_map.h"
 #include "transport/transport.h"
@@ -29,6 +30,8 @@ struct zcclComm {
   std::unique_ptr<zccl::Transport> nodeTransport;
   std::unique_ptr<zccl::Transport> crossTransport;
   zccl::NodeLevels levels;
+  // The planner's view of the job, from every rank's topology.
+  zccl::ClusterModel cluster;
   // zcclCommSplitNode / zcclCommSplitCrossNode, created on first use and owned here.
   std::unique_ptr<zcclComm> nodeComm;
   std::unique_ptr<zcclComm> crossComm;
@@ -38,7 +41,7 @@ struct zcclComm {
   int size() const { return transport->size(); }
   bool hasLevels() const { return nodeTransport != nullptr; }
   zccl::Context context() {
-    return zccl::Context{*transport, scratch, hasLevels() ? &levels : nullptr, native};
+    return zccl::Context{*transport, scratch, hasLevels() ? &levels : nullptr, native, &cluster};
   }
   zcclLinkClass_t linkTo(int peer) const;
   // This rank's traffic per parent peer: its own transport's plus the level transports'.
@@ -57,5 +60,11 @@ Status resolveCollOptions(const zcclCollOptions* options, const CommConfig& conf
 
 // Creates the node and cross-node transports when the nodes are of equal size (collective).
 Status buildLevels(zcclComm* comm);
+
+// This process's node topology (discovered once: the live machine or ZCCL_TOPO_FILE).
+Status localTopology(const NodeTopology** topology);
+
+// The cluster model from every rank's topology and the node map (collective).
+Status buildClusterModel(zcclComm* comm);
 
 }  // namespace zccl

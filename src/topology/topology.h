@@ -1,0 +1,95 @@
+// What one node holds, from hwloc (the live machine, or an XML export named by
+// ZCCL_TOPO_FILE) and NVML when a driver is there: GPUs, NVSwitches, NICs, InfiniBand / RoCE
+// HCAs, NUMA nodes, PCI locality, NVLink bandwidths; and the link classes collectives plan
+// with, each with a bandwidth estimate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace zccl {
+
+enum class LinkClass : int {
+  kSelf = 0,
+  kShm = 1,     // host memory within a node
+  kPcie = 2,    // GPUs without NVLink
+  kNvlink = 3,  // GPUs joined by NVLink (directly or through NVSwitches)
+  kEthernet = 4,
+  kInfiniband = 5,  // also RoCE: any OpenFabrics device
+};
+
+const char* linkClassName(LinkClass link);
+
+struct PciLocation {
+  int numaNode = -1;           // -1: unknown
+  std::string busId;           // "0000:61:00.0"
+  std::vector<uint64_t> path;  // gp_index of every bridge from the host bridge down
+};
+
+struct Gpu {
+  std::string name;  // the CUDA/NVML OS device (cuda0, nvml3), or the PCI id when none
+  uint16_t deviceId = 0;
+  bool computeVisible = false;  // has a cuda/nvml OS device
+  PciLocation location;
+};
+
+struct Nic {
+  std::string name;         // eth0, ib0
+  bool infiniband = false;  // an IP-over-IB interface or on an OpenFabrics HCA
+  double gbps = 0;          // from sysfs on a live machine; 0: unknown
+  PciLocation location;
+};
+
+struct Hca {
+  std::string name;  // mlx5_0
+  PciLocation location;
+};
+
+struct NodeTopology {
+  std::string source;  // "live" or the XML path
+  std::vector<Gpu> gpus;
+  int nvswitches = 0;
+  std::vector<Nic> nics;
+  std::vector<Hca> hcas;
+  int numaNodes = 0;
+  // nvlinkGBps[i][j]: NVLink bandwidth between GPUs i and j (0: none), through NVSwitches
+  // when the matrix joins GPUs to switches; from hwloc's NVLinkBandwidth or NVML.
+  std::vector<std::vector<double>> nvlinkGBps;
+  std::string nvlinkSource;  // "hwloc NVLinkBandwidth", "NVML" or ""
+
+  LinkClass intraNode = LinkClass::kShm;
+  double intraNodeGBps = 0;
+  LinkClass interNode = LinkClass::kEthernet;
+  double interNodeGBps = 0;
+  std::string interNodeNote;  // why the inter-node estimate is what it is
+  // Neither NVLink nor InfiniBand: the "low-bandwidth" cluster of the ZeRO papers.
+  bool lowBandwidth() const {
+    return intraNode != LinkClass::kNvlink && interNode != LinkClass::kInfiniband;
+  }
+};
+
+struct TopologyOptions {
+  std::string xmlPath;       // empty: the live machine (ZCCL_TOPO_FILE fills it)
+  bool useNvml = true;       // only on a live machine
+  double intraNodeGBps = 0;  // overrides (ZCCL_INTRA_NODE_GBPS, ZCCL_INTER_NODE_GBPS)
+  double interNodeGBps = 0;
+};
+
+// Options from the environment: ZCCL_TOPO_FILE, ZCCL_INTRA_NODE_GBPS, ZCCL_INTER_NODE_GBPS.
+Status topologyOptionsFromEnvironment(TopologyOptions* options);
+
+Status discoverTopology(const TopologyOptions& options, NodeTopology* topology);
+
+// nvidia-smi's relation between two PCI devices: "PIX" (one bridge), "PXB" (several
+// bridges), "PHB" (the same host bridge), "NODE" (the same NUMA node), "SYS" (across NUMA
+// nodes).
+const char* pciRelation(const PciLocation& a, const PciLocation& b);
+
+// NVLink bandwidths between GPUs from NVML, loaded with dlopen (never a link-time
+// dependency); false when no driver is there.
+bool nvmlNvlinkMatrix(const std::vector<Gpu>& gpus, std::vector<std::vector<double>>* gbps);
+
+}  // namespace zccl
