@@ -1,0 +1,251 @@
+// Topology discovery on real machines' hwloc exports (tests/fixtures/topology), counted here
+// from the XML text itself; the live machine; and the planner's cost model on synthetic
+// clusters.
+#include "topology/topology.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "collectives/cost_model.h"
+#include "common/status.h"
+
+namespace zccl {
+namespace {
+
+std::string fixture(const char* name) { return std::string(ZCCL_TOPOLOGY_FIXTURES) + "/" + name; }
+
+std::string readFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+size_t countMatches(const std::string& text, const std::string& pattern) {
+  const std::regex re(pattern);
+  return static_cast<size_t>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+}
+
+// What a fixture holds, read from its XML: NVIDIA display/3D-class PCI functions that are not
+// NVSwitches, NVSwitch PCI functions, network and OpenFabrics OS devices, NUMA nodes.
+struct Expected {
+  size_t gpus, nvswitches, nics, hcas, numa;
+  bool nvlink;
+};
+
+Expected expectedFrom(const std::string& xml) {
+  Expected e{};
+  const std::regex pci("<object type=\"PCIDev\"[^>]*>");
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), pci); it != std::sregex_iterator();
+       ++it) {
+    const std::string tag = it->str();
+    const bool nvswitch = tag.find("subtype=\"NVSwitch\"") != std::string::npos;
+    e.nvswitches += nvswitch ? 1 : 0;
+    e.gpus +=
+        !nvswitch && std::regex_search(tag, std::regex("pci_type=\"030[02] \\[10de:")) ? 1 : 0;
+  }
+  e.nics = countMatches(xml, "<object type=\"OSDev\"[^>]*osdev_type=\"2\"");
+  e.hcas = countMatches(xml, "<object type=\"OSDev\"[^>]*osdev_type=\"3\"");
+  e.numa = countMatches(xml, "<object type=\"NUMANode\"");
+  e.nvlink = xml.find("name=\"NVLinkBandwidth\"") != std::string::npos;
+  return e;
+}
+
+class Fixtures : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Fixtures, DetectsWhatTheExportHolds) {
+  const std::string path = fixture(GetParam());
+  const Expected e = expectedFrom(readFile(path));
+  ASSERT_GT(e.numa, 0u) << "could not read " << path;
+  TopologyOptions options;
+  options.xmlPath = path;
+  NodeTopology t;
+  ASSERT_EQ(discoverTopology(options, &t), Status::kSuccess) << lastThreadError();
+  EXPECT_EQ(t.gpus.size(), e.gpus);
+  EXPECT_EQ(static_cast<size_t>(t.nvswitches), e.nvswitches);
+  EXPECT_EQ(t.nics.size(), e.nics);
+  EXPECT_EQ(t.hcas.size(), e.hcas);
+  EXPECT_EQ(static_cast<size_t>(t.numaNodes), e.numa);
+  // Link classes follow from what is there.
+  const LinkClass intra = e.nvlink     ? LinkClass::kNvlink
+                          : e.gpus > 0 ? LinkClass::kPcie
+                                       : LinkClass::kShm;
+  EXPECT_EQ(t.intraNode, intra);
+  EXPECT_EQ(t.interNode, e.hcas > 0 ? LinkClass::kInfiniband : LinkClass::kEthernet);
+  EXPECT_EQ(t.lowBandwidth(), !e.nvlink && e.hcas == 0);
+  EXPECT_GT(t.intraNodeGBps, 0);
+  EXPECT_GT(t.interNodeGBps, 0);
+  for (const Gpu& g : t.gpus) EXPECT_FALSE(g.location.busId.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Topology, Fixtures,
+                         ::testing::Values("nvidia-dgx2-16gpu-nvswitch.xml",
+                                           "32em64t-2n8c2t-pci-wholeio.xml",
+                                           "24em64t-2n6c2t-pci.xml", "96em64t-4n4d3ca2co-pci.xml"));
+
+TEST(Topology, Dgx2GpusReachEachOtherThroughNvswitches) {
+  TopologyOptions options;
+  options.xmlPath = fixture("nvidia-dgx2-16gpu-nvswitch.xml");
+  NodeTopology t;
+  ASSERT_EQ(discoverTopology(options, &t), Status::kSuccess);
+  ASSERT_EQ(t.nvlinkGBps.size(), t.gpus.size());
+  EXPECT_EQ(t.nvlinkSource, "hwloc NVLinkBandwidth");
+  // Each V100 has 6 links of 25 GB/s into the switches (the matrix's own entries).
+  for (size_t a = 0; a < t.gpus.size(); ++a) {
+    for (size_t b = 0; b < t.gpus.size(); ++b) {
+      if (a != b) {
+        EXPECT_DOUBLE_EQ(t.nvlinkGBps[a][b], 150.0) << a << "," << b;
+      }
+    }
+  }
+  EXPECT_DOUBLE_EQ(t.intraNodeGBps, 150.0);
+  for (const Gpu& g : t.gpus) EXPECT_TRUE(g.computeVisible) << g.name;  // nvml OS devices
+  EXPECT_STREQ(pciRelation(t.gpus[0].location, t.gpus[15].location), "SYS");
+}
+
+TEST(Topology, InfinibandInterfaceSitsOnItsHca) {
+  TopologyOptions options;
+  options.xmlPath = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  NodeTopology t;
+  ASSERT_EQ(discoverTopology(options, &t), Status::kSuccess);
+  int infiniband = 0, visible = 0;
+  for (const Nic& n : t.nics) infiniband += n.infiniband ? 1 : 0;
+  for (const Gpu& g : t.gpus) visible += g.computeVisible ? 1 : 0;
+  EXPECT_EQ(infiniband, 1) << "ib0";
+  EXPECT_EQ(visible, 1) << "cuda0 only";
+}
+
+TEST(Topology, LiveMachineIsClassifiedSensibly) {
+  NodeTopology t;
+  ASSERT_EQ(discoverTopology(TopologyOptions{}, &t), Status::kSuccess) << lastThreadError();
+  EXPECT_EQ(t.source, "live");
+  EXPECT_GE(t.numaNodes, 1);
+  if (t.gpus.empty()) {
+    EXPECT_EQ(t.intraNode, LinkClass::kShm);
+  }
+  if (t.hcas.empty()) {
+    EXPECT_EQ(t.interNode, LinkClass::kEthernet);
+  }
+  EXPECT_FALSE(t.interNodeNote.empty());
+}
+
+TEST(Topology, MissingFileIsAClearError) {
+  TopologyOptions options;
+  options.xmlPath = "/nonexistent/machine.xml";
+  NodeTopology t;
+  EXPECT_EQ(discoverTopology(options, &t), Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("ZCCL_TOPO_FILE=/nonexistent/machine.xml"), std::string::npos);
+}
+
+// ---- planner ----
+
+ClusterModel cluster(int nodes, int perNode, LinkClass intra, double intraGBps, LinkClass inter,
+                     double interGBps) {
+  ClusterModel c;
+  c.nodes = nodes;
+  c.ranksPerNode = perNode;
+  c.intra = linkModel(intra, intraGBps);
+  c.inter = linkModel(inter, interGBps);
+  return c;  // the default CPU rates: the plans do not depend on this machine
+}
+
+const ClusterModel kNvlinkIb = cluster(2, 8, LinkClass::kNvlink, 150, LinkClass::kInfiniband, 25);
+const ClusterModel kTenGbE = cluster(2, 2, LinkClass::kShm, 20, LinkClass::kEthernet, 1.25);
+const ClusterModel kOneGbE = cluster(2, 2, LinkClass::kShm, 20, LinkClass::kEthernet, 0.125);
+const ClusterModel kOneNode = cluster(1, 8, LinkClass::kShm, 20, LinkClass::kEthernet, 1.25);
+
+CollectiveOptions allowing(WireFormat wire) {
+  CollectiveOptions o;
+  o.wire = wire;
+  o.wireAllowedOnly = true;
+  return o;
+}
+
+// The chosen plan is no slower, by the model, than any other path the options leave open.
+void expectCheapest(const ClusterModel& c, Collective collective, size_t bytes,
+                    const CollectiveOptions& options) {
+  const Plan chosen = cheapestPlan(c, collective, DataType::kBfloat16, RedOp::kSum, bytes, options);
+  const double best = estimateSeconds(c, collective, chosen, bytes, DataType::kBfloat16);
+  for (WireFormat wire : {WireFormat::kNone, options.wire}) {
+    for (Algorithm a : {Algorithm::kRing, Algorithm::kDirect, Algorithm::kTwoLevel}) {
+      if (a == Algorithm::kTwoLevel && !c.twoLevelAvailable()) continue;
+      if (collective == Collective::kAllGather && a == Algorithm::kDirect) continue;
+      const double other =
+          estimateSeconds(c, collective, Plan{a, wire}, bytes, DataType::kBfloat16);
+      EXPECT_LE(best, other * (1 + 1e-12)) << collectiveName(collective) << " " << bytes;
+    }
+  }
+}
+
+TEST(Planner, ChoicesAreTheCostModelsMinimum) {
+  for (const ClusterModel* c : {&kNvlinkIb, &kTenGbE, &kOneGbE, &kOneNode}) {
+    for (size_t bytes : {size_t{4} << 10, size_t{1} << 20, size_t{256} << 20}) {
+      expectCheapest(*c, Collective::kAllGather, bytes, allowing(WireFormat::kInt8));
+      expectCheapest(*c, Collective::kReduceScatter, bytes, allowing(WireFormat::kInt4));
+      expectCheapest(*c, Collective::kAllReduce, bytes, allowing(WireFormat::kInt4));
+    }
+  }
+}
+
+TEST(Planner, PathsFollowTheLinks) {
+  const size_t big = size_t{256} << 20;
+  const auto plan = [&](const ClusterModel& c, Collective col, const CollectiveOptions& o) {
+    return cheapestPlan(c, col, DataType::kBfloat16, RedOp::kSum, big, o);
+  };
+  // Two nodes: large transfers go node by node.
+  EXPECT_EQ(plan(kNvlinkIb, Collective::kAllGather, {}).algorithm, Algorithm::kTwoLevel);
+  EXPECT_EQ(plan(kTenGbE, Collective::kReduceScatter, {}).algorithm, Algorithm::kTwoLevel);
+  // NVLink + InfiniBand: quantizing on the CPU costs more than the bytes it saves.
+  EXPECT_EQ(plan(kNvlinkIb, Collective::kReduceScatter, allowing(WireFormat::kInt4)).wire,
+            WireFormat::kNone);
+  // 1 GbE between nodes: INT4 in two hops wins when allowed, never when not.
+  const Plan slow = plan(kOneGbE, Collective::kReduceScatter, allowing(WireFormat::kInt4));
+  EXPECT_EQ(slow.wire, WireFormat::kInt4);
+  EXPECT_EQ(slow.algorithm, Algorithm::kTwoLevel);
+  EXPECT_EQ(plan(kOneGbE, Collective::kReduceScatter, {}).wire, WireFormat::kNone);
+  // One node of shared memory: flat, exact.
+  const Plan local = plan(kOneNode, Collective::kAllGather, allowing(WireFormat::kInt8));
+  EXPECT_EQ(local.algorithm, Algorithm::kRing);
+  EXPECT_EQ(local.wire, WireFormat::kNone);
+}
+
+TEST(Planner, ForcedChoicesWin) {
+  const size_t big = size_t{256} << 20;
+  CollectiveOptions forced;
+  forced.wire = WireFormat::kInt4;  // asked for, not allowed: used even where it is slower
+  EXPECT_EQ(cheapestPlan(kNvlinkIb, Collective::kReduceScatter, DataType::kBfloat16, RedOp::kSum,
+                         big, forced)
+                .wire,
+            WireFormat::kInt4);
+  CollectiveOptions flat;
+  flat.hierarchy = Hierarchy::kFlat;
+  EXPECT_NE(
+      cheapestPlan(kNvlinkIb, Collective::kAllGather, DataType::kBfloat16, RedOp::kSum, big, flat)
+          .algorithm,
+      Algorithm::kTwoLevel);
+  // ZCCL_ALGO=ring: the planner by rule, whatever the model would say.
+  CollectiveOptions ring;
+  ring.algorithm = Algorithm::kRing;
+  NodeLevels levels;
+  EXPECT_EQ(planCollective(Collective::kReduceScatter, DataType::kFloat32, RedOp::kSum, big, ring,
+                           &levels, &kOneGbE)
+                .algorithm,
+            Algorithm::kRing);
+  // Lossy formats never apply where they cannot (integers, max).
+  EXPECT_EQ(
+      cheapestPlan(kOneGbE, Collective::kReduceScatter, DataType::kInt32, RedOp::kSum, big, forced)
+          .wire,
+      WireFormat::kNone);
+  EXPECT_EQ(cheapestPlan(kOneGbE, Collective::kReduceScatter, DataType::kFloat32, RedOp::kMax, big,
+                         forced)
+                .wire,
+            WireFormat::kNone);
+}
+
+}  // namespace
+}  // namespace zccl
