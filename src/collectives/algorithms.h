@@ -51,9 +51,15 @@ Status reduceScatterQuantized2Hop(Context& ctx, const void* send, void* recv,
 // send == recv is allowed (staged through scratch).
 Status allToAllPairwise(Context& ctx, const void* send, void* recv, size_t blockBytes);
 
-// A chain from root through the ranks in order, pipelined in segments.
-// `send` is read on root only; it may equal recv.
-Status broadcastPipelined(Context& ctx, const void* send, void* recv, size_t bytes, int root);
+// Small enough to pipeline over a handful of ranks, large enough to amortise latency: the
+// broadcast segment when no cost model chooses one.
+constexpr size_t kDefaultBroadcastSegment = size_t{512} << 10;
+
+// A chain from root through the ranks in order, pipelined in segments of `segmentBytes`
+// (0: kDefaultBroadcastSegment; every rank must pass the same). `send` is read on root only;
+// it may equal recv.
+Status broadcastPipelined(Context& ctx, const void* send, void* recv, size_t bytes, int root,
+                          size_t segmentBytes);
 
 // The backend's own collectives, with zccl's in-place conventions and kAvg.
 Status allGatherNative(Context& ctx, const void* send, void* recv, size_t count, DataType type);

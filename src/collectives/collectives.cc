@@ -78,7 +78,7 @@ Status broadcast(Context& ctx, const CollectiveOptions& options, const void* sen
     chargeNative(ctx, Collective::kBroadcast, bytes, root);
     return broadcastNative(ctx, send, recv, count, type, root);
   }
-  return broadcastPipelined(ctx, send, recv, bytes, root);
+  return broadcastPipelined(ctx, send, recv, bytes, root, plan.chunkBytes);
 }
 
 Status allToAll(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,

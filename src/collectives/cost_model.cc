@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <vector>
 
+#include "collectives/algorithms.h"
 #include "quant/quantize.h"
 
 namespace zccl {
@@ -80,6 +82,18 @@ Plan flatPlain(Collective collective, DataType type) {
   return Plan{Algorithm::kRing, WireFormat::kNone};
 }
 
+// The pipelined chain's segment: (n - 2 + bytes / s) * (latency + s / bandwidth) is least at
+// s = sqrt(bytes * latency * bandwidth / (n - 2)); a power of two in [64 KiB, 64 MiB].
+size_t broadcastSegment(const ClusterModel& c, size_t bytes) {
+  const LinkModel& link = c.nodes > 1 ? c.inter : c.intra;
+  const double hops = std::max(1, c.ranks() - 2);
+  const double best =
+      std::sqrt(static_cast<double>(bytes) * link.latencySeconds * link.bytesPerSecond / hops);
+  size_t segment = size_t{64} << 10;
+  while (segment < (size_t{64} << 20) && static_cast<double>(segment) * 1.5 < best) segment *= 2;
+  return segment;
+}
+
 }  // namespace
 
 LinkModel linkModel(LinkClass link, double gbps) {
@@ -134,7 +148,8 @@ double estimateSeconds(const ClusterModel& cluster, Collective collective, const
     case Collective::kAllToAll:
       return t.direct(block);
     case Collective::kBroadcast: {
-      const double segment = std::min(static_cast<double>(bytes), 512.0 * 1024);
+      const size_t chunk = plan.chunkBytes > 0 ? plan.chunkBytes : kDefaultBroadcastSegment;
+      const double segment = std::min(static_cast<double>(bytes), static_cast<double>(chunk));
       const double segments = std::max(1.0, static_cast<double>(bytes) / segment);
       return (n - 2 + segments) * stepSeconds(t.flatLink(), segment);
     }
@@ -167,6 +182,8 @@ Plan cheapestPlan(const ClusterModel& cluster, Collective collective, DataType t
         plan.algorithm =
             collective == Collective::kAllGather ? Algorithm::kRing : Algorithm::kDirect;
       if (twoLevel) plan.algorithm = Algorithm::kTwoLevel;
+      if (plan.algorithm == Algorithm::kPipelined)
+        plan.chunkBytes = broadcastSegment(cluster, bytes);
       const double seconds = estimateSeconds(cluster, collective, plan, bytes, type);
       if (best.algorithm == Algorithm::kAuto || seconds < bestSeconds) {
         best = plan;

@@ -44,7 +44,8 @@ struct CollectiveOptions {
 
 struct Plan {
   Algorithm algorithm;
-  WireFormat wire;  // kNone: exact
+  WireFormat wire;        // kNone: exact
+  size_t chunkBytes = 0;  // pipelined algorithms' segment; 0: their default
 };
 
 // True when `wire` can carry this collective: float32/16/bf16 data, and for reductions
