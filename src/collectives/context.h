@@ -26,7 +26,16 @@ enum ScratchSlot : size_t {
   kScratchQuantizedSend = 3,
   kScratchQuantizedReceive = 4,
   kScratchPartial = 5,  // a two-level reduction's intra-node result
+  kScratchInputs = 6,   // the input pointers of an ordered reduction
 };
+
+// An array of `count` input pointers from the scratch pool (no allocation per call).
+inline Status scratchInputs(ScratchPool& scratch, int count, const void*** inputs) {
+  void* buffer = nullptr;
+  ZCCL_CHECK(scratch.get(kScratchInputs, static_cast<size_t>(count) * sizeof(void*), &buffer));
+  *inputs = static_cast<const void**>(buffer);
+  return Status::kSuccess;
+}
 
 // The two levels of a job whose nodes all hold the same number of ranks: `node` joins the
 // ranks of this rank's node (member i = local rank i), `cross` joins this rank's local rank

@@ -1,8 +1,6 @@
 // Direct reduce-scatter: every rank sends block j of its input straight to rank j and
 // reduces the n copies of its own block in rank order. The bytes each rank sends equal the
 // ring's, but the result rounds once and does not depend on where the ring starts.
-#include <vector>
-
 #include "collectives/algorithms.h"
 #include "common/reduce.h"
 
@@ -20,7 +18,8 @@ Status reduceScatterDirect(Context& ctx, const void* send, void* recv, const Par
 
   void* received = nullptr;
   ZCCL_CHECK(ctx.scratch.get(kScratchReceive, mineBytes * static_cast<size_t>(n), &received));
-  std::vector<const void*> inputs(static_cast<size_t>(n));
+  const void** inputs = nullptr;
+  ZCCL_CHECK(scratchInputs(ctx.scratch, n, &inputs));
   Ticket ticket;
   for (int peer = 0; peer < n; ++peer) {
     char* slot = static_cast<char*>(received) + static_cast<size_t>(peer) * mineBytes;
@@ -33,7 +32,7 @@ Status reduceScatterDirect(Context& ctx, const void* send, void* recv, const Par
                           kCollectiveTag, &ticket));
   }
   ZCCL_CHECK(t.waitAll());
-  reduceOrdered(recv, inputs.data(), n, mine, type, op);
+  reduceOrdered(recv, inputs, n, mine, type, op);
   return Status::kSuccess;
 }
 

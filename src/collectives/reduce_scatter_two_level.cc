@@ -6,7 +6,7 @@
 // inter-node (nodes - 1) blocks. Each level reduces in a fixed order (local rank, then
 // node), half precision in float32 rounding once per level; kAvg divides by the number of
 // ranks once, at the end.
-#include <vector>
+#include <algorithm>
 
 #include "collectives/algorithms.h"
 #include "common/reduce.h"
@@ -24,7 +24,8 @@ Status reduceScatterTwoLevel(Context& ctx, const void* send, void* recv, const P
   const auto inputBlock = [&](int rank) { return in + blocks.offset(rank) * es; };
   const size_t bundleBytes = bundleOffset(lv, lv.myLocal, lv.numNodes, bytesOf);
   const auto pieceOffset = [&](int node) { return bundleOffset(lv, lv.myLocal, node, bytesOf); };
-  std::vector<const void*> inputs(static_cast<size_t>(std::max(lv.ranksPerNode, lv.numNodes)));
+  const void** inputs = nullptr;
+  ZCCL_CHECK(scratchInputs(ctx.scratch, std::max(lv.ranksPerNode, lv.numNodes), &inputs));
   Ticket ticket;
 
   // Intra-node: my node's copies of my bundle, reduced into `partial`.
@@ -56,7 +57,7 @@ Status reduceScatterTwoLevel(Context& ctx, const void* send, void* recv, const P
     for (int peer = 0; peer < lv.ranksPerNode; ++peer) {
       inputs[peer] = peer == lv.myLocal ? inputBlock(owner) : region(peer) + pieceOffset(node);
     }
-    reduceOrdered(partial + pieceOffset(node), inputs.data(), lv.ranksPerNode, blocks.size(owner),
+    reduceOrdered(partial + pieceOffset(node), inputs, lv.ranksPerNode, blocks.size(owner),
                   type, levelOp);
   }
 
@@ -78,7 +79,7 @@ Status reduceScatterTwoLevel(Context& ctx, const void* send, void* recv, const P
     inputs[node] = node == lv.myNode ? partial + pieceOffset(node)
                                      : static_cast<char*>(received) + node * mineBytes;
   }
-  reduceOrdered(recv, inputs.data(), lv.numNodes, blocks.size(me), type, levelOp);
+  reduceOrdered(recv, inputs, lv.numNodes, blocks.size(me), type, levelOp);
   if (op == RedOp::kAvg) divideByCount(recv, blocks.size(me), type, ctx.transport.size());
   return Status::kSuccess;
 }
