@@ -73,6 +73,15 @@ struct GroupScale {
   float prescale;  // a power of two, applied exactly, that keeps 1/scale finite for tiny ranges
 };
 
+// What a group holding NaN or Inf stores: one quiet-NaN bit pattern (0x7fc00000) for scale
+// and offset on every device, so that messages compare byte for byte.
+ZCCL_HOST_DEVICE inline GroupScale nonFiniteScale() {
+  const uint32_t bits = 0x7fc00000u;
+  float nan;
+  memcpy(&nan, &bits, sizeof(nan));
+  return GroupScale{nan, nan, 0.0f, 0.0f, 1.0f};
+}
+
 ZCCL_HOST_DEVICE inline GroupScale chooseScale(const GroupStats& s, int bits, QuantScheme scheme) {
   const float levels = static_cast<float>(scheme == QuantScheme::kSymmetric
                                               ? codeHigh(bits, scheme)

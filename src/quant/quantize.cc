@@ -2,9 +2,7 @@
 // groups; the element work is done by the active QuantKernels.
 #include "quant/quantize.h"
 
-#include <cmath>
 #include <cstring>
-#include <limits>
 
 #include "common/env.h"
 #include "common/log.h"
@@ -198,8 +196,7 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
     GroupStats s;
     k.stats(x, n, &s);
     uint8_t* groupCodes = params.bits == 8 ? payload + first : codes;
-    GroupScale gs{std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN(),
-                  0.0f, 0.0f, 1.0f};
+    GroupScale gs = nonFiniteScale();
     if (s.nonFinite) {
       std::memset(groupCodes, 0, n);
     } else {

@@ -102,7 +102,7 @@ __global__ void quantizeKernel(const T* in, QuantizeArgs args, unsigned char* ou
     mine.max = fmaxf(mine.max, v);
   }
   const GroupStats stats = blockStats(mine);
-  GroupScale gs{NAN, NAN, 0.0f, 0.0f, 1.0f};
+  GroupScale gs = nonFiniteScale();
   if (!stats.nonFinite) gs = chooseScale(stats, bits, scheme);
   if (threadIdx.x == 0) {
     storeParameter(scales, blockIdx.x, gs.scale);
