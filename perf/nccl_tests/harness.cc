@@ -18,6 +18,7 @@
 namespace zccl_perf {
 namespace {
 
+using zccl_test::foldReference;
 using zccl_test::isFloat;
 using zccl_test::load;
 using zccl_test::sizeOf;
@@ -133,23 +134,10 @@ double inputValue(zcclDataType_t type, zcclRedOp_t op, int r, size_t i, int n) {
   return isFloat(type) ? (v - 16) / 8.0 : static_cast<double>(v - 16);
 }
 
-double fold(zcclRedOp_t op, double a, double b) {
-  switch (op) {
-    case zcclProd:
-      return a * b;
-    case zcclMax:
-      return std::max(a, b);
-    case zcclMin:
-      return std::min(a, b);
-    default:
-      return a + b;
-  }
-}
-
 double reduced(const Job& job, zcclDataType_t type, zcclRedOp_t op, size_t i) {
   double result = inputValue(type, op, 0, i, job.ranks);
   for (int r = 1; r < job.ranks; ++r)
-    result = fold(op, result, inputValue(type, op, r, i, job.ranks));
+    result = foldReference(op, result, inputValue(type, op, r, i, job.ranks));
   if (op != zcclAvg) return result;
   return isFloat(type) ? result / job.ranks : std::trunc(result / job.ranks);
 }

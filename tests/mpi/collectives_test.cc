@@ -40,23 +40,11 @@ double inputValue(zcclDataType_t type, zcclRedOp_t op, int rank, size_t i) {
   return isFloat(type) ? integer / 8 : std::trunc(integer / 4);
 }
 
-double fold(zcclRedOp_t op, double a, double b) {
-  switch (op) {
-    case zcclProd:
-      return a * b;
-    case zcclMax:
-      return std::max(a, b);
-    case zcclMin:
-      return std::min(a, b);
-    default:
-      return a + b;
-  }
-}
-
 // The reduction over ranks of element `index` of every rank's input.
 double reference(zcclDataType_t type, zcclRedOp_t op, int ranks, size_t index) {
   double result = inputValue(type, op, 0, index);
-  for (int r = 1; r < ranks; ++r) result = fold(op, result, inputValue(type, op, r, index));
+  for (int r = 1; r < ranks; ++r)
+    result = foldReference(op, result, inputValue(type, op, r, index));
   if (op != zcclAvg) return result;
   return isFloat(type) ? result / ranks : std::trunc(result / ranks);
 }

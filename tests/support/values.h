@@ -3,6 +3,7 @@
 // are exactly representable (the tests only encode such values).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -110,6 +111,20 @@ inline double ulp(zcclDataType_t type, double value) {
   int exponent = 0;
   std::frexp(value, &exponent);
   return std::ldexp(1.0, std::max(exponent - 1, minExponent) - mantissaBits);
+}
+
+// a op b for the reference results (avg accumulates as a sum).
+inline double foldReference(zcclRedOp_t op, double a, double b) {
+  switch (op) {
+    case zcclProd:
+      return a * b;
+    case zcclMax:
+      return std::max(a, b);
+    case zcclMin:
+      return std::min(a, b);
+    default:
+      return a + b;
+  }
 }
 
 // A deterministic pseudo-random 64-bit value per (seed, a, b).
