@@ -260,7 +260,11 @@ Status localTopology(const NodeTopology** topology) {
   if (!discovered) {
     TopologyOptions options;
     ZCCL_CHECK(topologyOptionsFromEnvironment(&options));
-    ZCCL_CHECK(discoverTopology(options, &node));
+    const Status status = discoverTopology(options, &node);
+    // A file the user named must load; a live machine hwloc cannot read (a restricted
+    // container) still gets a communicator, planned with the default link estimates.
+    if (status != Status::kSuccess && !options.xmlPath.empty()) return status;
+    if (status != Status::kSuccess) node = undiscoveredTopology(options);
     discovered = true;
   }
   *topology = &node;

@@ -284,6 +284,13 @@ Status discoverTopology(const TopologyOptions& options, NodeTopology* node) {
   return Status::kSuccess;
 }
 
+NodeTopology undiscoveredTopology(const TopologyOptions& options) {
+  NodeTopology node;
+  node.source = "unknown (hwloc could not read the machine)";
+  classifyLinks(options, &node);
+  return node;
+}
+
 const char* pciRelation(const PciLocation& a, const PciLocation& b) {
   if (a.numaNode >= 0 && b.numaNode >= 0 && a.numaNode != b.numaNode) return "SYS";
   size_t common = 0;

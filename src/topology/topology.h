@@ -83,6 +83,10 @@ Status topologyOptionsFromEnvironment(TopologyOptions* options);
 
 Status discoverTopology(const TopologyOptions& options, NodeTopology* topology);
 
+// A node nothing is known of (hwloc could not read it): shared memory inside, Ethernet
+// between nodes, at the default estimates or the overrides.
+NodeTopology undiscoveredTopology(const TopologyOptions& options);
+
 // nvidia-smi's relation between two PCI devices: "PIX" (one bridge), "PXB" (several
 // bridges), "PHB" (the same host bridge), "NODE" (the same NUMA node), "SYS" (across NUMA
 // nodes).

@@ -142,6 +142,16 @@ TEST(Topology, MissingFileIsAClearError) {
   EXPECT_NE(lastThreadError().find("ZCCL_TOPO_FILE=/nonexistent/machine.xml"), std::string::npos);
 }
 
+TEST(Topology, UnreadableMachineFallsBackToDefaultEstimates) {
+  TopologyOptions options;
+  options.interNodeGBps = 3;
+  const NodeTopology t = undiscoveredTopology(options);
+  EXPECT_EQ(t.intraNode, LinkClass::kShm);
+  EXPECT_EQ(t.interNode, LinkClass::kEthernet);
+  EXPECT_GT(t.intraNodeGBps, 0);
+  EXPECT_DOUBLE_EQ(t.interNodeGBps, 3.0) << "an override still applies";
+}
+
 // ---- planner ----
 
 ClusterModel cluster(int nodes, int perNode, LinkClass intra, double intraGBps, LinkClass inter,
