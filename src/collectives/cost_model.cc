@@ -71,17 +71,6 @@ double reduceScatterSeconds(const Terms& t, const Plan& plan) {
          (t.quantized ? 0 : t.reduce(n - 1));
 }
 
-// The flat algorithm a lossless collective runs when nothing is forced.
-Plan flatPlain(Collective collective, DataType type) {
-  const bool reduction =
-      collective == Collective::kReduceScatter || collective == Collective::kAllReduce;
-  if (reduction)
-    return Plan{isHalfPrecision(type) ? Algorithm::kDirect : Algorithm::kRing, WireFormat::kNone};
-  if (collective == Collective::kBroadcast) return Plan{Algorithm::kPipelined, WireFormat::kNone};
-  if (collective == Collective::kAllToAll) return Plan{Algorithm::kPairwise, WireFormat::kNone};
-  return Plan{Algorithm::kRing, WireFormat::kNone};
-}
-
 // The pipelined chain's segment: (n - 2 + bytes / s) * (latency + s / bandwidth) is least at
 // s = sqrt(bytes * latency * bandwidth / (n - 2)); a power of two in [64 KiB, 64 MiB].
 size_t broadcastSegment(const ClusterModel& c, size_t bytes) {
@@ -164,9 +153,7 @@ Plan cheapestPlan(const ClusterModel& cluster, Collective collective, DataType t
   if (lossyApplies)
     wires = options.wireAllowedOnly ? std::vector<WireFormat>{WireFormat::kNone, options.wire}
                                     : std::vector<WireFormat>{options.wire};
-  const bool hierarchical = collective == Collective::kAllGather ||
-                            collective == Collective::kReduceScatter ||
-                            collective == Collective::kAllReduce;
+  const bool hierarchical = hasTwoLevelForm(collective);
   std::vector<bool> levels{false};
   if (hierarchical && cluster.uniform && options.hierarchy == Hierarchy::kTwoLevel) levels = {true};
   if (hierarchical && cluster.twoLevelAvailable() && options.hierarchy == Hierarchy::kAuto)
@@ -176,12 +163,8 @@ Plan cheapestPlan(const ClusterModel& cluster, Collective collective, DataType t
   double bestSeconds = 0;
   for (WireFormat wire : wires) {
     for (bool twoLevel : levels) {
-      Plan plan = flatPlain(collective, type);
-      plan.wire = wire;
-      if (wire != WireFormat::kNone)
-        plan.algorithm =
-            collective == Collective::kAllGather ? Algorithm::kRing : Algorithm::kDirect;
-      if (twoLevel) plan.algorithm = Algorithm::kTwoLevel;
+      Plan plan =
+          pathFor(collective, flatAlgorithm(collective, type, Algorithm::kAuto), wire, twoLevel);
       if (plan.algorithm == Algorithm::kPipelined)
         plan.chunkBytes = broadcastSegment(cluster, bytes);
       const double seconds = estimateSeconds(cluster, collective, plan, bytes, type);

@@ -17,7 +17,9 @@ Algorithm reduceScatterDefault(DataType type) {
   return isHalfPrecision(type) ? Algorithm::kDirect : Algorithm::kRing;
 }
 
-Algorithm choose(Collective collective, DataType type, Algorithm requested) {
+}  // namespace
+
+Algorithm flatAlgorithm(Collective collective, DataType type, Algorithm requested) {
   if (requested == Algorithm::kNative) return Algorithm::kNative;
   switch (collective) {
     case Collective::kReduceScatter:
@@ -32,6 +34,22 @@ Algorithm choose(Collective collective, DataType type, Algorithm requested) {
   }
   return Algorithm::kAuto;
 }
+
+bool hasTwoLevelForm(Collective collective) {
+  return collective == Collective::kAllGather || collective == Collective::kReduceScatter ||
+         collective == Collective::kAllReduce;
+}
+
+Plan pathFor(Collective collective, Algorithm flat, WireFormat wire, bool twoLevel) {
+  Plan plan{flat, wire};
+  if (wire != WireFormat::kNone) {
+    plan.algorithm = collective == Collective::kAllGather ? Algorithm::kRing : Algorithm::kDirect;
+  }
+  if (twoLevel) plan.algorithm = Algorithm::kTwoLevel;
+  return plan;
+}
+
+namespace {
 
 bool wantsTwoLevel(const CollectiveOptions& options, const NodeLevels* levels) {
   if (levels == nullptr || options.hierarchy == Hierarchy::kFlat) return false;
@@ -124,22 +142,17 @@ bool wireApplies(Collective collective, DataType type, RedOp op) {
 Plan planCollective(Collective collective, DataType type, RedOp op, size_t bytes,
                     const CollectiveOptions& options, const NodeLevels* levels,
                     const ClusterModel* cluster) {
-  Plan plan{choose(collective, type, options.algorithm), WireFormat::kNone};
+  Plan plan{Algorithm::kAuto, WireFormat::kNone};
   if (cluster != nullptr && options.algorithm == Algorithm::kAuto) {
     ClusterModel model = *cluster;
     model.uniform = model.uniform && levels != nullptr;
     plan = cheapestPlan(model, collective, type, op, bytes, options);
   } else {
-    const bool hierarchical = collective == Collective::kAllGather ||
-                              collective == Collective::kReduceScatter ||
-                              collective == Collective::kAllReduce;
-    if (options.wire != WireFormat::kNone && !options.wireAllowedOnly &&
-        wireApplies(collective, type, op)) {
-      plan.wire = options.wire;
-      // One hop: the ring for all-gather, the direct all-to-all for reductions.
-      plan.algorithm = collective == Collective::kAllGather ? Algorithm::kRing : Algorithm::kDirect;
-    }
-    if (hierarchical && wantsTwoLevel(options, levels)) plan.algorithm = Algorithm::kTwoLevel;
+    const bool forcedWire = options.wire != WireFormat::kNone && !options.wireAllowedOnly &&
+                            wireApplies(collective, type, op);
+    plan = pathFor(collective, flatAlgorithm(collective, type, options.algorithm),
+                   forcedWire ? options.wire : WireFormat::kNone,
+                   hasTwoLevelForm(collective) && wantsTwoLevel(options, levels));
   }
   logOnce(collective, type, bytes, options, plan);
   return plan;

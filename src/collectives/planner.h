@@ -48,6 +48,15 @@ struct Plan {
   size_t chunkBytes = 0;  // pipelined algorithms' segment; 0: their default
 };
 
+// The flat algorithm for `collective` given a requested family (kAuto: the default for the
+// type; a family the collective lacks, such as a ring broadcast, falls back to its own).
+Algorithm flatAlgorithm(Collective collective, DataType type, Algorithm requested);
+// All-gather, reduce-scatter and all-reduce have a two-level form.
+bool hasTwoLevelForm(Collective collective);
+// The path with `wire` and `twoLevel` applied over `flat`: a lossy wire format goes one hop
+// flat (the ring for all-gather, the direct all-to-all for reductions) unless two-level.
+Plan pathFor(Collective collective, Algorithm flat, WireFormat wire, bool twoLevel);
+
 // True when `wire` can carry this collective: float32/16/bf16 data, and for reductions
 // kSum or kAvg.
 bool wireApplies(Collective collective, DataType type, RedOp op);
