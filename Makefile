@@ -20,7 +20,7 @@ build: configure
 
 # ZeRO-3 against ZeRO++ on both demo models, 4 ranks as 2 emulated nodes of 2.
 demo: build
-	ZCCL_RANKS_PER_NODE=2 mpiexec -n 4 $(BUILD_DIR)/perf/zero_demo
+	ZCCL_RANKS_PER_NODE=2 mpiexec -n 4 $(BUILD_DIR)/examples/zero_demo
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1

@@ -22,16 +22,67 @@ int main(int argc, char** argv) {
   return rank == 0 ? 0 : 1;
 }
 C
+# The ZeRO optimizer from the installed zccl::zero: one scalar parameter pulled towards 3 by
+# a quadratic loss, on one rank.
+cat >"$work/consumer/zero.cc" <<'CXX'
+#include <mpi.h>
+#include <zccl/zero.hpp>
+#include <cstdio>
+using namespace zccl::zero;
+struct Scalar final : Module {
+  const char* name() const override { return "scalar"; }
+  size_t numParams() const override { return 1; }
+  void initParams(float* p, uint64_t) const override { p[0] = 0; }
+  void forward(const float* p, const Batch&, const Tensor&, Tensor* y) override {
+    y->resize(1, 1);
+    y->data[0] = p[0];
+  }
+  void backward(const float* p, const Batch&, const Tensor&, Tensor*, float* g) override {
+    g[0] += 2 * (p[0] - 3);
+  }
+};
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  zcclComm_t comm;
+  if (zcclCommInitMPI(MPI_COMM_WORLD, NULL, &comm) != zcclSuccess) return 1;
+  Model model;
+  model.modules.push_back(std::make_unique<Scalar>());
+  ZeroOptions options;
+  options.precision = Precision::kFloat32;
+  options.learningRate = 0.1f;
+  std::unique_ptr<ZeroOptimizer> optimizer;
+  if (ZeroOptimizer::create(comm, &model, options, &optimizer) != zcclSuccess) return 1;
+  Batch batch;
+  batch.size = 1;
+  batch.inputs = {0};
+  batch.targets = {0};
+  StepStats stats;
+  for (int i = 0; i < 100; ++i) {
+    if (optimizer->step(batch, &stats) != zcclSuccess) return 1;
+  }
+  std::vector<float> params;
+  if (optimizer->gatherMasterParameters(&params) != zcclSuccess) return 1;
+  optimizer.reset();
+  zcclCommDestroy(comm);
+  MPI_Finalize();
+  std::printf("zero consumer ok: parameter %.3f\n", params[0]);
+  return params[0] > 2.5f && params[0] < 3.5f ? 0 : 1;
+}
+CXX
 cat >"$work/consumer/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.25)
-project(consumer C)
+project(consumer C CXX)
+set(CMAKE_CXX_STANDARD 17)
 find_package(zccl REQUIRED)
 add_executable(consumer main.c)
 target_link_libraries(consumer PRIVATE zccl::zccl)
+add_executable(zero_consumer zero.cc)
+target_link_libraries(zero_consumer PRIVATE zccl::zero)
 CM
 cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer/build" >/dev/null
 LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer/build/consumer"
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer/build/zero_consumer"
 
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
 # shellcheck disable=SC2046

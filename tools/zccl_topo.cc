@@ -9,22 +9,16 @@
 #include <getopt.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "collectives/cost_model.h"
-#include "core/comm.h"
-#include "topology/topology.h"
+#include "zccl/zccl.h"
+#include "zccl/zccl_introspect.h"
 
 namespace {
-
-using zccl::Algorithm;
-using zccl::ClusterModel;
-using zccl::Collective;
-using zccl::NodeTopology;
-using zccl::Plan;
 
 struct Settings {
   std::string topoFile;
@@ -34,99 +28,52 @@ struct Settings {
   bool json = false;
 };
 
-std::string linkCell(const NodeTopology& t, size_t a, size_t b) {
-  if (a == b) return "X";
-  if (!t.nvlinkGBps.empty() && t.nvlinkGBps[a][b] > 0) {
-    return "NV" + std::to_string(static_cast<int>(t.nvlinkGBps[a][b]));
-  }
-  return zccl::pciRelation(t.gpus[a].location, t.gpus[b].location);
-}
-
-void printDevices(const NodeTopology& t) {
-  std::printf("# zccl-topo: %s\n\nDevices\n", t.source.c_str());
-  for (size_t i = 0; i < t.gpus.size(); ++i) {
-    const auto& g = t.gpus[i];
-    std::printf("  GPU%-3zu %-8s [10de:%04x] %s NUMA %d%s\n", i, g.name.c_str(), g.deviceId,
-                g.location.busId.c_str(), g.location.numaNode,
-                g.computeVisible ? "" : "  (no CUDA/NVML device)");
-  }
-  std::printf("  NVSwitches: %d\n", t.nvswitches);
-  for (size_t i = 0; i < t.nics.size(); ++i) {
-    const auto& n = t.nics[i];
-    std::printf("  NIC%-3zu %-8s %s %s NUMA %d %s\n", i, n.name.c_str(),
-                n.infiniband ? "IB " : "ETH", n.location.busId.c_str(), n.location.numaNode,
-                n.gbps > 0 ? (std::to_string(n.gbps * 8) + " Gb/s").c_str() : "speed unknown");
-  }
-  for (const auto& h : t.hcas) {
-    std::printf("  HCA    %-8s %s NUMA %d\n", h.name.c_str(), h.location.busId.c_str(),
-                h.location.numaNode);
-  }
-  std::printf("  NUMA nodes: %d\n", t.numaNodes);
-}
-
-void printMatrix(const NodeTopology& t) {
-  if (t.gpus.empty() && t.nics.empty()) return;
-  std::printf(
-      "\nLink matrix (NV<n>: NVLink, n GB/s%s; else the PCI path: PIX one bridge, PXB "
-      "several, PHB host bridge, NODE same NUMA node, SYS across NUMA nodes)\n       ",
-      t.nvlinkSource.empty() ? "" : (", from " + t.nvlinkSource).c_str());
-  const size_t g = t.gpus.size(), n = t.nics.size();
-  for (size_t j = 0; j < g; ++j) std::printf(" %6s", ("GPU" + std::to_string(j)).c_str());
-  for (size_t j = 0; j < n; ++j) std::printf(" %6s", ("NIC" + std::to_string(j)).c_str());
-  std::printf("\n");
-  const auto location = [&](size_t k) {
-    return k < g ? t.gpus[k].location : t.nics[k - g].location;
-  };
-  for (size_t i = 0; i < g + n; ++i) {
-    std::printf("%-7s",
-                (i < g ? "GPU" + std::to_string(i) : "NIC" + std::to_string(i - g)).c_str());
-    for (size_t j = 0; j < g + n; ++j) {
-      const std::string cell = i < g && j < g ? linkCell(t, i, j)
-                               : i == j       ? std::string("X")
-                                              : zccl::pciRelation(location(i), location(j));
-      std::printf(" %6s", cell.c_str());
-    }
-    std::printf("\n");
-  }
-}
-
-void printLinks(const NodeTopology& t) {
-  std::printf("\nLinks: intra-node %s %.1f GB/s, inter-node %s %.2f GB/s (%s); %s\n",
-              zccl::linkClassName(t.intraNode), t.intraNodeGBps, zccl::linkClassName(t.interNode),
-              t.interNodeGBps, t.interNodeNote.c_str(),
-              t.lowBandwidth() ? "a low-bandwidth cluster (neither NVLink nor InfiniBand)"
-                               : "not low-bandwidth");
-}
-
 struct PlanRow {
-  Collective collective;
+  zcclCollective_t collective;
   size_t bytes;
-  Plan plan;
-  double seconds;
+  zcclPlanInfo plan;
   double busbw;
 };
 
-std::vector<PlanRow> planTable(const ClusterModel& cluster, bool allowLossy) {
-  std::vector<PlanRow> rows;
-  const int n = cluster.ranks();
-  for (Collective c :
-       {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce}) {
+const char* collectiveName(zcclCollective_t c) {
+  switch (c) {
+    case zcclCollAllGather:
+      return "all-gather";
+    case zcclCollReduceScatter:
+      return "reduce-scatter";
+    case zcclCollAllReduce:
+      return "all-reduce";
+    default:
+      return "?";
+  }
+}
+
+// The planner's choice per collective and size, for the job's own shape or (whatIf) for
+// nodes x ranksPerNode on the same links.
+bool planTable(zcclComm_t comm, const Settings& s, bool whatIf, int nodes, int ranksPerNode,
+               std::vector<PlanRow>* rows) {
+  const int n = nodes * ranksPerNode;
+  for (zcclCollective_t c : {zcclCollAllGather, zcclCollReduceScatter, zcclCollAllReduce}) {
+    zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+    if (s.allowLossy) {
+      options.wireFormat = c == zcclCollAllGather ? zcclWireAllowInt8 : zcclWireAllowInt4;
+    }
     for (size_t bytes = size_t{4} << 10; bytes <= size_t{1} << 30; bytes *= 8) {
-      zccl::CollectiveOptions options;
-      if (allowLossy) {
-        options.wire =
-            c == Collective::kAllGather ? zccl::WireFormat::kInt8 : zccl::WireFormat::kInt4;
-        options.wireAllowedOnly = true;
-      }
-      const Plan plan = zccl::cheapestPlan(cluster, c, zccl::DataType::kBfloat16, zccl::RedOp::kSum,
-                                           bytes, options);
-      const double seconds =
-          zccl::estimateSeconds(cluster, c, plan, bytes, zccl::DataType::kBfloat16);
-      const double factor = c == Collective::kAllReduce ? 2.0 * (n - 1) / n : (n - 1.0) / n;
-      rows.push_back(PlanRow{c, bytes, plan, seconds, bytes / seconds / 1e9 * factor});
+      zcclPlanQuery query = ZCCL_PLAN_QUERY_INITIALIZER;
+      query.collective = c;
+      query.bytes = bytes;
+      query.datatype = zcclBfloat16;
+      query.options = &options;
+      query.nodes = whatIf ? nodes : 0;
+      query.ranksPerNode = whatIf ? ranksPerNode : 0;
+      PlanRow row{c, bytes, {}, 0};
+      if (zcclCommGetPlan(comm, &query, &row.plan) != zcclSuccess) return false;
+      const double factor = c == zcclCollAllReduce ? 2.0 * (n - 1) / n : (n - 1.0) / n;
+      row.busbw = bytes / row.plan.estimatedSeconds / 1e9 * factor;
+      rows->push_back(row);
     }
   }
-  return rows;
+  return true;
 }
 
 std::string sizeName(size_t bytes) {
@@ -135,68 +82,80 @@ std::string sizeName(size_t bytes) {
   return std::to_string(bytes >> 10) + " KiB";
 }
 
-std::string pathName(const Plan& p) {
-  std::string name = zccl::algorithmName(p.algorithm);
-  if (p.wire != zccl::WireFormat::kNone) name += std::string(" + ") + zccl::wireFormatName(p.wire);
+std::string pathName(const zcclPlanInfo& p) {
+  std::string name = p.algorithm;
+  if (std::string(p.wire) != "none") name += std::string(" + ") + p.wire;
   return name;
 }
 
-void printPlan(const ClusterModel& cluster, const std::vector<PlanRow>& rows, bool allowLossy) {
+void printPlan(const zcclTopologyInfo& info, int nodes, int ranksPerNode,
+               const std::vector<PlanRow>& rows, bool allowLossy) {
   std::printf(
       "\nPlan for %d nodes x %d ranks, bfloat16, %s (intra %s, inter %s; quantize %.1f "
       "GB/s, dequantize %.1f GB/s of float32)\n",
-      cluster.nodes, cluster.ranksPerNode,
-      allowLossy ? "INT8 all-gather / INT4 reductions allowed" : "lossless",
-      zccl::linkClassName(cluster.intra.link), zccl::linkClassName(cluster.inter.link),
-      cluster.quantizeBytesPerSecond / 1e9, cluster.dequantizeBytesPerSecond / 1e9);
+      nodes, ranksPerNode, allowLossy ? "INT8 all-gather / INT4 reductions allowed" : "lossless",
+      info.intraNodeLink, info.interNodeLink, info.quantizeGBps, info.dequantizeGBps);
   std::printf("  %-15s %8s  %-20s %12s %12s\n", "collective", "size", "path", "est. time",
               "est. busbw");
   for (const PlanRow& r : rows) {
-    std::printf("  %-15s %8s  %-20s %10.1f us %7.2f GB/s\n", zccl::collectiveName(r.collective),
-                sizeName(r.bytes).c_str(), pathName(r.plan).c_str(), r.seconds * 1e6, r.busbw);
+    std::printf("  %-15s %8s  %-20s %10.1f us %7.2f GB/s\n", collectiveName(r.collective),
+                sizeName(r.bytes).c_str(), pathName(r.plan).c_str(), r.plan.estimatedSeconds * 1e6,
+                r.busbw);
   }
 }
 
-void printJson(const NodeTopology& t, const ClusterModel& cluster, const std::vector<PlanRow>& rows,
-               const std::vector<int>& nodeOfRank) {
-  std::printf("{\n  \"source\": \"%s\",\n  \"gpus\": [", t.source.c_str());
-  for (size_t i = 0; i < t.gpus.size(); ++i) {
-    std::printf("%s{\"name\": \"%s\", \"bus_id\": \"%s\", \"numa\": %d}", i ? ", " : "",
-                t.gpus[i].name.c_str(), t.gpus[i].location.busId.c_str(),
-                t.gpus[i].location.numaNode);
-  }
-  std::printf("],\n  \"nvswitches\": %d,\n  \"nics\": [", t.nvswitches);
-  for (size_t i = 0; i < t.nics.size(); ++i) {
-    std::printf("%s{\"name\": \"%s\", \"infiniband\": %s, \"gbps\": %.3f}", i ? ", " : "",
-                t.nics[i].name.c_str(), t.nics[i].infiniband ? "true" : "false", t.nics[i].gbps);
-  }
-  std::printf("],\n  \"hcas\": [");
-  for (size_t i = 0; i < t.hcas.size(); ++i)
-    std::printf("%s\"%s\"", i ? ", " : "", t.hcas[i].name.c_str());
-  std::printf("],\n  \"numa_nodes\": %d,\n  \"nvlink_gbps\": [", t.numaNodes);
-  for (size_t i = 0; i < t.nvlinkGBps.size(); ++i) {
-    std::printf("%s[", i ? ", " : "");
-    for (size_t j = 0; j < t.nvlinkGBps[i].size(); ++j)
-      std::printf("%s%.1f", j ? ", " : "", t.nvlinkGBps[i][j]);
-    std::printf("]");
-  }
-  std::printf("],\n  \"intra_node\": {\"class\": \"%s\", \"gbps\": %.3f},\n",
-              zccl::linkClassName(t.intraNode), t.intraNodeGBps);
-  std::printf("  \"inter_node\": {\"class\": \"%s\", \"gbps\": %.3f, \"note\": \"%s\"},\n",
-              zccl::linkClassName(t.interNode), t.interNodeGBps, t.interNodeNote.c_str());
-  std::printf("  \"low_bandwidth\": %s,\n  \"rank_to_node\": [",
-              t.lowBandwidth() ? "true" : "false");
+void printJson(const std::string& topology, int nodes, int ranksPerNode,
+               const std::vector<PlanRow>& rows, const std::vector<int>& nodeOfRank) {
+  std::printf("{\n  \"topology\": %s,\n  \"rank_to_node\": [", topology.c_str());
   for (size_t r = 0; r < nodeOfRank.size(); ++r) std::printf("%s%d", r ? ", " : "", nodeOfRank[r]);
-  std::printf("],\n  \"plan\": {\"nodes\": %d, \"ranks_per_node\": %d, \"rows\": [\n",
-              cluster.nodes, cluster.ranksPerNode);
+  std::printf("],\n  \"plan\": {\"nodes\": %d, \"ranks_per_node\": %d, \"rows\": [\n", nodes,
+              ranksPerNode);
   for (size_t i = 0; i < rows.size(); ++i) {
     std::printf(
         "    {\"collective\": \"%s\", \"bytes\": %zu, \"path\": \"%s\", \"seconds\": %.9f, "
         "\"busbw_gbps\": %.4f}%s\n",
-        zccl::collectiveName(rows[i].collective), rows[i].bytes, pathName(rows[i].plan).c_str(),
-        rows[i].seconds, rows[i].busbw, i + 1 < rows.size() ? "," : "");
+        collectiveName(rows[i].collective), rows[i].bytes, pathName(rows[i].plan).c_str(),
+        rows[i].plan.estimatedSeconds, rows[i].busbw, i + 1 < rows.size() ? "," : "");
   }
   std::printf("  ]}\n}\n");
+}
+
+std::string describeTopology(zcclComm_t comm, int json) {
+  size_t bytes = 0;
+  if (zcclCommDescribeTopology(comm, json, nullptr, &bytes) != zcclSuccess) return "";
+  std::string text(bytes, '\0');
+  if (zcclCommDescribeTopology(comm, json, text.data(), &bytes) != zcclSuccess) return "";
+  text.resize(bytes - 1);
+  return text;
+}
+
+// Prints what rank 0 knows; false when the library refused.
+bool report(zcclComm_t comm, const Settings& s, int ranks) {
+  zcclTopologyInfo info;
+  if (zcclCommGetTopologyInfo(comm, &info) != zcclSuccess) return false;
+  std::vector<int> nodeOfRank;
+  int nodes = s.nodes;
+  int ranksPerNode = s.ranksPerNode > 0 ? s.ranksPerNode : std::max(2, info.gpusOnThisNode);
+  if (ranks > 1) {  // under mpiexec: the job's own map and plan
+    nodeOfRank.resize(static_cast<size_t>(ranks));
+    if (zcclCommGetNodeMap(comm, nodeOfRank.data()) != zcclSuccess) return false;
+    nodes = info.nodes;
+    ranksPerNode = std::max(1, ranks / info.nodes);
+  }
+  std::vector<PlanRow> rows;
+  if (!planTable(comm, s, ranks == 1, nodes, ranksPerNode, &rows)) return false;
+  if (s.json) {
+    printJson(describeTopology(comm, 1), nodes, ranksPerNode, rows, nodeOfRank);
+    return true;
+  }
+  std::printf("%s", describeTopology(comm, 0).c_str());
+  if (!nodeOfRank.empty()) {
+    std::printf("\nJob: %d ranks on %d nodes; rank -> node:", ranks, nodes);
+    for (int r = 0; r < ranks; ++r) std::printf(" %d:%d", r, nodeOfRank[r]);
+    std::printf("\n");
+  }
+  printPlan(info, nodes, ranksPerNode, rows, s.allowLossy);
+  return true;
 }
 
 bool parse(int argc, char** argv, Settings* s) {
@@ -249,49 +208,19 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  zccl::TopologyOptions options;
-  int status = zccl::topologyOptionsFromEnvironment(&options) == zccl::Status::kSuccess ? 0 : 1;
-  if (!s.topoFile.empty()) options.xmlPath = s.topoFile;
-  NodeTopology topology;
-  if (status == 0 && zccl::discoverTopology(options, &topology) != zccl::Status::kSuccess) {
-    std::fprintf(stderr, "zccl-topo: %s\n", zccl::lastThreadError().c_str());
+  // The communicator discovers its node from the file as it would from ZCCL_TOPO_FILE.
+  if (!s.topoFile.empty()) setenv("ZCCL_TOPO_FILE", s.topoFile.c_str(), 1);
+  zcclComm_t comm = nullptr;
+  int status = 0;
+  if (zcclCommInitMPI(MPI_COMM_WORLD, nullptr, &comm) != zcclSuccess) {
+    std::fprintf(stderr, "zccl-topo: %s\n", zcclGetLastError(nullptr));
     status = 1;
-  }
-  std::vector<int> nodeOfRank;
-  ClusterModel cluster;
-  if (status == 0 && ranks > 1) {
-    // Under mpiexec: the job's own node map and cluster model, as a communicator builds them.
-    zcclComm_t comm = nullptr;
-    if (zcclCommInitMPI(MPI_COMM_WORLD, nullptr, &comm) != zcclSuccess) {
-      std::fprintf(stderr, "zccl-topo: %s\n", zcclGetLastError(nullptr));
+  } else {
+    if (rank == 0 && !report(comm, s, ranks)) {
+      std::fprintf(stderr, "zccl-topo: %s\n", zcclGetLastError(comm));
       status = 1;
-    } else {
-      for (int r = 0; r < ranks; ++r) nodeOfRank.push_back(comm->nodes.nodeOf(r));
-      cluster = comm->cluster;
-      zcclCommDestroy(comm);
     }
-  } else if (status == 0) {
-    const int perNode = s.ranksPerNode > 0
-                            ? s.ranksPerNode
-                            : std::max<int>(2, static_cast<int>(topology.gpus.size()));
-    cluster = zccl::clusterModel(topology, s.nodes, perNode, true);
-    zccl::measureQuantRates(&cluster);
-  }
-  if (status == 0 && rank == 0) {
-    const auto rows = planTable(cluster, s.allowLossy);
-    if (s.json) {
-      printJson(topology, cluster, rows, nodeOfRank);
-    } else {
-      printDevices(topology);
-      printMatrix(topology);
-      printLinks(topology);
-      if (!nodeOfRank.empty()) {
-        std::printf("\nJob: %d ranks on %d nodes; rank -> node:", ranks, cluster.nodes);
-        for (int r = 0; r < ranks; ++r) std::printf(" %d:%d", r, nodeOfRank[r]);
-        std::printf("\n");
-      }
-      printPlan(cluster, rows, s.allowLossy);
-    }
+    zcclCommDestroy(comm);
   }
   MPI_Finalize();
   return status;

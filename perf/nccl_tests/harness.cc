@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "support/values.h"
+#include "testsupport/values.h"
 #include "zccl/zccl.h"
 
 namespace zccl_perf {

@@ -6,29 +6,40 @@
 #include "collectives/quantized.h"
 
 namespace zccl {
+namespace {
 
-Status allGatherQuantized(Context& ctx, const void* send, void* recv, const Partition& blocks,
-                          DataType type, const QuantParams& params, bool twoLevel) {
+Status allGatherQuantized(Context& ctx, const CollectiveArgs& a, const Plan& plan) {
+  const Partition& blocks = a.blocks;
   const int me = ctx.transport.rank();
-  const size_t es = elementSize(type);
-  char* out = static_cast<char*>(recv);
-  const BlockBytes wire = messageLayout(blocks, params);
+  const size_t es = elementSize(a.type);
+  char* out = static_cast<char*>(a.recv);
+  const BlockBytes wire = messageLayout(blocks, plan.quant);
   void* buffer = nullptr;
   ZCCL_CHECK(ctx.scratch.get(kScratchQuantizedReceive, wire.total(), &buffer));
   char* messages = static_cast<char*>(buffer);
-  const void* mine = send != nullptr ? send : out + blocks.offset(me) * es;
+  const void* mine = a.send != nullptr ? a.send : out + blocks.offset(me) * es;
   if (blocks.size(me) > 0) {
-    ZCCL_CHECK(quantize(mine, type, blocks.size(me), senderParams(params, me, 0),
+    ZCCL_CHECK(quantize(mine, a.type, blocks.size(me), senderParams(plan.quant, me, 0),
                         messages + wire.offset(me), wire.size(me)));
   }
-  ZCCL_CHECK(twoLevel ? allGatherTwoLevel(ctx, nullptr, messages, wire)
-                      : allGatherRing(ctx, nullptr, messages, wire));
+  ZCCL_CHECK(plan.algorithm == Algorithm::kTwoLevel
+                 ? allGatherTwoLevel(ctx, nullptr, messages, wire)
+                 : allGatherRing(ctx, nullptr, messages, wire));
   for (int r = 0; r < blocks.parts; ++r) {
     if (blocks.size(r) == 0) continue;
     ZCCL_CHECK(dequantize(messages + wire.offset(r), wire.size(r), out + blocks.offset(r) * es,
-                          type, blocks.size(r)));
+                          a.type, blocks.size(r)));
   }
   return Status::kSuccess;
 }
+
+}  // namespace
+
+extern const AlgorithmRow kAllGatherQuantizedRing{
+    Collective::kAllGather, Algorithm::kRing, true, 1, kHostOnly, true,
+    allGatherQuantized,     allGatherRingCost};
+extern const AlgorithmRow kAllGatherQuantizedTwoLevel{
+    Collective::kAllGather, Algorithm::kTwoLevel, true, 2, kHostOnly, true,
+    allGatherQuantized,     allGatherTwoLevelCost};
 
 }  // namespace zccl

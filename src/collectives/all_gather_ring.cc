@@ -13,10 +13,10 @@ Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockByte
   const auto blockOf = [&](int unit, int) {
     return Piece{out + layout.offset(unit), layout.size(unit)};
   };
-  if (send == nullptr) return ringAllGatherUnits(t, 1, blockOf);
+  if (send == nullptr) return ringAllGatherUnits(t, ctx.tag, 1, blockOf);
   // Out of place: the first step sends straight from `send` while the own block is copied.
   return ringAllGatherUnits(
-      t, 1, blockOf,
+      t, ctx.tag, 1, blockOf,
       [&](int) {
         return Piece{static_cast<char*>(const_cast<void*>(send)), layout.size(me)};
       },
@@ -24,5 +24,21 @@ Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockByte
         if (layout.size(me) > 0) std::memcpy(out + layout.offset(me), send, layout.size(me));
       });
 }
+
+double allGatherRingCost(const CostTerms& t, Plan* /*plan*/) {
+  const double n = t.c.ranks();
+  return (n - 1) * CostTerms::step(t.flatLink(), t.wireBlock) + t.quantize(1) + t.dequantize(n);
+}
+
+namespace {
+
+Status run(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
+  return allGatherRing(ctx, a.send, a.recv, BlockBytes::elements(a.blocks, elementSize(a.type)));
+}
+
+}  // namespace
+
+extern const AlgorithmRow kAllGatherRing{
+    Collective::kAllGather, Algorithm::kRing, false, 1, kHostOnly, true, run, allGatherRingCost};
 
 }  // namespace zccl

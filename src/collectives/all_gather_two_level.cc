@@ -19,12 +19,31 @@ Status allGatherTwoLevel(Context& ctx, const void* send, void* recv, const Block
   const auto blockOf = [&](int rank) {
     return Piece{out + layout.offset(rank), layout.size(rank)};
   };
-  ZCCL_CHECK(ringAllGatherUnits(*levels.cross, 1, [&](int node, int) {
+  ZCCL_CHECK(ringAllGatherUnits(*levels.cross, ctx.tag, 1, [&](int node, int) {
     return blockOf(levels.rankAt(node, levels.myLocal));
   }));
-  return ringAllGatherUnits(*levels.node, levels.numNodes, [&](int local, int node) {
+  return ringAllGatherUnits(*levels.node, ctx.tag, levels.numNodes, [&](int local, int node) {
     return blockOf(levels.rankAt(node, local));
   });
 }
+
+double allGatherTwoLevelCost(const CostTerms& t, Plan* /*plan*/) {
+  const double n = t.c.ranks(), N = t.c.nodes, L = t.c.ranksPerNode;
+  return (N - 1) * CostTerms::step(t.c.inter, t.wireBlock) +
+         (L - 1) * CostTerms::step(t.c.intra, N * t.wireBlock, N) + t.quantize(1) + t.dequantize(n);
+}
+
+namespace {
+
+Status run(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
+  return allGatherTwoLevel(ctx, a.send, a.recv,
+                           BlockBytes::elements(a.blocks, elementSize(a.type)));
+}
+
+}  // namespace
+
+extern const AlgorithmRow kAllGatherTwoLevel{
+    Collective::kAllGather, Algorithm::kTwoLevel, false, 2, kHostOnly, true, run,
+    allGatherTwoLevelCost};
 
 }  // namespace zccl

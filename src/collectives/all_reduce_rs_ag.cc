@@ -1,27 +1,62 @@
 // All-reduce as reduce-scatter then all-gather over the same blocks: each rank sends
 // 2(n-1)/n of the buffer, the bandwidth optimum. The blocks follow a Partition, so the
-// count need not divide by the number of ranks. Both halves follow the plan: flat or
-// two-level, exact or quantized (each rank's reduced block is then quantized once more for
-// the all-gather, and every rank ends with the same values).
+// count need not divide by the number of ranks. Both halves take the registry's rows of the
+// same family, levels and wire: flat or two-level, exact or quantized (each rank's reduced
+// block is then quantized once more for the all-gather, and every rank ends with the same
+// values).
 #include "collectives/algorithms.h"
-#include "collectives/collectives.h"
 
 namespace zccl {
+namespace {
 
-Status allReduce(Context& ctx, const CollectiveOptions& options, const void* send, void* recv,
-                 size_t count, DataType type, RedOp op) {
-  const int n = ctx.transport.size();
-  const size_t es = elementSize(type);
-  const Plan plan = planCollective(Collective::kAllReduce, type, op, count * es, options,
-                                   ctx.levels, ctx.cluster);
-  if (plan.algorithm == Algorithm::kNative) {
-    chargeNative(ctx, Collective::kAllReduce, count * es, 0);
-    return allReduceNative(ctx, send, recv, count, type, op);
-  }
-  const Partition blocks{count, n};
-  char* myBlock = static_cast<char*>(recv) + blocks.offset(ctx.transport.rank()) * es;
-  ZCCL_CHECK(reduceScatterBlocks(ctx, plan, options, send, myBlock, blocks, type, op));
-  return allGatherBlocks(ctx, plan, options, nullptr, recv, blocks, type);
+struct Halves {
+  Plan reduceScatter;
+  Plan allGather;
+};
+
+// The reduce-scatter of the row's own algorithm and the all-gather of its levels and wire.
+Halves halvesOf(const Plan& plan, DataType type, MemoryKind memory) {
+  const AlgorithmRow& row = *plan.row;
+  Halves halves{plan, plan};
+  halves.reduceScatter.row =
+      findRow(Collective::kReduceScatter, row.algorithm, row.quantized, memory);
+  halves.allGather.row =
+      preferredRow(Collective::kAllGather, type, memory, row.quantized, row.levels, row.algorithm);
+  halves.allGather.algorithm = halves.allGather.row->algorithm;
+  return halves;
 }
+
+Status allReduce(Context& ctx, const CollectiveArgs& a, const Plan& plan) {
+  const Halves halves = halvesOf(plan, a.type, ctx.memory);
+  const size_t es = elementSize(a.type);
+  CollectiveArgs scatter = a;
+  scatter.recv = static_cast<char*>(a.recv) + a.blocks.offset(ctx.transport.rank()) * es;
+  ZCCL_CHECK(halves.reduceScatter.row->run(ctx, scatter, halves.reduceScatter));
+  CollectiveArgs gather = a;
+  gather.send = nullptr;  // each rank's reduced block already sits in recv
+  return halves.allGather.row->run(ctx, gather, halves.allGather);
+}
+
+double allReduceCost(const CostTerms& t, Plan* plan) {
+  Halves halves = halvesOf(*plan, t.type, MemoryKind::kHost);
+  return halves.reduceScatter.row->cost(t, &halves.reduceScatter) +
+         halves.allGather.row->cost(t, &halves.allGather);
+}
+
+constexpr AlgorithmRow allReduceRow(Algorithm algorithm, bool quantized, int levels,
+                                    bool roundsOnce) {
+  return AlgorithmRow{
+      Collective::kAllReduce, algorithm, quantized, levels, kHostOnly, roundsOnce, allReduce,
+      allReduceCost};
+}
+
+}  // namespace
+
+extern const AlgorithmRow kAllReduceRing = allReduceRow(Algorithm::kRing, false, 1, false);
+extern const AlgorithmRow kAllReduceDirect = allReduceRow(Algorithm::kDirect, false, 1, true);
+extern const AlgorithmRow kAllReduceTwoLevel = allReduceRow(Algorithm::kTwoLevel, false, 2, false);
+extern const AlgorithmRow kAllReduceQuantized1Hop = allReduceRow(Algorithm::kDirect, true, 1, true);
+extern const AlgorithmRow kAllReduceQuantized2Hop =
+    allReduceRow(Algorithm::kTwoLevel, true, 2, true);
 
 }  // namespace zccl

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "collectives/paths.h"
 #include "common/scratch.h"
 #include "common/types.h"
 #include "transport/transport.h"
@@ -69,6 +70,8 @@ struct Context {
   const NodeLevels* levels;  // nullptr when the nodes differ in size
   NativeCounters& native;
   const ClusterModel* cluster;  // nullptr: plan by rule, without a cost model
+  MemoryKind memory;            // where the call's buffers live
+  int tag;                      // every message of this call, on every level's transport
 };
 
 // `count` elements cut into `parts` contiguous blocks; the first count % parts blocks hold
@@ -148,7 +151,7 @@ inline int ringBlock(int rank, int distance, int size) {
 // from ownPiece(k) at step 0; `whileFirstStep` runs while that step is in flight (copying
 // the own unit into place overlaps the first transfer).
 template <typename PieceOf, typename OwnPiece, typename Work>
-Status ringAllGatherUnits(Transport& t, int pieces, PieceOf&& pieceOf, OwnPiece&& ownPiece,
+Status ringAllGatherUnits(Transport& t, int tag, int pieces, PieceOf&& pieceOf, OwnPiece&& ownPiece,
                           Work&& whileFirstStep) {
   const int n = t.size();
   for (int step = 0; step < n - 1; ++step) {
@@ -157,11 +160,11 @@ Status ringAllGatherUnits(Transport& t, int pieces, PieceOf&& pieceOf, OwnPiece&
     Ticket ticket;
     for (int k = 0; k < pieces; ++k) {
       const auto [data, bytes] = pieceOf(recvUnit, k);
-      ZCCL_CHECK(t.postRecv(data, bytes, ringPrev(t), kCollectiveTag, &ticket));
+      ZCCL_CHECK(t.postRecv(data, bytes, ringPrev(t), tag, &ticket));
     }
     for (int k = 0; k < pieces; ++k) {
       const auto [data, bytes] = step == 0 ? ownPiece(k) : pieceOf(sendUnit, k);
-      ZCCL_CHECK(t.postSend(data, bytes, ringNext(t), kCollectiveTag, &ticket));
+      ZCCL_CHECK(t.postSend(data, bytes, ringNext(t), tag, &ticket));
     }
     if (step == 0) whileFirstStep();
     ZCCL_CHECK(t.waitAll());
@@ -172,9 +175,9 @@ Status ringAllGatherUnits(Transport& t, int pieces, PieceOf&& pieceOf, OwnPiece&
 
 // The same with this member's unit already in place.
 template <typename PieceOf>
-Status ringAllGatherUnits(Transport& t, int pieces, PieceOf&& pieceOf) {
+Status ringAllGatherUnits(Transport& t, int tag, int pieces, PieceOf&& pieceOf) {
   return ringAllGatherUnits(
-      t, pieces, pieceOf, [&](int k) { return pieceOf(t.rank(), k); }, [] {});
+      t, tag, pieces, pieceOf, [&](int k) { return pieceOf(t.rank(), k); }, [] {});
 }
 
 }  // namespace zccl

@@ -1,5 +1,7 @@
-// The backend's own collectives behind zccl's conventions: NCCL-style in-place layouts
-// (which MPI does not share) are staged through scratch, and kAvg is a sum then a division.
+// The backend's own collectives (MPI_Allgather, ...) behind zccl's conventions: NCCL-style
+// in-place layouts (which MPI does not share) are staged through scratch, and kAvg is a sum
+// then a division. Their peers are hidden inside the engine, so their traffic is charged to
+// the native counters at the volume a bandwidth-optimal algorithm sends.
 #include <cstring>
 
 #include "collectives/algorithms.h"
@@ -19,49 +21,79 @@ Status stage(Context& ctx, const void* data, size_t bytes, const void** copy) {
 
 RedOp wireOp(RedOp op) { return op == RedOp::kAvg ? RedOp::kSum : op; }
 
+void charge(Context& ctx, size_t bytes) {
+  ctx.native.calls += 1;
+  ctx.native.bytesEstimated += bytes;
+}
+
+Status allGatherNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
+  const size_t count = a.blocks.size(0);
+  const size_t bytes = count * elementSize(a.type);
+  charge(ctx, bytes * static_cast<size_t>(ctx.transport.size() - 1));  // own block to each peer
+  const void* send = a.send;
+  if (send == nullptr) {
+    send = static_cast<char*>(a.recv) + static_cast<size_t>(ctx.transport.rank()) * bytes;
+    ZCCL_CHECK(stage(ctx, send, bytes, &send));
+  }
+  return ctx.transport.nativeAllGather(send, a.recv, count, a.type);
+}
+
+Status reduceScatterNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
+  const size_t recvCount = a.blocks.size(0);
+  const size_t inBytes = a.blocks.count * elementSize(a.type);
+  const size_t n = static_cast<size_t>(ctx.transport.size());
+  charge(ctx, inBytes / n * (n - 1));  // the input but the own block
+  const void* send = a.send;
+  const char* in = static_cast<const char*>(send);
+  const char* out = static_cast<const char*>(a.recv);
+  if (out >= in && out < in + inBytes) ZCCL_CHECK(stage(ctx, send, inBytes, &send));
+  ZCCL_CHECK(ctx.transport.nativeReduceScatter(send, a.recv, recvCount, a.type, wireOp(a.op)));
+  if (a.op == RedOp::kAvg) divideByCount(a.recv, recvCount, a.type, ctx.transport.size());
+  return Status::kSuccess;
+}
+
+Status allReduceNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
+  const size_t count = a.blocks.count;
+  const size_t n = static_cast<size_t>(ctx.transport.size());
+  charge(ctx, 2 * (count * elementSize(a.type) / n) * (n - 1));  // reduce-scatter + all-gather
+  ZCCL_CHECK(ctx.transport.nativeAllReduce(a.send, a.recv, count, a.type, wireOp(a.op)));
+  if (a.op == RedOp::kAvg) divideByCount(a.recv, count, a.type, ctx.transport.size());
+  return Status::kSuccess;
+}
+
+Status broadcastNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
+  const size_t count = a.blocks.count;
+  const size_t bytes = count * elementSize(a.type);
+  const int ranks = ctx.transport.size();
+  // A chain from root: all but the last rank forward once.
+  charge(ctx, (ctx.transport.rank() - a.root + ranks) % ranks < ranks - 1 ? bytes : 0);
+  if (ctx.transport.rank() == a.root && a.send != a.recv && count > 0) {
+    std::memcpy(a.recv, a.send, bytes);
+  }
+  return ctx.transport.nativeBroadcast(a.recv, count, a.type, a.root);
+}
+
+Status allToAllNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
+  const size_t bytes = a.blocks.count * elementSize(a.type);
+  const size_t n = static_cast<size_t>(ctx.transport.size());
+  charge(ctx, bytes / n * (n - 1));
+  const void* send = a.send;
+  if (send == a.recv) ZCCL_CHECK(stage(ctx, send, bytes, &send));
+  return ctx.transport.nativeAllToAll(send, a.recv, a.blocks.size(0), a.type);
+}
+
+constexpr AlgorithmRow nativeRow(Collective collective,
+                                 Status (*run)(Context&, const CollectiveArgs&, const Plan&)) {
+  return AlgorithmRow{collective, Algorithm::kNative, false, 1, kHostOnly, false, run, nullptr};
+}
+
 }  // namespace
 
-Status allGatherNative(Context& ctx, const void* send, void* recv, size_t count, DataType type) {
-  const size_t bytes = count * elementSize(type);
-  if (send == nullptr) {
-    send = static_cast<char*>(recv) + static_cast<size_t>(ctx.transport.rank()) * bytes;
-    ZCCL_CHECK(stage(ctx, send, bytes, &send));
-  }
-  return ctx.transport.nativeAllGather(send, recv, count, type);
-}
-
-Status reduceScatterNative(Context& ctx, const void* send, void* recv, size_t recvCount,
-                           DataType type, RedOp op) {
-  const size_t inBytes = recvCount * elementSize(type) * static_cast<size_t>(ctx.transport.size());
-  const char* in = static_cast<const char*>(send);
-  const char* out = static_cast<const char*>(recv);
-  if (out >= in && out < in + inBytes) ZCCL_CHECK(stage(ctx, send, inBytes, &send));
-  ZCCL_CHECK(ctx.transport.nativeReduceScatter(send, recv, recvCount, type, wireOp(op)));
-  if (op == RedOp::kAvg) divideByCount(recv, recvCount, type, ctx.transport.size());
-  return Status::kSuccess;
-}
-
-Status allReduceNative(Context& ctx, const void* send, void* recv, size_t count, DataType type,
-                       RedOp op) {
-  ZCCL_CHECK(ctx.transport.nativeAllReduce(send, recv, count, type, wireOp(op)));
-  if (op == RedOp::kAvg) divideByCount(recv, count, type, ctx.transport.size());
-  return Status::kSuccess;
-}
-
-Status broadcastNative(Context& ctx, const void* send, void* recv, size_t count, DataType type,
-                       int root) {
-  if (ctx.transport.rank() == root && send != recv && count > 0) {
-    std::memcpy(recv, send, count * elementSize(type));
-  }
-  return ctx.transport.nativeBroadcast(recv, count, type, root);
-}
-
-Status allToAllNative(Context& ctx, const void* send, void* recv, size_t count, DataType type) {
-  if (send == recv) {
-    const size_t bytes = count * elementSize(type) * static_cast<size_t>(ctx.transport.size());
-    ZCCL_CHECK(stage(ctx, send, bytes, &send));
-  }
-  return ctx.transport.nativeAllToAll(send, recv, count, type);
-}
+extern const AlgorithmRow kAllGatherNative = nativeRow(Collective::kAllGather, allGatherNative);
+extern const AlgorithmRow kReduceScatterNative =
+    nativeRow(Collective::kReduceScatter, reduceScatterNative);
+extern const AlgorithmRow kAllReduceNative = nativeRow(Collective::kAllReduce, allReduceNative);
+extern const AlgorithmRow kBroadcastNative = nativeRow(Collective::kBroadcast, broadcastNative);
+extern const AlgorithmRow kAllToAllNative = nativeRow(Collective::kAllToAll, allToAllNative);
 
 }  // namespace zccl

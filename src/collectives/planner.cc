@@ -3,58 +3,27 @@
 #include <mutex>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "collectives/cost_model.h"
+#include "collectives/registry.h"
 #include "common/log.h"
 
 namespace zccl {
-namespace {
-
-// Reduce-scatter (and so all-reduce) has both forms. The direct form rounds half-precision
-// sums once, in rank order, for the same bytes on the wire, so it is the default there;
-// float32/64 and integers take the ring, whose single peer per step scales to many ranks.
-Algorithm reduceScatterDefault(DataType type) {
-  return isHalfPrecision(type) ? Algorithm::kDirect : Algorithm::kRing;
-}
-
-}  // namespace
-
-Algorithm flatAlgorithm(Collective collective, DataType type, Algorithm requested) {
-  if (requested == Algorithm::kNative) return Algorithm::kNative;
-  switch (collective) {
-    case Collective::kReduceScatter:
-    case Collective::kAllReduce:
-      return requested == Algorithm::kAuto ? reduceScatterDefault(type) : requested;
-    case Collective::kAllGather:
-      return Algorithm::kRing;
-    case Collective::kBroadcast:
-      return Algorithm::kPipelined;
-    case Collective::kAllToAll:
-      return Algorithm::kPairwise;
-  }
-  return Algorithm::kAuto;
-}
-
-bool hasTwoLevelForm(Collective collective) {
-  return collective == Collective::kAllGather || collective == Collective::kReduceScatter ||
-         collective == Collective::kAllReduce;
-}
-
-Plan pathFor(Collective collective, Algorithm flat, WireFormat wire, bool twoLevel) {
-  Plan plan{flat, wire};
-  if (wire != WireFormat::kNone) {
-    plan.algorithm = collective == Collective::kAllGather ? Algorithm::kRing : Algorithm::kDirect;
-  }
-  if (twoLevel) plan.algorithm = Algorithm::kTwoLevel;
-  return plan;
-}
-
 namespace {
 
 bool wantsTwoLevel(const CollectiveOptions& options, const NodeLevels* levels) {
   if (levels == nullptr || options.hierarchy == Hierarchy::kFlat) return false;
   if (options.hierarchy == Hierarchy::kTwoLevel) return true;
   return options.algorithm == Algorithm::kAuto && levels->numNodes > 1 && levels->ranksPerNode > 1;
+}
+
+// The preferred row's plan, or none (row == nullptr) when no row serves the path.
+Plan preferredPlan(Collective collective, DataType type, MemoryKind memory, WireFormat wire,
+                   int levels, const CollectiveOptions& options) {
+  const AlgorithmRow* row =
+      preferredRow(collective, type, memory, wire != WireFormat::kNone, levels, options.algorithm);
+  return row != nullptr ? planOf(*row, wire, options) : Plan{};
 }
 
 void logOnce(Collective collective, DataType type, size_t bytes, const CollectiveOptions& options,
@@ -77,82 +46,52 @@ void logOnce(Collective collective, DataType type, size_t bytes, const Collectiv
 
 }  // namespace
 
-const char* collectiveName(Collective collective) {
-  switch (collective) {
-    case Collective::kAllGather:
-      return "all-gather";
-    case Collective::kReduceScatter:
-      return "reduce-scatter";
-    case Collective::kAllReduce:
-      return "all-reduce";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kAllToAll:
-      return "all-to-all";
-  }
-  return "unknown";
-}
+Plan cheapestPlan(const ClusterModel& cluster, Collective collective, DataType type, RedOp op,
+                  size_t bytes, const CollectiveOptions& options, MemoryKind memory) {
+  const bool lossyApplies = options.wire != WireFormat::kNone && wireApplies(collective, type, op);
+  std::vector<WireFormat> wires{WireFormat::kNone};
+  if (lossyApplies)
+    wires = options.wireAllowedOnly ? std::vector<WireFormat>{WireFormat::kNone, options.wire}
+                                    : std::vector<WireFormat>{options.wire};
+  const bool hierarchical = preferredRow(collective, type, memory, false, 2, Algorithm::kAuto);
+  std::vector<int> levels{1};
+  if (hierarchical && cluster.uniform && options.hierarchy == Hierarchy::kTwoLevel) levels = {2};
+  if (hierarchical && cluster.twoLevelAvailable() && options.hierarchy == Hierarchy::kAuto)
+    levels = {1, 2};
 
-const char* algorithmName(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::kAuto:
-      return "auto";
-    case Algorithm::kRing:
-      return "ring";
-    case Algorithm::kDirect:
-      return "direct";
-    case Algorithm::kNative:
-      return "native";
-    case Algorithm::kPairwise:
-      return "pairwise";
-    case Algorithm::kPipelined:
-      return "pipelined";
-    case Algorithm::kTwoLevel:
-      return "two-level";
+  Plan best;
+  double bestSeconds = 0;
+  for (WireFormat wire : wires) {
+    for (int level : levels) {
+      const Plan candidate = preferredPlan(collective, type, memory, wire, level, options);
+      if (candidate.row == nullptr) continue;
+      Plan tuned;
+      const double seconds = estimateSeconds(cluster, collective, candidate, bytes, type, &tuned);
+      if (best.row == nullptr || seconds < bestSeconds) {
+        best = tuned;
+        bestSeconds = seconds;
+      }
+    }
   }
-  return "unknown";
-}
-
-const char* wireFormatName(WireFormat wire) {
-  switch (wire) {
-    case WireFormat::kNone:
-      return "none";
-    case WireFormat::kInt8:
-      return "int8";
-    case WireFormat::kInt4:
-      return "int4";
-  }
-  return "unknown";
-}
-
-bool wireApplies(Collective collective, DataType type, RedOp op) {
-  const bool floating =
-      type == DataType::kFloat32 || type == DataType::kFloat16 || type == DataType::kBfloat16;
-  switch (collective) {
-    case Collective::kAllGather:
-      return floating;
-    case Collective::kReduceScatter:
-    case Collective::kAllReduce:
-      return floating && (op == RedOp::kSum || op == RedOp::kAvg);
-    default:
-      return false;
-  }
+  return best;
 }
 
 Plan planCollective(Collective collective, DataType type, RedOp op, size_t bytes,
                     const CollectiveOptions& options, const NodeLevels* levels,
-                    const ClusterModel* cluster) {
-  Plan plan{Algorithm::kAuto, WireFormat::kNone};
+                    const ClusterModel* cluster, MemoryKind memory) {
+  Plan plan;
   if (cluster != nullptr && options.algorithm == Algorithm::kAuto) {
     ClusterModel model = *cluster;
     model.uniform = model.uniform && levels != nullptr;
-    plan = cheapestPlan(model, collective, type, op, bytes, options);
+    plan = cheapestPlan(model, collective, type, op, bytes, options, memory);
   } else {
     const bool forcedWire = options.wire != WireFormat::kNone && !options.wireAllowedOnly &&
                             wireApplies(collective, type, op);
-    plan = pathFor(collective, flatAlgorithm(collective, type, options.algorithm),
-                   forcedWire ? options.wire : WireFormat::kNone,
-                   hasTwoLevelForm(collective) && wantsTwoLevel(options, levels));
+    const bool twoLevel =
+        preferredRow(collective, type, memory, forcedWire, 2, options.algorithm) &&
+        wantsTwoLevel(options, levels);
+    plan = preferredPlan(collective, type, memory, forcedWire ? options.wire : WireFormat::kNone,
+                         twoLevel ? 2 : 1, options);
   }
   logOnce(collective, type, bytes, options, plan);
   return plan;

@@ -8,15 +8,17 @@
 #include "collectives/quantized.h"
 
 namespace zccl {
+namespace {
 
-Status reduceScatterQuantized1Hop(Context& ctx, const void* send, void* recv,
-                                  const Partition& blocks, DataType type, RedOp op,
-                                  const QuantParams& params) {
+Status reduceScatterQuantized1Hop(Context& ctx, const CollectiveArgs& a, const Plan& plan) {
   Transport& t = ctx.transport;
+  const Partition& blocks = a.blocks;
+  const DataType type = a.type;
+  const QuantParams& params = plan.quant;
   const int n = t.size();
   const int me = t.rank();
   const size_t es = elementSize(type);
-  const char* in = static_cast<const char*>(send);
+  const char* in = static_cast<const char*>(a.send);
   const size_t mine = blocks.size(me);
   const size_t mineBytes = messageBytes(mine, params);
   const BlockBytes outgoing = messageLayout(blocks, params);
@@ -31,7 +33,7 @@ Status reduceScatterQuantized1Hop(Context& ctx, const void* send, void* recv,
   Ticket ticket;
   for (int peer = 0; peer < n; ++peer) {
     if (peer != me)
-      ZCCL_CHECK(t.postRecv(inbox + peer * mineBytes, mineBytes, peer, kCollectiveTag, &ticket));
+      ZCCL_CHECK(t.postRecv(inbox + peer * mineBytes, mineBytes, peer, ctx.tag, &ticket));
   }
   const QuantParams senderMine = senderParams(params, me, 1);
   for (int distance = 1; distance < n; ++distance) {
@@ -40,7 +42,7 @@ Status reduceScatterQuantized1Hop(Context& ctx, const void* send, void* recv,
     char* message = outbox + outgoing.offset(peer);
     ZCCL_CHECK(quantize(in + blocks.offset(peer) * es, type, blocks.size(peer), senderMine, message,
                         outgoing.size(peer)));
-    ZCCL_CHECK(t.postSend(message, outgoing.size(peer), peer, kCollectiveTag, &ticket));
+    ZCCL_CHECK(t.postSend(message, outgoing.size(peer), peer, ctx.tag, &ticket));
   }
   ZCCL_CHECK(t.waitAll());
   float* acc = static_cast<float*>(accBuffer);
@@ -52,7 +54,13 @@ Status reduceScatterQuantized1Hop(Context& ctx, const void* send, void* recv,
       ZCCL_CHECK(dequantizeAccumulate(inbox + peer * mineBytes, mineBytes, acc, mine));
     }
   }
-  return storeFloatAs(acc, mine, op == RedOp::kAvg ? n : 1, type, recv);
+  return storeFloatAs(acc, mine, a.op == RedOp::kAvg ? n : 1, type, a.recv);
 }
+
+}  // namespace
+
+extern const AlgorithmRow kReduceScatterQuantized1Hop{
+    Collective::kReduceScatter, Algorithm::kDirect,     true, 1, kHostOnly, true,
+    reduceScatterQuantized1Hop, reduceScatterDirectCost};
 
 }  // namespace zccl

@@ -22,15 +22,14 @@ struct TwoHopBuffers {
   float* total;    // my block, summed over all nodes
 };
 
-}  // namespace
-
-Status reduceScatterQuantized2Hop(Context& ctx, const void* send, void* recv,
-                                  const Partition& blocks, DataType type, RedOp op,
-                                  const QuantParams& params) {
+Status reduceScatterQuantized2Hop(Context& ctx, const CollectiveArgs& a, const Plan& plan) {
   const NodeLevels& lv = *ctx.levels;
+  const Partition& blocks = a.blocks;
+  const DataType type = a.type;
+  const QuantParams& params = plan.quant;
   const int me = ctx.transport.rank();
   const size_t es = elementSize(type);
-  const char* in = static_cast<const char*>(send);
+  const char* in = static_cast<const char*>(a.send);
   const auto messageOf = [&](int rank) { return messageBytes(blocks.size(rank), params); };
   const auto elementsOf = [&](int rank) { return blocks.size(rank); };
   // Where node k's message / elements start in local rank m's bundle.
@@ -57,8 +56,8 @@ Status reduceScatterQuantized2Hop(Context& ctx, const void* send, void* recv,
   // Hop 1: intra-node.
   for (int peer = 0; peer < lv.ranksPerNode; ++peer) {
     if (peer == lv.myLocal) continue;
-    ZCCL_CHECK(lv.node->postRecv(b.inbox + peer * myBundleBytes, myBundleBytes, peer,
-                                 kCollectiveTag, &ticket));
+    ZCCL_CHECK(
+        lv.node->postRecv(b.inbox + peer * myBundleBytes, myBundleBytes, peer, ctx.tag, &ticket));
   }
   const QuantParams hop1 = senderParams(params, me, 1);
   char* next = b.outbox;
@@ -70,8 +69,7 @@ Status reduceScatterQuantized2Hop(Context& ctx, const void* send, void* recv,
       ZCCL_CHECK(quantize(in + blocks.offset(owner) * es, type, blocks.size(owner), hop1,
                           next + messageAt(peer, node), messageOf(owner)));
     }
-    ZCCL_CHECK(
-        lv.node->postSend(next, messageAt(peer, lv.numNodes), peer, kCollectiveTag, &ticket));
+    ZCCL_CHECK(lv.node->postSend(next, messageAt(peer, lv.numNodes), peer, ctx.tag, &ticket));
     next += messageAt(peer, lv.numNodes);
   }
   ZCCL_CHECK(lv.node->waitAll());
@@ -98,8 +96,7 @@ Status reduceScatterQuantized2Hop(Context& ctx, const void* send, void* recv,
   char* inbox = static_cast<char*>(buffers[1]);
   for (int node = 0; node < lv.numNodes; ++node) {
     if (node == lv.myNode) continue;
-    ZCCL_CHECK(
-        lv.cross->postRecv(inbox + node * mineBytes, mineBytes, node, kCollectiveTag, &ticket));
+    ZCCL_CHECK(lv.cross->postRecv(inbox + node * mineBytes, mineBytes, node, ctx.tag, &ticket));
   }
   const QuantParams hop2 = senderParams(params, me, 2);
   next = b.outbox;
@@ -109,7 +106,7 @@ Status reduceScatterQuantized2Hop(Context& ctx, const void* send, void* recv,
     if (blocks.size(owner) == 0) continue;
     ZCCL_CHECK(quantize(b.partial + elementAt(node), DataType::kFloat32, blocks.size(owner), hop2,
                         next, messageOf(owner)));
-    ZCCL_CHECK(lv.cross->postSend(next, messageOf(owner), node, kCollectiveTag, &ticket));
+    ZCCL_CHECK(lv.cross->postSend(next, messageOf(owner), node, ctx.tag, &ticket));
     next += messageOf(owner);
   }
   ZCCL_CHECK(lv.cross->waitAll());
@@ -121,7 +118,13 @@ Status reduceScatterQuantized2Hop(Context& ctx, const void* send, void* recv,
       ZCCL_CHECK(dequantizeAccumulate(inbox + node * mineBytes, mineBytes, b.total, mine));
     }
   }
-  return storeFloatAs(b.total, mine, op == RedOp::kAvg ? ctx.transport.size() : 1, type, recv);
+  return storeFloatAs(b.total, mine, a.op == RedOp::kAvg ? ctx.transport.size() : 1, type, a.recv);
 }
+
+}  // namespace
+
+extern const AlgorithmRow kReduceScatterQuantized2Hop{
+    Collective::kReduceScatter, Algorithm::kTwoLevel,     true, 2, kHostOnly, true,
+    reduceScatterQuantized2Hop, reduceScatterTwoLevelCost};
 
 }  // namespace zccl

@@ -1,6 +1,7 @@
 // Ring reduce-scatter: at step s each rank sends its partial result for block
 // (rank - s - 1) to the next rank and folds its own input into the partial it receives for
 // block (rank - s - 2); after n-1 steps the partial for its own block is complete.
+// Half-precision partial sums are rounded at every hop.
 #include <cstring>
 #include <utility>
 
@@ -8,13 +9,14 @@
 #include "common/reduce.h"
 
 namespace zccl {
+namespace {
 
-Status reduceScatterRing(Context& ctx, const void* send, void* recv, const Partition& blocks,
-                         DataType type, RedOp op) {
+Status reduceScatterRing(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
   Transport& t = ctx.transport;
+  const Partition& blocks = a.blocks;
   const int n = t.size();
-  const size_t es = elementSize(type);
-  const char* in = static_cast<const char*>(send);
+  const size_t es = elementSize(a.type);
+  const char* in = static_cast<const char*>(a.send);
   const auto inputBlock = [&](int block) { return in + blocks.offset(block) * es; };
   const size_t maxBytes = blocks.largest() * es;
 
@@ -28,23 +30,31 @@ Status reduceScatterRing(Context& ctx, const void* send, void* recv, const Parti
     const int sendBlock = ringBlock(t.rank(), step + 1, n);
     const int recvBlock = ringBlock(t.rank(), step + 2, n);
     Ticket ticket;
-    ZCCL_CHECK(
-        t.postRecv(incoming, blocks.size(recvBlock) * es, ringPrev(t), kCollectiveTag, &ticket));
-    ZCCL_CHECK(
-        t.postSend(outgoing, blocks.size(sendBlock) * es, ringNext(t), kCollectiveTag, &ticket));
+    ZCCL_CHECK(t.postRecv(incoming, blocks.size(recvBlock) * es, ringPrev(t), ctx.tag, &ticket));
+    ZCCL_CHECK(t.postSend(outgoing, blocks.size(sendBlock) * es, ringNext(t), ctx.tag, &ticket));
     ZCCL_CHECK(t.waitAll());
-    reduceInto(incoming, inputBlock(recvBlock), blocks.size(recvBlock), type, op);
+    reduceInto(incoming, inputBlock(recvBlock), blocks.size(recvBlock), a.type, a.op);
     std::swap(incoming, partial);
     outgoing = partial;
   }
   const size_t mine = blocks.size(t.rank());
   if (n == 1) {
-    std::memmove(recv, inputBlock(0), mine * es);
+    std::memmove(a.recv, inputBlock(0), mine * es);
   } else {
-    std::memcpy(recv, partial, mine * es);
+    std::memcpy(a.recv, partial, mine * es);
   }
-  if (op == RedOp::kAvg) divideByCount(recv, mine, type, n);
+  if (a.op == RedOp::kAvg) divideByCount(a.recv, mine, a.type, n);
   return Status::kSuccess;
 }
+
+double reduceScatterRingCost(const CostTerms& t, Plan* /*plan*/) {
+  return (t.c.ranks() - 1) * (CostTerms::step(t.flatLink(), t.block) + t.reduce(1));
+}
+
+}  // namespace
+
+extern const AlgorithmRow kReduceScatterRing{
+    Collective::kReduceScatter, Algorithm::kRing,     false, 1, kHostOnly, false,
+    reduceScatterRing,          reduceScatterRingCost};
 
 }  // namespace zccl

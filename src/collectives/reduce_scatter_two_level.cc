@@ -12,13 +12,16 @@
 #include "common/reduce.h"
 
 namespace zccl {
+namespace {
 
-Status reduceScatterTwoLevel(Context& ctx, const void* send, void* recv, const Partition& blocks,
-                             DataType type, RedOp op) {
+Status reduceScatterTwoLevel(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
   const NodeLevels& lv = *ctx.levels;
+  const Partition& blocks = a.blocks;
+  const DataType type = a.type;
+  const RedOp op = a.op;
   const int me = ctx.transport.rank();
   const size_t es = elementSize(type);
-  const char* in = static_cast<const char*>(send);
+  const char* in = static_cast<const char*>(a.send);
   const RedOp levelOp = op == RedOp::kAvg ? RedOp::kSum : op;
   const auto bytesOf = [&](int rank) { return blocks.size(rank) * es; };
   const auto inputBlock = [&](int rank) { return in + blocks.offset(rank) * es; };
@@ -38,16 +41,14 @@ Status reduceScatterTwoLevel(Context& ctx, const void* send, void* recv, const P
     if (peer == lv.myLocal) continue;
     for (int node = 0; node < lv.numNodes; ++node) {
       ZCCL_CHECK(lv.node->postRecv(region(peer) + pieceOffset(node),
-                                   bytesOf(lv.rankAt(node, lv.myLocal)), peer, kCollectiveTag,
-                                   &ticket));
+                                   bytesOf(lv.rankAt(node, lv.myLocal)), peer, ctx.tag, &ticket));
     }
   }
   for (int distance = 1; distance < lv.ranksPerNode; ++distance) {
     const int peer = (lv.myLocal + distance) % lv.ranksPerNode;
     for (int node = 0; node < lv.numNodes; ++node) {
       const int owner = lv.rankAt(node, peer);
-      ZCCL_CHECK(
-          lv.node->postSend(inputBlock(owner), bytesOf(owner), peer, kCollectiveTag, &ticket));
+      ZCCL_CHECK(lv.node->postSend(inputBlock(owner), bytesOf(owner), peer, ctx.tag, &ticket));
     }
   }
   ZCCL_CHECK(lv.node->waitAll());
@@ -57,8 +58,8 @@ Status reduceScatterTwoLevel(Context& ctx, const void* send, void* recv, const P
     for (int peer = 0; peer < lv.ranksPerNode; ++peer) {
       inputs[peer] = peer == lv.myLocal ? inputBlock(owner) : region(peer) + pieceOffset(node);
     }
-    reduceOrdered(partial + pieceOffset(node), inputs, lv.ranksPerNode, blocks.size(owner),
-                  type, levelOp);
+    reduceOrdered(partial + pieceOffset(node), inputs, lv.ranksPerNode, blocks.size(owner), type,
+                  levelOp);
   }
 
   // Inter-node: every node's partial of my block.
@@ -67,21 +68,37 @@ Status reduceScatterTwoLevel(Context& ctx, const void* send, void* recv, const P
   for (int node = 0; node < lv.numNodes; ++node) {
     if (node == lv.myNode) continue;
     ZCCL_CHECK(lv.cross->postRecv(static_cast<char*>(received) + node * mineBytes, mineBytes, node,
-                                  kCollectiveTag, &ticket));
+                                  ctx.tag, &ticket));
   }
   for (int distance = 1; distance < lv.numNodes; ++distance) {
     const int node = (lv.myNode + distance) % lv.numNodes;
     ZCCL_CHECK(lv.cross->postSend(partial + pieceOffset(node), bytesOf(lv.rankAt(node, lv.myLocal)),
-                                  node, kCollectiveTag, &ticket));
+                                  node, ctx.tag, &ticket));
   }
   ZCCL_CHECK(lv.cross->waitAll());
   for (int node = 0; node < lv.numNodes; ++node) {
     inputs[node] = node == lv.myNode ? partial + pieceOffset(node)
                                      : static_cast<char*>(received) + node * mineBytes;
   }
-  reduceOrdered(recv, inputs, lv.numNodes, blocks.size(me), type, levelOp);
-  if (op == RedOp::kAvg) divideByCount(recv, blocks.size(me), type, ctx.transport.size());
+  reduceOrdered(a.recv, inputs, lv.numNodes, blocks.size(me), type, levelOp);
+  if (op == RedOp::kAvg) divideByCount(a.recv, blocks.size(me), type, ctx.transport.size());
   return Status::kSuccess;
 }
+
+}  // namespace
+
+double reduceScatterTwoLevelCost(const CostTerms& t, Plan* /*plan*/) {
+  const double N = t.c.nodes, L = t.c.ranksPerNode;
+  const double hop1 = (L - 1) * N, hop2 = N - 1;
+  // The quantized form packs each node peer's pieces into one message.
+  const double messages1 = t.quantized ? L - 1 : hop1;
+  return CostTerms::step(t.c.intra, hop1 * t.wireBlock, messages1) +
+         CostTerms::step(t.c.inter, hop2 * t.wireBlock, hop2) + t.quantize(hop1 + hop2) +
+         t.dequantize(hop1 + hop2) + (t.quantized ? 0 : t.reduce(hop1 + hop2));
+}
+
+extern const AlgorithmRow kReduceScatterTwoLevel{
+    Collective::kReduceScatter, Algorithm::kTwoLevel,     false, 2, kHostOnly, false,
+    reduceScatterTwoLevel,      reduceScatterTwoLevelCost};
 
 }  // namespace zccl

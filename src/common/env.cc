@@ -12,6 +12,7 @@ std::optional<std::string> envString(const char* name) {
 }
 
 Status envInt(const char* name, long min, long max, std::optional<long>* value) {
+  value->reset();
   const auto text = envString(name);
   if (!text) return Status::kSuccess;
   char* end = nullptr;
@@ -26,6 +27,7 @@ Status envInt(const char* name, long min, long max, std::optional<long>* value) 
 }
 
 Status envDouble(const char* name, double min, double max, std::optional<double>* value) {
+  value->reset();
   const auto text = envString(name);
   if (!text) return Status::kSuccess;
   char* end = nullptr;

@@ -9,7 +9,8 @@
 namespace zccl {
 
 std::optional<std::string> envString(const char* name);
-// Unset leaves *value untouched; a value that is not an integer in [min, max] fails.
+// *value is the variable's value, or nullopt when it is unset or empty; a value that is not
+// a number in [min, max] fails.
 Status envInt(const char* name, long min, long max, std::optional<long>* value);
 Status envDouble(const char* name, double min, double max, std::optional<double>* value);
 

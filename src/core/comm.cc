@@ -1,13 +1,10 @@
 #include "core/comm.h"
 
-#include <strings.h>
-
 #include <algorithm>
-#include <cstring>
+#include <atomic>
 #include <mutex>
-#include <optional>
 
-#include "common/env.h"
+#include "common/log.h"
 
 zcclLinkClass_t zcclComm::linkTo(int peer) const {
   if (peer == rank()) return zcclLinkSelf;
@@ -43,193 +40,27 @@ void zcclComm::resetTraffic() {
 namespace zccl {
 namespace {
 
-template <typename Enum>
-struct Named {
-  const char* name;
-  Enum value;
-};
-
-// Looks `text` up in `names` (case-insensitive); the error lists what is accepted.
-template <typename Enum, size_t N>
-Status parseNamed(const char* variable, const std::string& text, const Named<Enum> (&names)[N],
-                  Enum* value) {
-  std::string accepted;
-  for (const auto& entry : names) {
-    if (strcasecmp(text.c_str(), entry.name) == 0) {
-      *value = entry.value;
-      return Status::kSuccess;
-    }
-    accepted += accepted.empty() ? entry.name : std::string("|") + entry.name;
-  }
-  return fail(Status::kInvalidArgument, "%s=%s: expected %s", variable, text.c_str(),
-              accepted.c_str());
-}
-
-constexpr Named<Algorithm> kAlgorithmNames[] = {{"auto", Algorithm::kAuto},
-                                                {"ring", Algorithm::kRing},
-                                                {"direct", Algorithm::kDirect},
-                                                {"native", Algorithm::kNative}};
-constexpr Named<int> kWireNames[] = {{"none", zcclWireNone},
-                                     {"int8", zcclWireInt8},
-                                     {"int4", zcclWireInt4},
-                                     {"allow-int8", zcclWireAllowInt8},
-                                     {"allow-int4", zcclWireAllowInt4}};
-constexpr Named<QuantScheme> kSchemeNames[] = {{"sym", QuantScheme::kSymmetric},
-                                               {"asym", QuantScheme::kAsymmetric}};
-constexpr Named<Hierarchy> kHierarchyNames[] = {{"auto", Hierarchy::kAuto},
-                                                {"flat", Hierarchy::kFlat},
-                                                {"two-level", Hierarchy::kTwoLevel},
-                                                {"hier", Hierarchy::kTwoLevel}};
-
-// A field of zcclConfig / zcclCollOptions: ZCCL_CONFIG_UNDEF_INT keeps `*value`.
-template <typename Enum>
-Status applyEnumField(const char* name, int field, int count, Enum* value) {
-  if (field == ZCCL_CONFIG_UNDEF_INT) return Status::kSuccess;
-  if (field < 0 || field >= count) {
-    return fail(Status::kInvalidArgument, "%s=%d: expected 0..%d", name, field, count - 1);
-  }
-  *value = static_cast<Enum>(field);
+// Every rank's host identity over the control channel, then the map (collective).
+Status discoverNodes(zcclComm* comm) {
+  const uint64_t mine = localHostIdentity();
+  std::vector<uint64_t> hosts(static_cast<size_t>(comm->size()));
+  ZCCL_CHECK(comm->transport->allGatherControl(&mine, sizeof(mine), hosts.data()));
+  comm->nodes = nodeMapFromHosts(hosts, comm->config.ranksPerNode);
   return Status::kSuccess;
 }
 
-// zcclWireFormat_t: none, int8 and int4 are forced; the "allow" forms leave the choice to
-// the planner's cost model.
-void setWire(int value, CollectiveOptions* o) {
-  o->wireAllowedOnly = value == zcclWireAllowInt8 || value == zcclWireAllowInt4;
-  o->wire = value == zcclWireInt8 || value == zcclWireAllowInt8   ? WireFormat::kInt8
-            : value == zcclWireInt4 || value == zcclWireAllowInt4 ? WireFormat::kInt4
-                                                                  : WireFormat::kNone;
+void announceEmulation(const zcclComm& comm) {
+  static std::atomic<bool> announced{false};
+  if (comm.config.ranksPerNode <= 0 || comm.rank() != 0 || announced.exchange(true)) return;
+  // Printed once per process whatever ZCCL_DEBUG says: byte counts per link class mean
+  // something else under emulation.
+  logMessage(LogLevel::kWarn,
+             "ZCCL_RANKS_PER_NODE=%d: emulating %d nodes of up to %d consecutive ranks; "
+             "intra/inter-node statistics follow this map, not the hardware",
+             comm.config.ranksPerNode, comm.nodes.numNodes(), comm.config.ranksPerNode);
 }
 
-// The quantization and hierarchy fields, shared by zcclConfig and zcclCollOptions.
-struct CollFields {
-  int wireFormat, quantScheme, quantGroupSize, stochasticRounding, hierarchy;
-};
-
-Status applyCollFields(const char* owner, const CollFields& f, CollectiveOptions* o) {
-  const std::string prefix(owner);
-  int wire = -1;
-  ZCCL_CHECK(
-      applyEnumField((prefix + ".wireFormat").c_str(), f.wireFormat, zcclNumWireFormats, &wire));
-  if (wire >= 0) setWire(wire, o);
-  ZCCL_CHECK(applyEnumField((prefix + ".quantScheme").c_str(), f.quantScheme, zcclNumQuantSchemes,
-                            &o->scheme));
-  ZCCL_CHECK(applyEnumField((prefix + ".hierarchy").c_str(), f.hierarchy, zcclNumHierarchies,
-                            &o->hierarchy));
-  if (f.stochasticRounding != ZCCL_CONFIG_UNDEF_INT) {
-    if (f.stochasticRounding != 0 && f.stochasticRounding != 1) {
-      return fail(Status::kInvalidArgument, "%s.stochasticRounding=%d: expected 0 or 1", owner,
-                  f.stochasticRounding);
-    }
-    o->rounding = f.stochasticRounding ? Rounding::kStochastic : Rounding::kNearestEven;
-  }
-  if (f.quantGroupSize != ZCCL_CONFIG_UNDEF_INT) {
-    QuantParams probe = o->quantParams();
-    probe.groupSize = static_cast<uint32_t>(f.quantGroupSize);
-    if (f.quantGroupSize <= 0 || checkQuantParams(probe) != Status::kSuccess) {
-      return fail(Status::kInvalidArgument,
-                  "%s.quantGroupSize=%d: expected a power of two in [%u, %u]", owner,
-                  f.quantGroupSize, kMinGroupSize, kMaxGroupSize);
-    }
-    o->groupSize = probe.groupSize;
-  }
-  return Status::kSuccess;
-}
-
-Status checkHeader(const char* owner, unsigned magic, size_t size, unsigned wantMagic,
-                   size_t wantSize, const char* initializer) {
-  if (magic != wantMagic || size != wantSize) {
-    return fail(Status::kInvalidArgument,
-                "%s: magic=0x%x size=%zu, expected 0x%x and %zu; initialise it with %s", owner,
-                magic, size, wantMagic, wantSize, initializer);
-  }
-  return Status::kSuccess;
-}
-
-Status applyConfig(const zcclConfig& config, CommConfig* resolved) {
-  ZCCL_CHECK(checkHeader("config", config.magic, config.size, ZCCL_CONFIG_MAGIC, sizeof(zcclConfig),
-                         "ZCCL_CONFIG_INITIALIZER"));
-  ZCCL_CHECK(applyEnumField("config.algorithm", config.algorithm, zcclNumAlgos,
-                            &resolved->collective.algorithm));
-  if (config.ranksPerNode != ZCCL_CONFIG_UNDEF_INT) {
-    if (config.ranksPerNode < 0) {
-      return fail(Status::kInvalidArgument, "config.ranksPerNode=%d: expected >= 0",
-                  config.ranksPerNode);
-    }
-    resolved->ranksPerNode = config.ranksPerNode;
-  }
-  if (config.timeoutSeconds != ZCCL_CONFIG_UNDEF_DOUBLE) {
-    if (!(config.timeoutSeconds >= 0)) {
-      return fail(Status::kInvalidArgument, "config.timeoutSeconds=%g: expected >= 0",
-                  config.timeoutSeconds);
-    }
-    resolved->timeoutSeconds = config.timeoutSeconds;
-  }
-  return applyCollFields("config",
-                         CollFields{config.wireFormat, config.quantScheme, config.quantGroupSize,
-                                    config.stochasticRounding, config.hierarchy},
-                         &resolved->collective);
-}
-
-Status applyEnvironment(CommConfig* result) {
-  CollectiveOptions& o = result->collective;
-  if (const auto text = envString("ZCCL_ALGO"))
-    ZCCL_CHECK(parseNamed("ZCCL_ALGO", *text, kAlgorithmNames, &o.algorithm));
-  if (const auto text = envString("ZCCL_QUANT")) {
-    int wire = zcclWireNone;
-    ZCCL_CHECK(parseNamed("ZCCL_QUANT", *text, kWireNames, &wire));
-    setWire(wire, &o);
-  }
-  if (const auto text = envString("ZCCL_QUANT_SCHEME"))
-    ZCCL_CHECK(parseNamed("ZCCL_QUANT_SCHEME", *text, kSchemeNames, &o.scheme));
-  if (const auto text = envString("ZCCL_HIERARCHY"))
-    ZCCL_CHECK(parseNamed("ZCCL_HIERARCHY", *text, kHierarchyNames, &o.hierarchy));
-  std::optional<long> value;
-  ZCCL_CHECK(envInt("ZCCL_QUANT_GROUP", kMinGroupSize, kMaxGroupSize, &value));
-  if (value) {
-    o.groupSize = static_cast<uint32_t>(*value);
-    if (checkQuantParams(o.quantParams()) != Status::kSuccess) {
-      return fail(Status::kInvalidArgument, "ZCCL_QUANT_GROUP=%ld: expected a power of two",
-                  *value);
-    }
-  }
-  ZCCL_CHECK(envInt("ZCCL_QUANT_STOCHASTIC", 0, 1, &value));
-  if (value) o.rounding = *value ? Rounding::kStochastic : Rounding::kNearestEven;
-  ZCCL_CHECK(envInt("ZCCL_RANKS_PER_NODE", 1, 1 << 20, &value));
-  if (value) result->ranksPerNode = static_cast<int>(*value);
-  std::optional<double> timeout;
-  ZCCL_CHECK(envDouble("ZCCL_TIMEOUT_S", 0, 1e9, &timeout));
-  if (timeout) result->timeoutSeconds = *timeout;
-  return Status::kSuccess;
-}
-
-}  // namespace
-
-Status resolveConfig(const zcclConfig* config, CommConfig* resolved) {
-  CommConfig result;
-  ZCCL_CHECK(applyEnvironment(&result));
-  if (config != nullptr) ZCCL_CHECK(applyConfig(*config, &result));
-  *resolved = result;
-  return Status::kSuccess;
-}
-
-Status resolveCollOptions(const zcclCollOptions* options, const CommConfig& config,
-                          CollectiveOptions* resolved) {
-  CollectiveOptions result = config.collective;
-  if (options != nullptr) {
-    ZCCL_CHECK(checkHeader("options", options->magic, options->size, ZCCL_COLL_OPTIONS_MAGIC,
-                           sizeof(zcclCollOptions), "ZCCL_COLL_OPTIONS_INITIALIZER"));
-    ZCCL_CHECK(applyCollFields(
-        "options",
-        CollFields{options->wireFormat, options->quantScheme, options->quantGroupSize,
-                   options->stochasticRounding, options->hierarchy},
-        &result));
-    result.seed = options->seed;
-  }
-  *resolved = result;
-  return Status::kSuccess;
-}
-
+// Creates the node and cross-node transports when the nodes are of equal size (collective).
 Status buildLevels(zcclComm* comm) {
   const NodeMap& nodes = comm->nodes;
   if (!nodes.isUniform()) return Status::kSuccess;  // every rank agrees: same map
@@ -252,6 +83,8 @@ Status buildLevels(zcclComm* comm) {
   return Status::kSuccess;
 }
 
+}  // namespace
+
 Status localTopology(const NodeTopology** topology) {
   static std::mutex mutex;
   static NodeTopology node;
@@ -271,6 +104,9 @@ Status localTopology(const NodeTopology** topology) {
   return Status::kSuccess;
 }
 
+namespace {
+
+// The cluster model from every rank's topology and the node map (collective).
 Status buildClusterModel(zcclComm* comm) {
   const NodeTopology* mine = nullptr;
   ZCCL_CHECK(localTopology(&mine));
@@ -299,6 +135,64 @@ Status buildClusterModel(zcclComm* comm) {
   const int perNode = std::max(1, comm->size() / nodes.numNodes());
   comm->cluster = clusterModel(slowest, nodes.numNodes(), perNode, nodes.isUniform());
   measureQuantRates(&comm->cluster);
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, zcclComm** out) {
+  auto comm = std::make_unique<zcclComm>();
+  comm->config = config;
+  comm->transport = std::move(transport);
+  ZCCL_CHECK(discoverNodes(comm.get()));
+  announceEmulation(*comm);
+  ZCCL_CHECK(buildLevels(comm.get()));
+  ZCCL_CHECK(buildClusterModel(comm.get()));
+  ZCCL_LOG(kInfo,
+           "comm %p: rank %d of %d, node %d of %d (local rank %d of %d), algorithm %s, wire %s, "
+           "two-level algorithms %s",
+           static_cast<void*>(comm.get()), comm->rank(), comm->size(),
+           comm->nodes.nodeOf(comm->rank()), comm->nodes.numNodes(),
+           comm->nodes.localRank(comm->rank()), comm->nodes.localSize(comm->rank()),
+           algorithmName(config.collective.algorithm), wireFormatName(config.collective.wire),
+           comm->hasLevels() ? "available" : "unavailable (nodes differ in size)");
+  *out = comm.release();
+  return Status::kSuccess;
+}
+
+Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config, zcclComm** out) {
+  CommConfig resolved = parent->config;
+  if (config != nullptr) ZCCL_CHECK(resolveConfig(config, &resolved));
+  std::unique_ptr<Transport> child;
+  ZCCL_CHECK(parent->transport->split(color, key, &child));
+  *out = nullptr;
+  if (!child) return Status::kSuccess;
+  auto comm = std::make_unique<zcclComm>();
+  comm->config = resolved;
+  comm->transport = std::move(child);
+  const int parentRank = parent->rank();
+  std::vector<int> parentRanks(static_cast<size_t>(comm->size()));
+  ZCCL_CHECK(comm->transport->allGatherControl(&parentRank, sizeof(int), parentRanks.data()));
+  comm->nodes = parent->nodes.subset(parentRanks);
+  ZCCL_CHECK(buildLevels(comm.get()));
+  ZCCL_CHECK(buildClusterModel(comm.get()));
+  *out = comm.release();
+  return Status::kSuccess;
+}
+
+Status cachedSplit(zcclComm* parent, bool crossNode, zcclComm** out) {
+  std::unique_ptr<zcclComm>& cached = crossNode ? parent->crossComm : parent->nodeComm;
+  if (!cached) {
+    const int me = parent->rank();
+    const int node = parent->nodes.nodeOf(me);
+    const int local = parent->nodes.localRank(me);
+    zcclComm* created = nullptr;
+    ZCCL_CHECK(crossNode ? splitComm(parent, local, node, nullptr, &created)
+                         : splitComm(parent, node, me, nullptr, &created));
+    created->ownedByParent = true;
+    cached.reset(created);
+  }
+  *out = cached.get();
   return Status::kSuccess;
 }
 

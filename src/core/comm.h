@@ -9,20 +9,15 @@
 #include "collectives/collectives.h"
 #include "collectives/cost_model.h"
 #include "common/scratch.h"
+#include "core/config.h"
 #include "topology/node_map.h"
 #include "transport/transport.h"
 #include "zccl/zccl.h"
 
-struct CommConfig {
-  zccl::CollectiveOptions collective;  // defaults of every collective call
-  int ranksPerNode = 0;                // 0: nodes are hosts
-  double timeoutSeconds = 1800;
-};
-
 struct zcclComm {
   std::unique_ptr<zccl::Transport> transport;
   zccl::NodeMap nodes;
-  CommConfig config;
+  zccl::CommConfig config;
   zccl::ScratchPool scratch;
   std::string lastError;
   zccl::NativeCounters native;
@@ -40,8 +35,10 @@ struct zcclComm {
   int rank() const { return transport->rank(); }
   int size() const { return transport->size(); }
   bool hasLevels() const { return nodeTransport != nullptr; }
-  zccl::Context context() {
-    return zccl::Context{*transport, scratch, hasLevels() ? &levels : nullptr, native, &cluster};
+  zccl::Context context(zccl::MemoryKind memory) {
+    return zccl::Context{
+        *transport,          scratch, hasLevels() ? &levels : nullptr, native, &cluster, memory,
+        zccl::kCollectiveTag};
   }
   zcclLinkClass_t linkTo(int peer) const;
   // This rank's traffic per parent peer: its own transport's plus the level transports'.
@@ -51,20 +48,18 @@ struct zcclComm {
 
 namespace zccl {
 
-// Resolves `config` (may be null) over the ZCCL_* environment and the defaults.
-Status resolveConfig(const zcclConfig* config, CommConfig* resolved);
+// A communicator over `transport`, whichever engine moves its bytes (collective over the
+// transport's ranks): node map from every rank's host, node levels, cluster model.
+Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, zcclComm** out);
 
-// The options of one call: `options` (may be null) over the communicator's defaults.
-Status resolveCollOptions(const zcclCollOptions* options, const CommConfig& config,
-                          CollectiveOptions* resolved);
+// Ranks of `parent` with the same color >= 0 form a new communicator ordered by (key, rank);
+// color < 0 gives *out = nullptr. `config` (may be null) over the parent's configuration.
+Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config, zcclComm** out);
 
-// Creates the node and cross-node transports when the nodes are of equal size (collective).
-Status buildLevels(zcclComm* comm);
+// The cached node or cross-node sub-communicator of `parent`, created on first use.
+Status cachedSplit(zcclComm* parent, bool crossNode, zcclComm** out);
 
 // This process's node topology (discovered once: the live machine or ZCCL_TOPO_FILE).
 Status localTopology(const NodeTopology** topology);
-
-// The cluster model from every rank's topology and the node map (collective).
-Status buildClusterModel(zcclComm* comm);
 
 }  // namespace zccl

@@ -1,6 +1,11 @@
 #include "topology/node_map.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
 #include <map>
+#include <string>
 #include <utility>
 
 namespace zccl {
@@ -50,36 +55,48 @@ NodeMap NodeMap::subset(const std::vector<int>& parentRanks) const {
   return NodeMap(std::move(nodes));
 }
 
-Status discoverNodeMap(MPI_Comm comm, int ranksPerNode, NodeMap* map) {
-  int rank = 0;
-  int size = 0;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  MPI_Comm host = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host) != MPI_SUCCESS) {
-    return fail(Status::kSystemError, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
+namespace {
+
+std::string readFirstLine(const char* path) {
+  std::ifstream file(path);
+  std::string line;
+  std::getline(file, line);
+  return line;
+}
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const unsigned char c : text) hash = (hash ^ c) * 0x100000001b3ull;
+  return hash;
+}
+
+}  // namespace
+
+uint64_t localHostIdentity() {
+  if (const char* hostId = std::getenv("ZCCL_HOSTID"); hostId != nullptr && *hostId != '\0') {
+    return fnv1a(hostId);
   }
-  int hostRank = 0;
-  MPI_Comm_rank(host, &hostRank);
-  // The host is named by its lowest rank in comm: rank 0 of `host`, ordered by key = rank.
-  int hostLeader = rank;
-  MPI_Bcast(&hostLeader, 1, MPI_INT, 0, host);
-  MPI_Comm_free(&host);
-  // Emulated nodes cut each host into groups of ranksPerNode consecutive host ranks.
-  const int slot = ranksPerNode > 0 ? hostRank / ranksPerNode : 0;
-  const int mine[2] = {hostLeader, slot};
-  std::vector<int> all(2 * static_cast<size_t>(size));
-  if (MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm) != MPI_SUCCESS) {
-    return fail(Status::kSystemError, "MPI_Allgather of node identities failed");
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  char ipc[128] = {};
+  const ssize_t length = readlink("/proc/self/ns/ipc", ipc, sizeof(ipc) - 1);
+  if (length > 0) ipc[length] = '\0';
+  return fnv1a(std::string(name) + "|" + readFirstLine("/proc/sys/kernel/random/boot_id") + "|" +
+               ipc);
+}
+
+NodeMap nodeMapFromHosts(const std::vector<uint64_t>& hostOfRank, int ranksPerNode) {
+  std::map<uint64_t, int> ranksSeen;  // per host, its ranks so far: the next one's host rank
+  std::map<std::pair<uint64_t, int>, int> ids;
+  std::vector<int> nodeOfRank;
+  nodeOfRank.reserve(hostOfRank.size());
+  for (const uint64_t host : hostOfRank) {
+    const int hostRank = ranksSeen[host]++;
+    const int slot = ranksPerNode > 0 ? hostRank / ranksPerNode : 0;
+    nodeOfRank.push_back(
+        ids.emplace(std::make_pair(host, slot), static_cast<int>(ids.size())).first->second);
   }
-  std::map<std::pair<int, int>, int> ids;
-  std::vector<int> nodeOfRank(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) {
-    const auto key = std::make_pair(all[2 * r], all[2 * r + 1]);
-    nodeOfRank[r] = ids.emplace(key, static_cast<int>(ids.size())).first->second;
-  }
-  *map = NodeMap(std::move(nodeOfRank));
-  return Status::kSuccess;
+  return NodeMap(std::move(nodeOfRank));
 }
 
 }  // namespace zccl

@@ -1,11 +1,9 @@
 // Which node each rank of a group lives on: the base of every intra/inter-node split.
 #pragma once
 
-#include <mpi.h>
-
+#include <cstddef>
+#include <cstdint>
 #include <vector>
-
-#include "common/status.h"
 
 namespace zccl {
 
@@ -34,9 +32,14 @@ class NodeMap {
   int numNodes_ = 0;
 };
 
-// Collective over comm. Ranks sharing memory (MPI_COMM_TYPE_SHARED) form a node; with
-// ranksPerNode > 0 every such node is further cut into emulated nodes of that many
-// consecutive ranks, so that one host can stand in for several.
-Status discoverNodeMap(MPI_Comm comm, int ranksPerNode, NodeMap* map);
+// This process's host: a hash of the host name, the boot id and the IPC namespace, so that
+// ranks with equal identities can share memory (and emulated nodes in namespaces of their
+// own differ). ZCCL_HOSTID, when set, stands for all three (as NCCL_HOSTID does).
+uint64_t localHostIdentity();
+
+// The node map of a group from every member's host identity, in rank order: ranks of one
+// host form a node; with ranksPerNode > 0 every host is further cut into emulated nodes of
+// that many consecutive ranks, so that one host can stand in for several.
+NodeMap nodeMapFromHosts(const std::vector<uint64_t>& hostOfRank, int ranksPerNode);
 
 }  // namespace zccl

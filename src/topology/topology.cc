@@ -236,11 +236,12 @@ const char* linkClassName(LinkClass link) {
 
 Status topologyOptionsFromEnvironment(TopologyOptions* options) {
   if (const auto file = envString("ZCCL_TOPO_FILE")) options->xmlPath = *file;
-  std::optional<double> value;
-  ZCCL_CHECK(envDouble("ZCCL_INTRA_NODE_GBPS", 1e-3, 1e6, &value));
-  if (value) options->intraNodeGBps = *value;
-  ZCCL_CHECK(envDouble("ZCCL_INTER_NODE_GBPS", 1e-3, 1e6, &value));
-  if (value) options->interNodeGBps = *value;
+  std::optional<double> intra;
+  ZCCL_CHECK(envDouble("ZCCL_INTRA_NODE_GBPS", 1e-3, 1e6, &intra));
+  if (intra) options->intraNodeGBps = *intra;
+  std::optional<double> inter;
+  ZCCL_CHECK(envDouble("ZCCL_INTER_NODE_GBPS", 1e-3, 1e6, &inter));
+  if (inter) options->interNodeGBps = *inter;
   return Status::kSuccess;
 }
 

@@ -66,7 +66,7 @@ class Transport {
   std::vector<PeerTraffic> traffic_;
 };
 
-struct MpiTransportOptions {
+struct TransportOptions {
   double timeoutSeconds = 1800;  // 0 waits forever
 };
 

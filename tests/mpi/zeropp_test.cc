@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "support/comms.h"
-#include "support/values.h"
+#include "testsupport/values.h"
 
 namespace zccl_test {
 namespace {

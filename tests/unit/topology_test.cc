@@ -11,6 +11,8 @@
 #include <string>
 
 #include "collectives/cost_model.h"
+#include "collectives/planner.h"
+#include "collectives/registry.h"
 #include "common/status.h"
 
 namespace zccl {
@@ -181,14 +183,14 @@ void expectCheapest(const ClusterModel& c, Collective collective, size_t bytes,
                     const CollectiveOptions& options) {
   const Plan chosen = cheapestPlan(c, collective, DataType::kBfloat16, RedOp::kSum, bytes, options);
   const double best = estimateSeconds(c, collective, chosen, bytes, DataType::kBfloat16);
-  for (WireFormat wire : {WireFormat::kNone, options.wire}) {
-    for (Algorithm a : {Algorithm::kRing, Algorithm::kDirect, Algorithm::kTwoLevel}) {
-      if (a == Algorithm::kTwoLevel && !c.twoLevelAvailable()) continue;
-      if (collective == Collective::kAllGather && a == Algorithm::kDirect) continue;
-      const double other =
-          estimateSeconds(c, collective, Plan{a, wire}, bytes, DataType::kBfloat16);
-      EXPECT_LE(best, other * (1 + 1e-12)) << collectiveName(collective) << " " << bytes;
-    }
+  // Against every other path the registry holds for the collective, exact and quantized.
+  for (const AlgorithmRow* row : algorithmRows()) {
+    if (row->collective != collective || row->cost == nullptr) continue;
+    if (row->levels == 2 && !c.twoLevelAvailable()) continue;
+    const Plan other = planOf(*row, row->quantized ? options.wire : WireFormat::kNone, options);
+    const double seconds = estimateSeconds(c, collective, other, bytes, DataType::kBfloat16);
+    EXPECT_LE(best, seconds * (1 + 1e-12))
+        << collectiveName(collective) << " " << bytes << " vs " << algorithmName(row->algorithm);
   }
 }
 

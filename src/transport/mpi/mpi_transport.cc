@@ -1,4 +1,4 @@
-#include "transport/mpi_transport.h"
+#include "transport/mpi/mpi_transport.h"
 
 #include <sched.h>
 
@@ -107,7 +107,7 @@ MPI_Op mpiOp(DataType type, RedOp op) {
 
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(MPI_Comm comm, const MpiTransportOptions& options) : comm_(comm), options_(options) {
+  MpiTransport(MPI_Comm comm, const TransportOptions& options) : comm_(comm), options_(options) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     traffic_.resize(static_cast<size_t>(size_));
@@ -318,7 +318,7 @@ class MpiTransport final : public Transport {
   }
 
   MPI_Comm comm_;
-  MpiTransportOptions options_;
+  TransportOptions options_;
   int rank_ = 0;
   int size_ = 0;
   bool broken_ = false;
@@ -328,7 +328,7 @@ class MpiTransport final : public Transport {
 
 }  // namespace
 
-Status createMpiTransport(MPI_Comm comm, const MpiTransportOptions& options,
+Status createMpiTransport(MPI_Comm comm, const TransportOptions& options,
                           std::unique_ptr<Transport>* out) {
   int initialized = 0;
   MPI_Initialized(&initialized);

@@ -10,7 +10,7 @@
 namespace zccl {
 
 // Duplicates `comm`, so that zccl's messages never match the application's.
-Status createMpiTransport(MPI_Comm comm, const MpiTransportOptions& options,
+Status createMpiTransport(MPI_Comm comm, const TransportOptions& options,
                           std::unique_ptr<Transport>* out);
 
 }  // namespace zccl

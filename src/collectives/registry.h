@@ -1,0 +1,64 @@
+// The algorithm registry: one row per algorithm, defined in the algorithm's own file and
+// listed once in registry.cc. The dispatcher runs a plan's row, the planner chooses among
+// rows, the cost model prices them; none of them knows an algorithm by name. Adding an
+// algorithm is adding its file and its line in registry.cc.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "collectives/context.h"
+#include "collectives/paths.h"
+
+namespace zccl {
+
+// What every algorithm is called with: the logical buffer (what all ranks hold together:
+// all-gather's output, reduce-scatter's input, all-reduce's and broadcast's buffer,
+// all-to-all's count * ranks) cut into one block per rank.
+struct CollectiveArgs {
+  const void* send;  // all-gather: nullptr when this rank's block already sits in recv
+  void* recv;
+  Partition blocks;
+  DataType type;
+  RedOp op = RedOp::kSum;
+  int root = 0;
+};
+
+struct CostTerms;
+
+struct AlgorithmRow {
+  Collective collective;
+  Algorithm algorithm;
+  bool quantized;        // the wire carries INT8 or INT4 messages (which one the plan says)
+  int levels;            // 1: over all ranks at once; 2: between nodes, then inside them
+  unsigned memoryKinds;  // bits 1 << MemoryKind
+  // A reduction that folds contributions in rank order, rounding half precision once, so
+  // its result does not depend on the ring's rotation (preferred for half precision).
+  bool roundsOnce;
+  Status (*run)(Context& ctx, const CollectiveArgs& args, const Plan& plan);
+  // Estimated seconds of the path, filling tuning the plan leaves open (a chunk size);
+  // nullptr: not modelled (the native algorithm is only ever asked for).
+  double (*cost)(const CostTerms& terms, Plan* plan);
+
+  bool runsOn(MemoryKind kind) const { return (memoryKinds & (1u << static_cast<int>(kind))) != 0; }
+};
+
+constexpr unsigned kHostOnly = 1u << static_cast<int>(MemoryKind::kHost);
+
+// Every row of the registry.
+const std::vector<const AlgorithmRow*>& algorithmRows();
+
+// The row of `algorithm` for `collective` with an exact or quantized wire, or nullptr.
+const AlgorithmRow* findRow(Collective collective, Algorithm algorithm, bool quantized,
+                            MemoryKind memory);
+
+// The row that runs `collective` at `levels` with an exact or quantized wire on `memory`:
+// the requested algorithm where such a row exists; else, for half precision, the first
+// that rounds once; else the first row that is not the native one. nullptr when none does.
+const AlgorithmRow* preferredRow(Collective collective, DataType type, MemoryKind memory,
+                                 bool quantized, int levels, Algorithm requested);
+
+// The plan that runs `row` with `wire` (kNone for exact rows).
+Plan planOf(const AlgorithmRow& row, WireFormat wire, const CollectiveOptions& options);
+
+}  // namespace zccl

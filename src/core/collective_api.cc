@@ -1,0 +1,186 @@
+// The collective entry points, one table row each: every call goes through the same
+// check -> options -> sizes -> buffers -> in-place -> dispatch sequence.
+#include <algorithm>
+
+#include "collectives/collectives.h"
+#include "core/group.h"
+#include "core/guarded.h"
+#include "core/validate.h"
+
+namespace zccl {
+namespace {
+
+struct CollectiveEntry {
+  const char* function;  // named in messages
+  const char* countName;
+  Collective collective;
+  bool sendHoldsAllBlocks;  // sendbuff is count x ranks elements
+  bool recvHoldsAllBlocks;  // recvbuff is count x ranks elements
+  bool takesOp;
+  bool takesRoot;  // broadcast: sendbuff is read on the root only
+};
+
+constexpr CollectiveEntry kEntries[kNumCollectives] = {
+    {"zcclAllGather", "sendcount", Collective::kAllGather, false, true, false, false},
+    {"zcclReduceScatter", "recvcount", Collective::kReduceScatter, true, false, true, false},
+    {"zcclAllReduce", "count", Collective::kAllReduce, false, false, true, false},
+    {"zcclBroadcast", "count", Collective::kBroadcast, false, false, false, true},
+    {"zcclAllToAll", "count", Collective::kAllToAll, true, true, false, false},
+};
+
+struct CollectiveCall {
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;
+  zcclDataType_t datatype;
+  zcclRedOp_t op;
+  int root;
+  zcclComm* comm;
+  zcclStream_t stream;
+  const zcclCollOptions* options;
+};
+
+DataType toType(zcclDataType_t type) { return static_cast<DataType>(type); }
+RedOp toOp(zcclRedOp_t op) { return static_cast<RedOp>(op); }
+
+Status checkCall(const CollectiveEntry& entry, const CollectiveCall& call) {
+  ZCCL_CHECK(checkComm(call.comm));
+  ZCCL_CHECK(checkType(call.datatype));
+  ZCCL_CHECK(checkStream(call.stream));
+  if (insideGroup()) {
+    return fail(Status::kInvalidUsage,
+                "%s inside zcclGroupStart/zcclGroupEnd: collectives cannot be grouped; only "
+                "zcclSend and zcclRecv may",
+                entry.function);
+  }
+  if (entry.takesOp) ZCCL_CHECK(checkOp(call.op));
+  if (entry.takesRoot) ZCCL_CHECK(checkPeer("root", call.root, call.comm->size()));
+  return Status::kSuccess;
+}
+
+// The call's options over the communicator's, checked against what the call can do.
+Status callOptions(const CollectiveEntry& entry, const CollectiveCall& call,
+                   CollectiveOptions* resolved) {
+  const zcclComm* comm = call.comm;
+  ZCCL_CHECK(resolveCollOptions(call.options, comm->config, resolved));
+  const zcclCollOptions* asked = call.options;
+  const bool wireAsked =
+      asked != nullptr && (asked->wireFormat == zcclWireInt8 || asked->wireFormat == zcclWireInt4);
+  if (wireAsked && !wireApplies(entry.collective, toType(call.datatype), toOp(call.op))) {
+    return fail(Status::kInvalidArgument,
+                "options.wireFormat=%s with datatype=%s op=%s: quantized wire formats carry "
+                "float32, float16 and bfloat16, and reduce only with sum or avg",
+                wireFormatName(resolved->wire), dataTypeName(toType(call.datatype)),
+                redOpName(toOp(call.op)));
+  }
+  const bool twoLevelForm =
+      findRow(entry.collective, Algorithm::kTwoLevel, false, MemoryKind::kHost) != nullptr;
+  if (twoLevelForm && resolved->hierarchy == Hierarchy::kTwoLevel && !comm->hasLevels()) {
+    return fail(Status::kInvalidUsage,
+                "hierarchy=two-level needs the same number of ranks on every node; this "
+                "communicator's %d nodes differ (rank %d's node holds %d)",
+                comm->nodes.numNodes(), comm->rank(), comm->nodes.localSize(comm->rank()));
+  }
+  return Status::kSuccess;
+}
+
+Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
+  ZCCL_CHECK(checkCall(entry, call));
+  CollectiveOptions options;
+  ZCCL_CHECK(callOptions(entry, call, &options));
+  zcclComm* comm = call.comm;
+  const size_t ranks = static_cast<size_t>(comm->size());
+  size_t sendBytes = 0;
+  size_t recvBytes = 0;
+  ZCCL_CHECK(checkBytes(entry.countName, call.count, entry.sendHoldsAllBlocks ? ranks : 1,
+                        call.datatype, &sendBytes));
+  ZCCL_CHECK(checkBytes(entry.countName, call.count, entry.recvHoldsAllBlocks ? ranks : 1,
+                        call.datatype, &recvBytes));
+  const bool readsSend = !entry.takesRoot || comm->rank() == call.root;
+  if (readsSend) ZCCL_CHECK(checkBuffer("sendbuff", call.sendbuff, call.count));
+  ZCCL_CHECK(checkBuffer("recvbuff", call.recvbuff, call.count));
+  bool inPlace = false;
+  if (readsSend) {
+    // In place when this rank's block of the larger buffer is the smaller one.
+    const ptrdiff_t blockBytes = static_cast<ptrdiff_t>(std::min(sendBytes, recvBytes));
+    const ptrdiff_t direction = static_cast<ptrdiff_t>(entry.recvHoldsAllBlocks) -
+                                static_cast<ptrdiff_t>(entry.sendHoldsAllBlocks);
+    ZCCL_CHECK(checkInPlace(entry.function, call.sendbuff, sendBytes, call.recvbuff, recvBytes,
+                            direction * blockBytes * comm->rank(), &inPlace));
+  }
+  if (call.count == 0) return Status::kSuccess;
+  const bool ownBlockInRecv = inPlace && entry.recvHoldsAllBlocks && !entry.sendHoldsAllBlocks;
+  const bool blocked = entry.sendHoldsAllBlocks || entry.recvHoldsAllBlocks;
+  const CollectiveArgs args{ownBlockInRecv ? nullptr : call.sendbuff,
+                            call.recvbuff,
+                            Partition{call.count * (blocked ? ranks : 1), comm->size()},
+                            toType(call.datatype),
+                            toOp(call.op),
+                            call.root};
+  Context ctx = comm->context(MemoryKind::kHost);
+  return runCollective(ctx, entry.collective, args, options);
+}
+
+zcclResult_t run(Collective collective, const CollectiveCall& call) {
+  return guarded(call.comm, [&] { return runEntry(kEntries[static_cast<int>(collective)], call); });
+}
+
+}  // namespace
+}  // namespace zccl
+
+using zccl::Collective;
+
+extern "C" {
+
+zcclResult_t zcclAllGatherEx(const void* sendbuff, void* recvbuff, size_t sendcount,
+                             zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream,
+                             const zcclCollOptions* options) {
+  return zccl::run(Collective::kAllGather,
+                   {sendbuff, recvbuff, sendcount, datatype, zcclSum, 0, comm, stream, options});
+}
+
+zcclResult_t zcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream) {
+  return zcclAllGatherEx(sendbuff, recvbuff, sendcount, datatype, comm, stream, nullptr);
+}
+
+zcclResult_t zcclReduceScatterEx(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                 zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                                 zcclStream_t stream, const zcclCollOptions* options) {
+  return zccl::run(Collective::kReduceScatter,
+                   {sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream, options});
+}
+
+zcclResult_t zcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                               zcclStream_t stream) {
+  return zcclReduceScatterEx(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, nullptr);
+}
+
+zcclResult_t zcclAllReduceEx(const void* sendbuff, void* recvbuff, size_t count,
+                             zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                             zcclStream_t stream, const zcclCollOptions* options) {
+  return zccl::run(Collective::kAllReduce,
+                   {sendbuff, recvbuff, count, datatype, op, 0, comm, stream, options});
+}
+
+zcclResult_t zcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                           zcclStream_t stream) {
+  return zcclAllReduceEx(sendbuff, recvbuff, count, datatype, op, comm, stream, nullptr);
+}
+
+zcclResult_t zcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           zcclDataType_t datatype, int root, zcclComm_t comm,
+                           zcclStream_t stream) {
+  return zccl::run(Collective::kBroadcast,
+                   {sendbuff, recvbuff, count, datatype, zcclSum, root, comm, stream, nullptr});
+}
+
+zcclResult_t zcclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                          zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream) {
+  return zccl::run(Collective::kAllToAll,
+                   {sendbuff, recvbuff, count, datatype, zcclSum, 0, comm, stream, nullptr});
+}
+
+}  // extern "C"

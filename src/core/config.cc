@@ -1,0 +1,203 @@
+#include "core/config.h"
+
+#include <strings.h>
+
+#include <optional>
+#include <string>
+
+#include "common/env.h"
+#include "zccl/zccl.h"
+
+namespace zccl {
+namespace {
+
+template <typename Enum>
+struct Named {
+  const char* name;
+  Enum value;
+};
+
+// Looks `text` up in `names` (case-insensitive); the error lists what is accepted.
+template <typename Enum, size_t N>
+Status parseNamed(const char* variable, const std::string& text, const Named<Enum> (&names)[N],
+                  Enum* value) {
+  std::string accepted;
+  for (const auto& entry : names) {
+    if (strcasecmp(text.c_str(), entry.name) == 0) {
+      *value = entry.value;
+      return Status::kSuccess;
+    }
+    accepted += accepted.empty() ? entry.name : std::string("|") + entry.name;
+  }
+  return fail(Status::kInvalidArgument, "%s=%s: expected %s", variable, text.c_str(),
+              accepted.c_str());
+}
+
+constexpr Named<Algorithm> kAlgorithmNames[] = {{"auto", Algorithm::kAuto},
+                                                {"ring", Algorithm::kRing},
+                                                {"direct", Algorithm::kDirect},
+                                                {"native", Algorithm::kNative}};
+constexpr Named<int> kWireNames[] = {{"none", zcclWireNone},
+                                     {"int8", zcclWireInt8},
+                                     {"int4", zcclWireInt4},
+                                     {"allow-int8", zcclWireAllowInt8},
+                                     {"allow-int4", zcclWireAllowInt4}};
+constexpr Named<QuantScheme> kSchemeNames[] = {{"sym", QuantScheme::kSymmetric},
+                                               {"asym", QuantScheme::kAsymmetric}};
+constexpr Named<Hierarchy> kHierarchyNames[] = {{"auto", Hierarchy::kAuto},
+                                                {"flat", Hierarchy::kFlat},
+                                                {"two-level", Hierarchy::kTwoLevel},
+                                                {"hier", Hierarchy::kTwoLevel}};
+
+// A field of zcclConfig / zcclCollOptions: ZCCL_CONFIG_UNDEF_INT keeps `*value`.
+template <typename Enum>
+Status applyEnumField(const char* name, int field, int count, Enum* value) {
+  if (field == ZCCL_CONFIG_UNDEF_INT) return Status::kSuccess;
+  if (field < 0 || field >= count) {
+    return fail(Status::kInvalidArgument, "%s=%d: expected 0..%d", name, field, count - 1);
+  }
+  *value = static_cast<Enum>(field);
+  return Status::kSuccess;
+}
+
+// zcclWireFormat_t: none, int8 and int4 are forced; the "allow" forms leave the choice to
+// the planner's cost model.
+void setWire(int value, CollectiveOptions* o) {
+  o->wireAllowedOnly = value == zcclWireAllowInt8 || value == zcclWireAllowInt4;
+  o->wire = value == zcclWireInt8 || value == zcclWireAllowInt8   ? WireFormat::kInt8
+            : value == zcclWireInt4 || value == zcclWireAllowInt4 ? WireFormat::kInt4
+                                                                  : WireFormat::kNone;
+}
+
+// The quantization and hierarchy fields, shared by zcclConfig and zcclCollOptions.
+struct CollFields {
+  int wireFormat, quantScheme, quantGroupSize, stochasticRounding, hierarchy;
+};
+
+Status applyCollFields(const char* owner, const CollFields& f, CollectiveOptions* o) {
+  const std::string prefix(owner);
+  int wire = -1;
+  ZCCL_CHECK(
+      applyEnumField((prefix + ".wireFormat").c_str(), f.wireFormat, zcclNumWireFormats, &wire));
+  if (wire >= 0) setWire(wire, o);
+  ZCCL_CHECK(applyEnumField((prefix + ".quantScheme").c_str(), f.quantScheme, zcclNumQuantSchemes,
+                            &o->scheme));
+  ZCCL_CHECK(applyEnumField((prefix + ".hierarchy").c_str(), f.hierarchy, zcclNumHierarchies,
+                            &o->hierarchy));
+  if (f.stochasticRounding != ZCCL_CONFIG_UNDEF_INT) {
+    if (f.stochasticRounding != 0 && f.stochasticRounding != 1) {
+      return fail(Status::kInvalidArgument, "%s.stochasticRounding=%d: expected 0 or 1", owner,
+                  f.stochasticRounding);
+    }
+    o->rounding = f.stochasticRounding ? Rounding::kStochastic : Rounding::kNearestEven;
+  }
+  if (f.quantGroupSize != ZCCL_CONFIG_UNDEF_INT) {
+    QuantParams probe = o->quantParams();
+    probe.groupSize = static_cast<uint32_t>(f.quantGroupSize);
+    if (f.quantGroupSize <= 0 || checkQuantParams(probe) != Status::kSuccess) {
+      return fail(Status::kInvalidArgument,
+                  "%s.quantGroupSize=%d: expected a power of two in [%u, %u]", owner,
+                  f.quantGroupSize, kMinGroupSize, kMaxGroupSize);
+    }
+    o->groupSize = probe.groupSize;
+  }
+  return Status::kSuccess;
+}
+
+Status checkHeader(const char* owner, unsigned magic, size_t size, unsigned wantMagic,
+                   size_t wantSize, const char* initializer) {
+  if (magic != wantMagic || size != wantSize) {
+    return fail(Status::kInvalidArgument,
+                "%s: magic=0x%x size=%zu, expected 0x%x and %zu; initialise it with %s", owner,
+                magic, size, wantMagic, wantSize, initializer);
+  }
+  return Status::kSuccess;
+}
+
+Status applyConfig(const zcclConfig& config, CommConfig* resolved) {
+  ZCCL_CHECK(checkHeader("config", config.magic, config.size, ZCCL_CONFIG_MAGIC, sizeof(zcclConfig),
+                         "ZCCL_CONFIG_INITIALIZER"));
+  ZCCL_CHECK(applyEnumField("config.algorithm", config.algorithm, zcclNumAlgos,
+                            &resolved->collective.algorithm));
+  if (config.ranksPerNode != ZCCL_CONFIG_UNDEF_INT) {
+    if (config.ranksPerNode < 0) {
+      return fail(Status::kInvalidArgument, "config.ranksPerNode=%d: expected >= 0",
+                  config.ranksPerNode);
+    }
+    resolved->ranksPerNode = config.ranksPerNode;
+  }
+  if (config.timeoutSeconds != ZCCL_CONFIG_UNDEF_DOUBLE) {
+    if (!(config.timeoutSeconds >= 0)) {
+      return fail(Status::kInvalidArgument, "config.timeoutSeconds=%g: expected >= 0",
+                  config.timeoutSeconds);
+    }
+    resolved->timeoutSeconds = config.timeoutSeconds;
+  }
+  return applyCollFields("config",
+                         CollFields{config.wireFormat, config.quantScheme, config.quantGroupSize,
+                                    config.stochasticRounding, config.hierarchy},
+                         &resolved->collective);
+}
+
+Status applyEnvironment(CommConfig* result) {
+  CollectiveOptions& o = result->collective;
+  if (const auto text = envString("ZCCL_ALGO"))
+    ZCCL_CHECK(parseNamed("ZCCL_ALGO", *text, kAlgorithmNames, &o.algorithm));
+  if (const auto text = envString("ZCCL_QUANT")) {
+    int wire = zcclWireNone;
+    ZCCL_CHECK(parseNamed("ZCCL_QUANT", *text, kWireNames, &wire));
+    setWire(wire, &o);
+  }
+  if (const auto text = envString("ZCCL_QUANT_SCHEME"))
+    ZCCL_CHECK(parseNamed("ZCCL_QUANT_SCHEME", *text, kSchemeNames, &o.scheme));
+  if (const auto text = envString("ZCCL_HIERARCHY"))
+    ZCCL_CHECK(parseNamed("ZCCL_HIERARCHY", *text, kHierarchyNames, &o.hierarchy));
+  std::optional<long> group;
+  ZCCL_CHECK(envInt("ZCCL_QUANT_GROUP", kMinGroupSize, kMaxGroupSize, &group));
+  if (group) {
+    o.groupSize = static_cast<uint32_t>(*group);
+    if (checkQuantParams(o.quantParams()) != Status::kSuccess) {
+      return fail(Status::kInvalidArgument, "ZCCL_QUANT_GROUP=%ld: expected a power of two",
+                  *group);
+    }
+  }
+  std::optional<long> stochastic;
+  ZCCL_CHECK(envInt("ZCCL_QUANT_STOCHASTIC", 0, 1, &stochastic));
+  if (stochastic) o.rounding = *stochastic ? Rounding::kStochastic : Rounding::kNearestEven;
+  std::optional<long> ranksPerNode;
+  ZCCL_CHECK(envInt("ZCCL_RANKS_PER_NODE", 1, 1 << 20, &ranksPerNode));
+  if (ranksPerNode) result->ranksPerNode = static_cast<int>(*ranksPerNode);
+  std::optional<double> timeout;
+  ZCCL_CHECK(envDouble("ZCCL_TIMEOUT_S", 0, 1e9, &timeout));
+  if (timeout) result->timeoutSeconds = *timeout;
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+Status resolveConfig(const zcclConfig* config, CommConfig* resolved) {
+  CommConfig result;
+  ZCCL_CHECK(applyEnvironment(&result));
+  if (config != nullptr) ZCCL_CHECK(applyConfig(*config, &result));
+  *resolved = result;
+  return Status::kSuccess;
+}
+
+Status resolveCollOptions(const zcclCollOptions* options, const CommConfig& config,
+                          CollectiveOptions* resolved) {
+  CollectiveOptions result = config.collective;
+  if (options != nullptr) {
+    ZCCL_CHECK(checkHeader("options", options->magic, options->size, ZCCL_COLL_OPTIONS_MAGIC,
+                           sizeof(zcclCollOptions), "ZCCL_COLL_OPTIONS_INITIALIZER"));
+    ZCCL_CHECK(applyCollFields(
+        "options",
+        CollFields{options->wireFormat, options->quantScheme, options->quantGroupSize,
+                   options->stochasticRounding, options->hierarchy},
+        &result));
+    result.seed = options->seed;
+  }
+  *resolved = result;
+  return Status::kSuccess;
+}
+
+}  // namespace zccl
