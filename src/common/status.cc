@@ -47,4 +47,6 @@ const std::string& lastThreadError() { return threadError; }
 
 void clearThreadError() { threadError.clear(); }
 
+void restoreThreadError(const std::string& message) { threadError = message; }
+
 }  // namespace zccl

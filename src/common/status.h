@@ -27,6 +27,8 @@ Status fail(Status status, const char* format, ...) __attribute__((format(printf
 // The message of this thread's most recent fail().
 const std::string& lastThreadError();
 void clearThreadError();
+// Makes `message` (an earlier lastThreadError()) this thread's last error again, unlogged.
+void restoreThreadError(const std::string& message);
 
 }  // namespace zccl
 

@@ -6,7 +6,6 @@
 #include "core/guarded.h"
 #include "core/validate.h"
 
-using zccl::guarded;
 using zccl::Status;
 
 static_assert(static_cast<int>(Status::kInProgress) == zcclInProgress, "result codes drifted");
@@ -37,12 +36,37 @@ Status pointToPoint(zcclComm* comm, bool isSend, void* buffer, size_t bytes, int
 
 Status checkPointToPoint(zcclComm* comm, const void* buffer, const char* name, size_t count,
                          zcclDataType_t type, int peer, zcclStream_t stream, size_t* bytes) {
-  ZCCL_CHECK(zccl::checkComm(comm));
   ZCCL_CHECK(zccl::checkType(type));
   ZCCL_CHECK(zccl::checkStream(stream));
   ZCCL_CHECK(zccl::checkBuffer(name, buffer, count));
   ZCCL_CHECK(zccl::checkPeer("peer", peer, comm->size()));
   return zccl::checkBytes("count", count, 1, type, bytes);
+}
+
+// Destroy (waits for pending grouped operations) or abort (does not).
+Status endComm(zcclComm* comm, bool abort) {
+  if (comm == nullptr) return zccl::fail(Status::kInvalidArgument, "comm=NULL");
+  if (!zccl::acquireComm(comm)) {
+    return zccl::fail(Status::kInvalidUsage,
+                      "comm=%p is not a live communicator: it was destroyed or aborted, or never "
+                      "created",
+                      static_cast<void*>(comm));
+  }
+  if (comm->ownedByParent) {
+    zccl::releaseComm(comm);
+    return zccl::fail(Status::kInvalidUsage,
+                      "comm=%p came from zcclCommSplitNode/zcclCommSplitCrossNode: it is "
+                      "destroyed with its parent",
+                      static_cast<void*>(comm));
+  }
+  if (!zccl::retireComm(comm)) {  // another thread ended it first
+    zccl::releaseComm(comm);
+    return zccl::fail(Status::kInvalidUsage, "comm=%p is being destroyed by another thread",
+                      static_cast<void*>(comm));
+  }
+  const Status status = abort ? Status::kSuccess : comm->transport->waitAll();
+  zccl::abortComm(comm);  // nothing pending after a successful wait: this only frees
+  return status;
 }
 
 }  // namespace
@@ -63,12 +87,14 @@ const char* zcclGetErrorString(zcclResult_t result) {
 }
 
 const char* zcclGetLastError(zcclComm_t comm) {
-  if (comm == nullptr) return zccl::lastThreadError().c_str();
-  return comm->lastError.c_str();
+  if (comm == nullptr || !zccl::acquireComm(comm)) return zccl::lastThreadError().c_str();
+  const char* message = comm->lastError.c_str();
+  zccl::releaseComm(comm);
+  return message;
 }
 
 zcclResult_t zcclGetVersion(int* version) {
-  return guarded(nullptr, [&] {
+  return zccl::guarded([&] {
     if (version == nullptr) return zccl::fail(Status::kInvalidArgument, "version=NULL");
     *version = ZCCL_VERSION_CODE;
     return Status::kSuccess;
@@ -77,40 +103,22 @@ zcclResult_t zcclGetVersion(int* version) {
 
 zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newcomm,
                            const zcclConfig* config) {
-  return guarded(comm, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
+  return zccl::guardedComm(comm, [&] {
     if (newcomm == nullptr) return zccl::fail(Status::kInvalidArgument, "newcomm=NULL");
     return zccl::splitComm(comm, color, key, config, newcomm);
   });
 }
 
 zcclResult_t zcclCommDestroy(zcclComm_t comm) {
-  return guarded(nullptr, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
-    if (comm->ownedByParent) {
-      return zccl::fail(Status::kInvalidUsage,
-                        "comm=%p came from zcclCommSplitNode/zcclCommSplitCrossNode: it is "
-                        "destroyed with its parent",
-                        static_cast<void*>(comm));
-    }
-    const Status status = comm->transport->waitAll();
-    delete comm;
-    return status;
-  });
+  return zccl::guarded([&] { return endComm(comm, /*abort=*/false); });
 }
 
 zcclResult_t zcclCommAbort(zcclComm_t comm) {
-  return guarded(nullptr, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
-    comm->transport->abandon();
-    delete comm;
-    return Status::kSuccess;
-  });
+  return zccl::guarded([&] { return endComm(comm, /*abort=*/true); });
 }
 
 zcclResult_t zcclCommCount(const zcclComm_t comm, int* count) {
-  return guarded(comm, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
+  return zccl::guardedComm(comm, [&] {
     if (count == nullptr) return zccl::fail(Status::kInvalidArgument, "count=NULL");
     *count = comm->size();
     return Status::kSuccess;
@@ -118,8 +126,7 @@ zcclResult_t zcclCommCount(const zcclComm_t comm, int* count) {
 }
 
 zcclResult_t zcclCommUserRank(const zcclComm_t comm, int* rank) {
-  return guarded(comm, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
+  return zccl::guardedComm(comm, [&] {
     if (rank == nullptr) return zccl::fail(Status::kInvalidArgument, "rank=NULL");
     *rank = comm->rank();
     return Status::kSuccess;
@@ -127,8 +134,7 @@ zcclResult_t zcclCommUserRank(const zcclComm_t comm, int* rank) {
 }
 
 zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats) {
-  return guarded(comm, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
+  return zccl::guardedComm(comm, [&] {
     if (stats == nullptr) return zccl::fail(Status::kInvalidArgument, "stats=NULL");
     *stats = zcclStats{};
     const auto traffic = comm->trafficByPeer();
@@ -144,24 +150,21 @@ zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats) {
 }
 
 zcclResult_t zcclCommResetStats(zcclComm_t comm) {
-  return guarded(comm, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
+  return zccl::guardedComm(comm, [&] {
     comm->resetTraffic();
     return Status::kSuccess;
   });
 }
 
 zcclResult_t zcclCommSplitNode(zcclComm_t comm, zcclComm_t* nodeComm) {
-  return guarded(comm, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
+  return zccl::guardedComm(comm, [&] {
     if (nodeComm == nullptr) return zccl::fail(Status::kInvalidArgument, "nodeComm=NULL");
     return zccl::cachedSplit(comm, false, nodeComm);
   });
 }
 
 zcclResult_t zcclCommSplitCrossNode(zcclComm_t comm, zcclComm_t* crossComm) {
-  return guarded(comm, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
+  return zccl::guardedComm(comm, [&] {
     if (crossComm == nullptr) return zccl::fail(Status::kInvalidArgument, "crossComm=NULL");
     return zccl::cachedSplit(comm, true, crossComm);
   });
@@ -169,7 +172,7 @@ zcclResult_t zcclCommSplitCrossNode(zcclComm_t comm, zcclComm_t* crossComm) {
 
 zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_t datatype, int peer,
                       zcclComm_t comm, zcclStream_t stream) {
-  return guarded(comm, [&] {
+  return zccl::guardedComm(comm, [&] {
     size_t bytes = 0;
     ZCCL_CHECK(
         checkPointToPoint(comm, sendbuff, "sendbuff", count, datatype, peer, stream, &bytes));
@@ -179,7 +182,7 @@ zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_t datatyp
 
 zcclResult_t zcclRecv(void* recvbuff, size_t count, zcclDataType_t datatype, int peer,
                       zcclComm_t comm, zcclStream_t stream) {
-  return guarded(comm, [&] {
+  return zccl::guardedComm(comm, [&] {
     size_t bytes = 0;
     ZCCL_CHECK(
         checkPointToPoint(comm, recvbuff, "recvbuff", count, datatype, peer, stream, &bytes));
@@ -193,18 +196,22 @@ zcclResult_t zcclGroupStart(void) {
 }
 
 zcclResult_t zcclGroupEnd(void) {
-  return guarded(nullptr, [&] {
+  return zccl::guarded([&] {
     if (groupDepth == 0) {
       return zccl::fail(Status::kInvalidUsage, "zcclGroupEnd without a matching zcclGroupStart");
     }
     if (--groupDepth > 0) return Status::kSuccess;
     Status first = Status::kSuccess;
     for (zcclComm* comm : groupComms) {
-      const Status status = comm->transport->waitAll();
-      if (status != Status::kSuccess) {
-        comm->lastError = zccl::lastThreadError();
-        if (first == Status::kSuccess) first = status;
+      Status status = Status::kInvalidUsage;
+      if (!zccl::acquireComm(comm)) {
+        zccl::fail(status, "comm=%p was destroyed inside the group", static_cast<void*>(comm));
+      } else {
+        status = comm->transport->waitAll();
+        if (status != Status::kSuccess) comm->lastError = zccl::lastThreadError();
+        zccl::releaseComm(comm);
       }
+      if (first == Status::kSuccess) first = status;
     }
     groupComms.clear();
     return first;

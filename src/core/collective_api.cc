@@ -44,7 +44,6 @@ DataType toType(zcclDataType_t type) { return static_cast<DataType>(type); }
 RedOp toOp(zcclRedOp_t op) { return static_cast<RedOp>(op); }
 
 Status checkCall(const CollectiveEntry& entry, const CollectiveCall& call) {
-  ZCCL_CHECK(checkComm(call.comm));
   ZCCL_CHECK(checkType(call.datatype));
   ZCCL_CHECK(checkStream(call.stream));
   if (insideGroup()) {
@@ -117,12 +116,19 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
                             toType(call.datatype),
                             toOp(call.op),
                             call.root};
-  Context ctx = comm->context(MemoryKind::kHost);
-  return runCollective(ctx, entry.collective, args, options);
+  Context ctx = comm->nextCollective(MemoryKind::kHost);
+  const Status status = runCollective(ctx, entry.collective, args, options);
+  // A call that failed past its checks may have left messages in flight, and its peers
+  // may be gone: nothing pending survives it, and the communicator takes no more work.
+  if (status != Status::kSuccess) {
+    for (Transport* t : comm->transports(/*withOwned=*/false)) t->abandon();
+  }
+  return status;
 }
 
 zcclResult_t run(Collective collective, const CollectiveCall& call) {
-  return guarded(call.comm, [&] { return runEntry(kEntries[static_cast<int>(collective)], call); });
+  return guardedComm(call.comm,
+                     [&] { return runEntry(kEntries[static_cast<int>(collective)], call); });
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 #include "core/comm.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <mutex>
+#include <unordered_set>
 
 #include "common/log.h"
 
@@ -24,6 +28,28 @@ std::vector<zccl::PeerTraffic> zcclComm::trafficByPeer() const {
   if (hasLevels()) {
     fold(*nodeTransport, [&](int local) { return levels.rankAt(levels.myNode, local); });
     fold(*crossTransport, [&](int node) { return levels.rankAt(node, levels.myLocal); });
+  }
+  return all;
+}
+
+zccl::Context zcclComm::nextCollective(zccl::MemoryKind memory) {
+  // Tag 0 is zcclSend/zcclRecv's; collectives cycle through 1..maxTag.
+  const int tag =
+      1 + static_cast<int>(collectiveSequence++ % static_cast<uint64_t>(transport->maxTag()));
+  return zccl::Context{*transport, scratch, hasLevels() ? &levels : nullptr, native, &cluster,
+                       memory,     tag};
+}
+
+std::vector<zccl::Transport*> zcclComm::transports(bool withOwned) {
+  std::vector<zccl::Transport*> all{transport.get()};
+  if (hasLevels()) {
+    all.push_back(nodeTransport.get());
+    all.push_back(crossTransport.get());
+  }
+  for (zcclComm* owned : {nodeComm.get(), crossComm.get()}) {
+    if (owned == nullptr || !withOwned) continue;
+    const auto theirs = owned->transports(true);
+    all.insert(all.end(), theirs.begin(), theirs.end());
   }
   return all;
 }
@@ -138,7 +164,82 @@ Status buildClusterModel(zcclComm* comm) {
   return Status::kSuccess;
 }
 
+// The handles of live communicators, and the communicators kept after an abort whose
+// transport could not confirm the cancellation of what was pending. Both live as long as
+// the process: they are never destroyed, so that no exit-time destructor calls into MPI.
+struct Handles {
+  std::mutex mutex;
+  std::unordered_set<const zcclComm*> live;
+  std::vector<std::unique_ptr<zcclComm>> kept;
+};
+
+Handles& handles() {
+  static Handles* all = new Handles;
+  return *all;
+}
+
+void registerComm(zcclComm* comm) {
+  std::lock_guard<std::mutex> lock(handles().mutex);
+  handles().live.insert(comm);
+}
+
 }  // namespace
+
+bool acquireComm(zcclComm* comm) {
+  std::lock_guard<std::mutex> lock(handles().mutex);
+  if (handles().live.count(comm) == 0) return false;
+  comm->activeCalls.fetch_add(1);
+  return true;
+}
+
+void releaseComm(zcclComm* comm) { comm->activeCalls.fetch_sub(1); }
+
+bool retireComm(zcclComm* comm) {
+  std::lock_guard<std::mutex> lock(handles().mutex);
+  if (handles().live.erase(comm) == 0) return false;
+  for (const zcclComm* owned : {comm->nodeComm.get(), comm->crossComm.get()}) {
+    if (owned != nullptr) handles().live.erase(owned);
+  }
+  return true;
+}
+
+void abortComm(zcclComm* comm) {
+  const auto transports = comm->transports(/*withOwned=*/true);
+  for (Transport* t : transports) t->requestAbort();
+  // Other threads' waits end at their next poll; the caller itself is counted once.
+  while (comm->activeCalls.load() > 1) sched_yield();
+  bool quiescent = true;
+  for (Transport* t : transports) quiescent &= t->abandon();
+  if (quiescent) {
+    delete comm;
+    return;
+  }
+  std::lock_guard<std::mutex> lock(handles().mutex);
+  handles().kept.emplace_back(comm);
+}
+
+Status agreeOnInit(Transport& transport, Status local, const std::string& message) {
+  struct Report {
+    int32_t status;
+    char message[248];
+  };
+  Report mine{static_cast<int32_t>(local), {}};
+  std::strncpy(mine.message, message.c_str(), sizeof(mine.message) - 1);
+  std::vector<Report> all(static_cast<size_t>(transport.size()));
+  ZCCL_CHECK(transport.allGatherControl(&mine, sizeof(mine), all.data()));
+  if (local != Status::kSuccess) {
+    restoreThreadError(message);
+    return local;
+  }
+  for (int r = 0; r < transport.size(); ++r) {
+    const Report& report = all[static_cast<size_t>(r)];
+    if (report.status != static_cast<int32_t>(Status::kSuccess)) {
+      return fail(Status::kInvalidUsage, "rank %d could not set up the communicator: %.*s", r,
+                  static_cast<int>(sizeof(report.message)), report.message);
+    }
+  }
+  return Status::kSuccess;
+}
 
 Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, zcclComm** out) {
   auto comm = std::make_unique<zcclComm>();
@@ -157,16 +258,19 @@ Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config
            algorithmName(config.collective.algorithm), wireFormatName(config.collective.wire),
            comm->hasLevels() ? "available" : "unavailable (nodes differ in size)");
   *out = comm.release();
+  registerComm(*out);
   return Status::kSuccess;
 }
 
 Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config, zcclComm** out) {
   CommConfig resolved = parent->config;
-  if (config != nullptr) ZCCL_CHECK(resolveConfig(config, &resolved));
+  const Status configured = config != nullptr ? resolveConfig(config, &resolved) : Status::kSuccess;
+  const std::string why = lastThreadError();
   std::unique_ptr<Transport> child;
   ZCCL_CHECK(parent->transport->split(color, key, &child));
   *out = nullptr;
-  if (!child) return Status::kSuccess;
+  if (!child) return configured;
+  ZCCL_CHECK(agreeOnInit(*child, configured, why));
   auto comm = std::make_unique<zcclComm>();
   comm->config = resolved;
   comm->transport = std::move(child);
@@ -177,6 +281,7 @@ Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config,
   ZCCL_CHECK(buildLevels(comm.get()));
   ZCCL_CHECK(buildClusterModel(comm.get()));
   *out = comm.release();
+  registerComm(*out);
   return Status::kSuccess;
 }
 

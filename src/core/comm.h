@@ -2,6 +2,8 @@
 // scratch memory of one group of ranks.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,11 +37,17 @@ struct zcclComm {
   int rank() const { return transport->rank(); }
   int size() const { return transport->size(); }
   bool hasLevels() const { return nodeTransport != nullptr; }
-  zccl::Context context(zccl::MemoryKind memory) {
-    return zccl::Context{
-        *transport,          scratch, hasLevels() ? &levels : nullptr, native, &cluster, memory,
-        zccl::kCollectiveTag};
-  }
+  // Collectives called so far: every message of the next one carries a tag of its own, so
+  // that a leftover message of a mismatched call never matches a later one.
+  uint64_t collectiveSequence = 0;
+  // Entry points running on this communicator now (abort waits for them to leave).
+  std::atomic<int> activeCalls{0};
+
+  // The context of the next collective call (which takes the next tag).
+  zccl::Context nextCollective(zccl::MemoryKind memory);
+  // Every transport of this communicator (levels included) and, withOwned, of the
+  // sub-communicators it owns.
+  std::vector<zccl::Transport*> transports(bool withOwned);
   zcclLinkClass_t linkTo(int peer) const;
   // This rank's traffic per parent peer: its own transport's plus the level transports'.
   std::vector<zccl::PeerTraffic> trafficByPeer() const;
@@ -58,6 +66,25 @@ Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config,
 
 // The cached node or cross-node sub-communicator of `parent`, created on first use.
 Status cachedSplit(zcclComm* parent, bool crossNode, zcclComm** out);
+
+// Every rank tells the others whether its own preparation (`local`, with the message of its
+// failure) succeeded, so that a failure on one rank fails init on all instead of leaving
+// them waiting (collective over `transport`).
+Status agreeOnInit(Transport& transport, Status local, const std::string& message);
+
+// Live handles: a communicator is registered from creation until destroy or abort, so that
+// a call on a destroyed or never-created one is refused instead of touching freed memory.
+// acquireComm counts the call in comm->activeCalls while the handle is live.
+bool acquireComm(zcclComm* comm);
+void releaseComm(zcclComm* comm);
+// Unregisters `comm` and its owned sub-communicators; false when it was not live.
+bool retireComm(zcclComm* comm);
+
+// Ends a communicator whose peers may be gone: asks every wait in progress (other threads)
+// to end, waits for them to leave, cancels what is pending, and frees the communicator
+// unless the transport could not confirm the cancellation: then its memory (scratch
+// buffers, the transport itself) is kept for the life of the process instead.
+void abortComm(zcclComm* comm);
 
 // This process's node topology (discovered once: the live machine or ZCCL_TOPO_FILE).
 Status localTopology(const NodeTopology** topology);

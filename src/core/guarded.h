@@ -1,5 +1,6 @@
 // How every C entry point runs its body: Status (and any C++ exception) becomes a result
-// code, and a failure's message is kept on the communicator for zcclGetLastError.
+// code; on a communicator, the handle is checked to be live, kept alive while the body runs,
+// and a failure's message is kept on it for zcclGetLastError.
 #pragma once
 
 #include <exception>
@@ -10,17 +11,38 @@
 namespace zccl {
 
 template <typename Body>
-zcclResult_t guarded(zcclComm* comm, Body&& body) {
-  clearThreadError();
-  Status status;
+Status runBody(Body&& body) {
   try {
-    status = body();
+    return body();
   } catch (const std::bad_alloc&) {
-    status = fail(Status::kSystemError, "out of memory");
+    return fail(Status::kSystemError, "out of memory");
   } catch (const std::exception& error) {
-    status = fail(Status::kInternalError, "unexpected exception: %s", error.what());
+    return fail(Status::kInternalError, "unexpected exception: %s", error.what());
   }
-  if (status != Status::kSuccess && comm != nullptr) comm->lastError = lastThreadError();
+}
+
+// An entry point that needs no communicator.
+template <typename Body>
+zcclResult_t guarded(Body&& body) {
+  clearThreadError();
+  return static_cast<zcclResult_t>(runBody(body));
+}
+
+// An entry point on `comm`.
+template <typename Body>
+zcclResult_t guardedComm(zcclComm* comm, Body&& body) {
+  clearThreadError();
+  if (comm == nullptr)
+    return static_cast<zcclResult_t>(fail(Status::kInvalidArgument, "comm=NULL"));
+  if (!acquireComm(comm)) {
+    return static_cast<zcclResult_t>(
+        fail(Status::kInvalidUsage,
+             "comm=%p is not a live communicator: it was destroyed or aborted, or never created",
+             static_cast<void*>(comm)));
+  }
+  const Status status = runBody(body);
+  if (status != Status::kSuccess) comm->lastError = lastThreadError();
+  releaseComm(comm);
   return static_cast<zcclResult_t>(status);
 }
 

@@ -8,7 +8,6 @@
 #include "topology/describe.h"
 #include "zccl/zccl_introspect.h"
 
-using zccl::guarded;
 using zccl::Status;
 
 static_assert(zcclNumCollectives == zccl::kNumCollectives, "collectives drifted");
@@ -60,8 +59,7 @@ Status checkQuery(const zcclPlanQuery* query) {
 extern "C" {
 
 zcclResult_t zcclCommGetTopologyInfo(zcclComm_t comm, zcclTopologyInfo* info) {
-  return guarded(comm, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
+  return zccl::guardedComm(comm, [&] {
     if (info == nullptr) return zccl::fail(Status::kInvalidArgument, "info=NULL");
     const zccl::NodeTopology* node = nullptr;
     ZCCL_CHECK(zccl::localTopology(&node));
@@ -83,8 +81,7 @@ zcclResult_t zcclCommGetTopologyInfo(zcclComm_t comm, zcclTopologyInfo* info) {
 }
 
 zcclResult_t zcclCommGetNodeMap(zcclComm_t comm, int* nodeOfRank) {
-  return guarded(comm, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
+  return zccl::guardedComm(comm, [&] {
     if (nodeOfRank == nullptr) return zccl::fail(Status::kInvalidArgument, "nodeOfRank=NULL");
     for (int r = 0; r < comm->size(); ++r) nodeOfRank[r] = comm->nodes.nodeOf(r);
     return Status::kSuccess;
@@ -92,8 +89,7 @@ zcclResult_t zcclCommGetNodeMap(zcclComm_t comm, int* nodeOfRank) {
 }
 
 zcclResult_t zcclCommGetPlan(zcclComm_t comm, const zcclPlanQuery* query, zcclPlanInfo* plan) {
-  return guarded(comm, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
+  return zccl::guardedComm(comm, [&] {
     ZCCL_CHECK(checkQuery(query));
     if (plan == nullptr) return zccl::fail(Status::kInvalidArgument, "plan=NULL");
     zccl::CollectiveOptions options;
@@ -117,8 +113,7 @@ zcclResult_t zcclCommGetPlan(zcclComm_t comm, const zcclPlanQuery* query, zcclPl
 }
 
 zcclResult_t zcclCommDescribeTopology(zcclComm_t comm, int json, char* buffer, size_t* bytes) {
-  return guarded(comm, [&] {
-    ZCCL_CHECK(zccl::checkComm(comm));
+  return zccl::guardedComm(comm, [&] {
     if (bytes == nullptr) return zccl::fail(Status::kInvalidArgument, "bytes=NULL");
     const zccl::NodeTopology* node = nullptr;
     ZCCL_CHECK(zccl::localTopology(&node));

@@ -7,11 +7,6 @@
 
 namespace zccl {
 
-Status checkComm(const zcclComm* comm) {
-  if (comm == nullptr) return fail(Status::kInvalidArgument, "comm=NULL");
-  return Status::kSuccess;
-}
-
 Status checkType(zcclDataType_t type) {
   if (static_cast<int>(type) < 0 || static_cast<int>(type) >= zcclNumTypes) {
     return fail(Status::kInvalidArgument, "datatype=%d: not a zcclDataType_t (0..%d)",

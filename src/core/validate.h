@@ -8,7 +8,6 @@
 
 namespace zccl {
 
-Status checkComm(const zcclComm* comm);
 Status checkType(zcclDataType_t type);
 Status checkOp(zcclRedOp_t op);
 // Host buffers only: a stream must not be given.

@@ -1,8 +1,10 @@
 // A backend that moves bytes between the ranks of a group: non-blocking point-to-point
-// with tags, sub-groups, and the engine's own collectives. It counts every byte it sends
-// per destination rank; it knows nothing of nodes or links (core folds peers into links).
+// with tags, sub-groups, a control channel, and the engine's own collectives. It counts
+// every byte it sends per destination rank; it knows nothing of nodes or links (core folds
+// peers into links). Every wait is bounded by the timeout and ends early on abort.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,29 +23,37 @@ struct PeerTraffic {
   uint64_t messages = 0;
 };
 
+struct TransportOptions {
+  double timeoutSeconds = 1800;  // 0 waits forever
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Tags run from 0 to maxTag() inclusive.
+  virtual int maxTag() const = 0;
 
   // The buffer must stay valid and untouched until the ticket is waited for. Zero bytes
   // post nothing: both sides of every zccl message know its size.
   virtual Status postSend(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) = 0;
   virtual Status postRecv(void* data, size_t bytes, int peer, int tag, Ticket* ticket) = 0;
-  // Waits for one ticket, or for everything posted; both give up after the timeout.
+  // Waits for one ticket, or for everything posted; both give up after the timeout (and
+  // then abandon what is pending) or when abort was requested.
   virtual Status wait(Ticket ticket) = 0;
   virtual Status waitAll() = 0;
 
   // Collective: ranks with the same color >= 0 form a new group ordered by (key, rank);
   // color < 0 gives *out = nullptr.
   virtual Status split(int color, int key, std::unique_ptr<Transport>* out) = 0;
-  // Control-plane exchange used while setting up (not counted as traffic).
+  // Control-plane exchange (not counted as traffic), bounded like every wait.
   virtual Status allGatherControl(const void* mine, size_t bytes, void* all) = 0;
 
-  // The engine's own collectives (the "native" algorithm). kAvg is not accepted here:
-  // callers sum and divide. In-place forms are not accepted either.
+  // The engine's own collectives (the "native" algorithm), false when it has none. kAvg is
+  // not accepted here: callers sum and divide. In-place forms are not accepted either.
+  virtual bool hasNativeCollectives() const = 0;
   virtual Status nativeAllGather(const void* send, void* recv, size_t count, DataType type) = 0;
   virtual Status nativeReduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
                                      RedOp op) = 0;
@@ -52,8 +62,15 @@ class Transport {
   virtual Status nativeBroadcast(void* data, size_t count, DataType type, int root) = 0;
   virtual Status nativeAllToAll(const void* send, void* recv, size_t count, DataType type) = 0;
 
-  // Drops every pending operation without waiting for peers (abort, or after a timeout).
-  virtual void abandon() = 0;
+  // Cancels what is pending without waiting for peers (abort, timeout, a failed call) and
+  // gives the engine a bounded grace to confirm it. True when nothing pending is left; else
+  // the memory of what is left may still be written or read, and must be kept alive for as
+  // long as the transport lives. Once abandoned, a transport refuses new work.
+  virtual bool abandon() = 0;
+
+  // From any thread: a wait in progress (or the next) ends with kRemoteError.
+  void requestAbort() { abortRequested_.store(true); }
+  bool abortRequested() const { return abortRequested_.load(); }
 
   const std::vector<PeerTraffic>& traffic() const { return traffic_; }
   void resetTraffic() { traffic_.assign(traffic_.size(), PeerTraffic{}); }
@@ -64,10 +81,9 @@ class Transport {
     traffic_[peer].messages += messages;
   }
   std::vector<PeerTraffic> traffic_;
-};
 
-struct TransportOptions {
-  double timeoutSeconds = 1800;  // 0 waits forever
+ private:
+  std::atomic<bool> abortRequested_{false};
 };
 
 }  // namespace zccl

@@ -25,7 +25,9 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // Serialized: a test may abort a communicator from another thread while one is blocked.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

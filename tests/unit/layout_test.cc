@@ -104,6 +104,85 @@ TEST(Config, QuantizationAndHierarchyFromEnvironmentConfigAndCallOptions) {
     unsetenv(name);
 }
 
+// Every ZCCL_* variable of the configuration, alone and all together, changes its own field
+// and no other (one parsed value once leaked into the variables read after it).
+struct EnvCase {
+  const char* name;
+  const char* value;
+  void (*expect)(CommConfig* c);  // sets the field the variable should have changed
+};
+
+const EnvCase kEnvCases[] = {
+    {"ZCCL_ALGO", "direct", [](CommConfig* c) { c->collective.algorithm = Algorithm::kDirect; }},
+    {"ZCCL_QUANT", "allow-int4",
+     [](CommConfig* c) {
+       c->collective.wire = WireFormat::kInt4;
+       c->collective.wireAllowedOnly = true;
+     }},
+    {"ZCCL_QUANT_SCHEME", "asym",
+     [](CommConfig* c) { c->collective.scheme = QuantScheme::kAsymmetric; }},
+    {"ZCCL_QUANT_GROUP", "512", [](CommConfig* c) { c->collective.groupSize = 512; }},
+    {"ZCCL_QUANT_STOCHASTIC", "1",
+     [](CommConfig* c) { c->collective.rounding = Rounding::kStochastic; }},
+    {"ZCCL_HIERARCHY", "two-level",
+     [](CommConfig* c) { c->collective.hierarchy = Hierarchy::kTwoLevel; }},
+    {"ZCCL_RANKS_PER_NODE", "3", [](CommConfig* c) { c->ranksPerNode = 3; }},
+    {"ZCCL_TIMEOUT_S", "7.5", [](CommConfig* c) { c->timeoutSeconds = 7.5; }},
+};
+
+void expectConfig(const CommConfig& want, const CommConfig& got, const std::string& context) {
+  EXPECT_EQ(got.collective.algorithm, want.collective.algorithm) << context;
+  EXPECT_EQ(got.collective.wire, want.collective.wire) << context;
+  EXPECT_EQ(got.collective.wireAllowedOnly, want.collective.wireAllowedOnly) << context;
+  EXPECT_EQ(got.collective.scheme, want.collective.scheme) << context;
+  EXPECT_EQ(got.collective.groupSize, want.collective.groupSize) << context;
+  EXPECT_EQ(got.collective.rounding, want.collective.rounding) << context;
+  EXPECT_EQ(got.collective.hierarchy, want.collective.hierarchy) << context;
+  EXPECT_EQ(got.ranksPerNode, want.ranksPerNode) << context;
+  EXPECT_EQ(got.timeoutSeconds, want.timeoutSeconds) << context;
+}
+
+TEST(Config, EachVariableAloneAndTogetherSetsOnlyItsOwnField) {
+  for (const EnvCase& alone : kEnvCases) {
+    setenv(alone.name, alone.value, 1);
+    CommConfig want;
+    alone.expect(&want);
+    CommConfig got;
+    ASSERT_EQ(resolveConfig(nullptr, &got), Status::kSuccess) << lastThreadError();
+    expectConfig(want, got, std::string(alone.name) + " alone");
+    unsetenv(alone.name);
+  }
+  CommConfig want;
+  for (const EnvCase& each : kEnvCases) {
+    setenv(each.name, each.value, 1);
+    each.expect(&want);
+  }
+  CommConfig got;
+  ASSERT_EQ(resolveConfig(nullptr, &got), Status::kSuccess) << lastThreadError();
+  expectConfig(want, got, "all together");
+  for (const EnvCase& each : kEnvCases) unsetenv(each.name);
+}
+
+TEST(NodeMap, FromHostIdentitiesAndEmulatedNodes) {
+  // Hosts interleaved in rank order: ranks of one host form a node, numbered by lowest rank.
+  const NodeMap hosts = nodeMapFromHosts({7, 9, 7, 9, 7}, 0);
+  EXPECT_EQ(hosts.numNodes(), 2);
+  EXPECT_EQ(hosts.nodeOf(4), 0);
+  EXPECT_EQ(hosts.nodeOf(3), 1);
+  // Two ranks per emulated node cut each host by its ranks' order on it.
+  const NodeMap emulated = nodeMapFromHosts({7, 9, 7, 9, 7}, 2);
+  EXPECT_EQ(emulated.numNodes(), 3);
+  EXPECT_TRUE(emulated.sameNode(0, 2));
+  EXPECT_FALSE(emulated.sameNode(2, 4));
+  EXPECT_TRUE(emulated.sameNode(1, 3));
+  EXPECT_EQ(localHostIdentity(), localHostIdentity());
+  setenv("ZCCL_HOSTID", "node-a", 1);
+  const uint64_t a = localHostIdentity();
+  setenv("ZCCL_HOSTID", "node-b", 1);
+  EXPECT_NE(a, localHostIdentity());
+  unsetenv("ZCCL_HOSTID");
+}
+
 TEST(NodeMap, UniformityAndRankAt) {
   const NodeMap uneven({0, 0, 1});
   EXPECT_FALSE(uneven.isUniform());

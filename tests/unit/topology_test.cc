@@ -122,6 +122,21 @@ TEST(Topology, InfinibandInterfaceSitsOnItsHca) {
   EXPECT_EQ(visible, 1) << "cuda0 only";
 }
 
+TEST(Topology, LinkOverridesFromTheEnvironmentAreIndependent) {
+  setenv("ZCCL_INTRA_NODE_GBPS", "5", 1);
+  TopologyOptions options;
+  ASSERT_EQ(topologyOptionsFromEnvironment(&options), Status::kSuccess);
+  EXPECT_EQ(options.intraNodeGBps, 5.0);
+  EXPECT_EQ(options.interNodeGBps, 0.0) << "ZCCL_INTER_NODE_GBPS is unset";
+  unsetenv("ZCCL_INTRA_NODE_GBPS");
+  setenv("ZCCL_INTER_NODE_GBPS", "0.125", 1);
+  options = TopologyOptions{};
+  ASSERT_EQ(topologyOptionsFromEnvironment(&options), Status::kSuccess);
+  EXPECT_EQ(options.intraNodeGBps, 0.0);
+  EXPECT_EQ(options.interNodeGBps, 0.125);
+  unsetenv("ZCCL_INTER_NODE_GBPS");
+}
+
 TEST(Topology, LiveMachineIsClassifiedSensibly) {
   NodeTopology t;
   ASSERT_EQ(discoverTopology(TopologyOptions{}, &t), Status::kSuccess) << lastThreadError();

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <string>
@@ -14,17 +15,61 @@ namespace {
 
 // MPI counts are int: larger messages travel as several, which MPI keeps in order.
 constexpr size_t kMaxMessageBytes = size_t{1} << 30;
+// How long abandon() waits for MPI to confirm the cancellation of what was pending.
+constexpr double kAbandonGraceSeconds = 1.0;
 
-#define ZCCL_MPI_CHECK(call)                                                     \
-  do {                                                                           \
-    const int zccl_mpi_rc_ = (call);                                             \
-    if (zccl_mpi_rc_ != MPI_SUCCESS) {                                           \
-      char zccl_mpi_text_[MPI_MAX_ERROR_STRING];                                 \
-      int zccl_mpi_length_ = 0;                                                  \
-      MPI_Error_string(zccl_mpi_rc_, zccl_mpi_text_, &zccl_mpi_length_);         \
-      return fail(Status::kSystemError, "%s failed: %s", #call, zccl_mpi_text_); \
-    }                                                                            \
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string mpiErrorText(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+// An MPI error as a Status: a truncated message means the ranks' calls do not match.
+Status mpiFailure(const char* call, int code) {
+  int errorClass = MPI_ERR_OTHER;
+  MPI_Error_class(code, &errorClass);
+  if (errorClass == MPI_ERR_TRUNCATE) {
+    return fail(Status::kInvalidUsage,
+                "%s: a peer sent more bytes than this rank expected, so the ranks' calls do "
+                "not match (another collective, count, type or root); ZCCL_CHECK=1 names the "
+                "difference (%s)",
+                call, mpiErrorText(code).c_str());
+  }
+  return fail(Status::kSystemError, "%s failed: %s", call, mpiErrorText(code).c_str());
+}
+
+#define ZCCL_MPI_CHECK(call)                                                 \
+  do {                                                                       \
+    const int zccl_mpi_rc_ = (call);                                         \
+    if (zccl_mpi_rc_ != MPI_SUCCESS) return mpiFailure(#call, zccl_mpi_rc_); \
   } while (0)
+
+// MPICH routes the errors of requests to MPI_COMM_WORLD's handler, whatever the handler of
+// the request's own communicator: while zccl calls MPI, world's errors return too. The
+// application's handler is restored afterwards.
+class WorldErrorsReturn {
+ public:
+  WorldErrorsReturn() {
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved_);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  }
+  ~WorldErrorsReturn() {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, saved_);
+    MPI_Errhandler_free(&saved_);
+  }
+  WorldErrorsReturn(const WorldErrorsReturn&) = delete;
+  WorldErrorsReturn& operator=(const WorldErrorsReturn&) = delete;
+
+ private:
+  MPI_Errhandler saved_ = MPI_ERRHANDLER_NULL;
+};
 
 // Reduction of half-precision values for MPI's own collectives, which know no fp16/bf16.
 template <DataType Type, RedOp Op>
@@ -32,29 +77,20 @@ void halfReduce(void* in, void* inout, int* length, MPI_Datatype* /*datatype*/) 
   reduceInto(inout, in, static_cast<size_t>(*length), Type, Op);
 }
 
+template <DataType Type, RedOp Op>
+MPI_Op createHalfOp() {
+  MPI_Op op;
+  MPI_Op_create(halfReduce<Type, Op>, 1, &op);
+  return op;
+}
+
 template <DataType Type>
 MPI_Op halfOp(RedOp op) {
   static const MPI_Op ops[] = {
-      [] {
-        MPI_Op o;
-        MPI_Op_create(halfReduce<Type, RedOp::kSum>, 1, &o);
-        return o;
-      }(),
-      [] {
-        MPI_Op o;
-        MPI_Op_create(halfReduce<Type, RedOp::kProd>, 1, &o);
-        return o;
-      }(),
-      [] {
-        MPI_Op o;
-        MPI_Op_create(halfReduce<Type, RedOp::kMax>, 1, &o);
-        return o;
-      }(),
-      [] {
-        MPI_Op o;
-        MPI_Op_create(halfReduce<Type, RedOp::kMin>, 1, &o);
-        return o;
-      }(),
+      createHalfOp<Type, RedOp::kSum>(),
+      createHalfOp<Type, RedOp::kProd>(),
+      createHalfOp<Type, RedOp::kMax>(),
+      createHalfOp<Type, RedOp::kMin>(),
   };
   return ops[static_cast<int>(op)];
 }
@@ -105,29 +141,42 @@ MPI_Op mpiOp(DataType type, RedOp op) {
   return MPI_OP_NULL;
 }
 
+bool mpiFinalized() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return finalized != 0;
+}
+
 class MpiTransport final : public Transport {
  public:
   MpiTransport(MPI_Comm comm, const TransportOptions& options) : comm_(comm), options_(options) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    int* tagUpperBound = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(comm_, MPI_TAG_UB, &tagUpperBound, &found);
+    maxTag_ = found ? *tagUpperBound : 32767;  // the least MPI guarantees
     traffic_.resize(static_cast<size_t>(size_));
   }
   ~MpiTransport() override {
+    // After MPI_Finalize no MPI call is allowed; the communicator went with MPI.
+    if (mpiFinalized()) return;
     if (!requests_.empty()) abandon();
     MPI_Comm_free(&comm_);
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int maxTag() const override { return maxTag_; }
 
   Status postSend(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) override {
-    ZCCL_CHECK(post(/*isSend=*/true, const_cast<void*>(data), bytes, peer, tag, ticket));
+    ZCCL_CHECK(post(Kind::kSend, const_cast<void*>(data), bytes, peer, tag, ticket));
     countSend(peer, bytes, (bytes + kMaxMessageBytes - 1) / kMaxMessageBytes);
     return Status::kSuccess;
   }
 
   Status postRecv(void* data, size_t bytes, int peer, int tag, Ticket* ticket) override {
-    return post(/*isSend=*/false, data, bytes, peer, tag, ticket);
+    return post(Kind::kReceive, data, bytes, peer, tag, ticket);
   }
 
   Status wait(Ticket ticket) override {
@@ -145,7 +194,12 @@ class MpiTransport final : public Transport {
   }
 
   Status split(int color, int key, std::unique_ptr<Transport>* out) override {
-    ZCCL_CHECK(checkUsable());
+    // Everyone's arrival is confirmed within the timeout first; the split itself then
+    // finds every rank there.
+    const int mine[2] = {color, key};
+    std::vector<int> all(2 * static_cast<size_t>(size_));
+    ZCCL_CHECK(allGatherControl(mine, sizeof(mine), all.data()));
+    WorldErrorsReturn errorsReturn;
     MPI_Comm child = MPI_COMM_NULL;
     ZCCL_MPI_CHECK(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &child));
     out->reset();
@@ -158,90 +212,141 @@ class MpiTransport final : public Transport {
 
   Status allGatherControl(const void* mine, size_t bytes, void* all) override {
     ZCCL_CHECK(checkUsable());
-    ZCCL_MPI_CHECK(MPI_Allgather(mine, static_cast<int>(bytes), MPI_BYTE, all,
-                                 static_cast<int>(bytes), MPI_BYTE, comm_));
-    return Status::kSuccess;
+    WorldErrorsReturn errorsReturn;
+    MPI_Request request;
+    ZCCL_MPI_CHECK(MPI_Iallgather(mine, static_cast<int>(bytes), MPI_BYTE, all,
+                                  static_cast<int>(bytes), MPI_BYTE, comm_, &request));
+    return waitCollective(request);
   }
+
+  bool hasNativeCollectives() const override { return true; }
 
   Status nativeAllGather(const void* send, void* recv, size_t count, DataType type) override {
     ZCCL_CHECK(checkNativeCount(count));
+    WorldErrorsReturn errorsReturn;
     MPI_Request request;
     ZCCL_MPI_CHECK(MPI_Iallgather(send, static_cast<int>(count), mpiType(type), recv,
                                   static_cast<int>(count), mpiType(type), comm_, &request));
-    return waitNative(request);
+    return waitCollective(request);
   }
 
   Status nativeReduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
                              RedOp op) override {
     ZCCL_CHECK(checkNativeCount(recvCount));
+    WorldErrorsReturn errorsReturn;
     MPI_Request request;
     ZCCL_MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, static_cast<int>(recvCount), mpiType(type),
                                              mpiOp(type, op), comm_, &request));
-    return waitNative(request);
+    return waitCollective(request);
   }
 
   Status nativeAllReduce(const void* send, void* recv, size_t count, DataType type,
                          RedOp op) override {
     ZCCL_CHECK(checkNativeCount(count));
+    WorldErrorsReturn errorsReturn;
     MPI_Request request;
     ZCCL_MPI_CHECK(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
                                   mpiType(type), mpiOp(type, op), comm_, &request));
-    return waitNative(request);
+    return waitCollective(request);
   }
 
   Status nativeBroadcast(void* data, size_t count, DataType type, int root) override {
     ZCCL_CHECK(checkNativeCount(count));
+    WorldErrorsReturn errorsReturn;
     MPI_Request request;
     ZCCL_MPI_CHECK(MPI_Ibcast(data, static_cast<int>(count), mpiType(type), root, comm_, &request));
-    return waitNative(request);
+    return waitCollective(request);
   }
 
   Status nativeAllToAll(const void* send, void* recv, size_t count, DataType type) override {
     ZCCL_CHECK(checkNativeCount(count));
+    WorldErrorsReturn errorsReturn;
     MPI_Request request;
     ZCCL_MPI_CHECK(MPI_Ialltoall(send, static_cast<int>(count), mpiType(type), recv,
                                  static_cast<int>(count), mpiType(type), comm_, &request));
-    return waitNative(request);
+    return waitCollective(request);
   }
 
-  void abandon() override {
-    for (MPI_Request& request : requests_) {
-      if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+  bool abandon() override {
+    broken_ = true;
+    if (mpiFinalized()) return requests_.empty();
+    WorldErrorsReturn errorsReturn;
+    if (!abandoned_) {
+      abandoned_ = true;
+      abandonedAt_ = Clock::now();
+      // Receives not yet matched are cancelled outright, so late data lands nowhere; sends
+      // are cancelled where MPI can. A collective's request cannot be cancelled: only its
+      // completion frees its buffers.
+      for (const TicketRange& range : tickets_) {
+        if (range.kind == Kind::kCollective) continue;
+        for (size_t i = range.first; i < range.last; ++i) {
+          if (requests_[i] != MPI_REQUEST_NULL) MPI_Cancel(&requests_[i]);
+        }
+      }
+    }
+    // One grace in all, however often abandon is asked for.
+    size_t pending = 0;
+    do {
+      pending = 0;
+      for (MPI_Request& request : requests_) {
+        if (request == MPI_REQUEST_NULL) continue;
+        int done = 0;
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        pending += done ? 0 : 1;
+      }
+      if (pending > 0) sched_yield();
+    } while (pending > 0 && secondsSince(abandonedAt_) < kAbandonGraceSeconds);
+    if (pending > 0) {
+      ZCCL_LOG(kWarn,
+               "rank %d: %zu pending MPI operations could not be cancelled; zccl keeps their "
+               "memory, and the buffers of the call that failed may still be read or written",
+               rank_, pending);
+      return false;
     }
     requests_.clear();
     tickets_.clear();
+    return true;
   }
 
  private:
+  enum class Kind : int { kSend, kReceive, kCollective };
+
   struct TicketRange {
     size_t first;
     size_t last;
-    int peer;
-    bool isSend;
+    int peer;  // -1: every rank of the group
+    Kind kind;
   };
 
   // Posts `bytes` as messages of at most kMaxMessageBytes, which MPI keeps in order.
-  Status post(bool isSend, void* data, size_t bytes, int peer, int tag, Ticket* ticket) {
-    ZCCL_CHECK(beginTicket(peer, isSend, ticket));
+  Status post(Kind kind, void* data, size_t bytes, int peer, int tag, Ticket* ticket) {
+    ZCCL_CHECK(beginTicket(peer, kind, ticket));
+    WorldErrorsReturn errorsReturn;
     char* base = static_cast<char*>(data);
     for (size_t offset = 0; offset < bytes;) {  // zero bytes: nothing travels
       const int length = static_cast<int>(std::min(kMaxMessageBytes, bytes - offset));
       MPI_Request request;
-      if (isSend) {
+      if (kind == Kind::kSend) {
         ZCCL_MPI_CHECK(MPI_Isend(base + offset, length, MPI_BYTE, peer, tag, comm_, &request));
       } else {
         ZCCL_MPI_CHECK(MPI_Irecv(base + offset, length, MPI_BYTE, peer, tag, comm_, &request));
       }
       requests_.push_back(request);
+      tickets_[*ticket].last = requests_.size();
       offset += static_cast<size_t>(length);
     }
-    return endTicket(*ticket);
+    return Status::kSuccess;
   }
 
   Status checkUsable() const {
+    if (abortRequested()) {
+      return fail(Status::kRemoteError, "rank %d: the communicator was aborted", rank_);
+    }
     if (broken_) {
       return fail(Status::kRemoteError,
-                  "the communicator timed out earlier and its peers may be gone; abort it");
+                  "rank %d: an earlier call on this communicator failed and its peers may be "
+                  "gone; abort it (zcclCommAbort)",
+                  rank_);
     }
     return Status::kSuccess;
   }
@@ -256,46 +361,63 @@ class MpiTransport final : public Transport {
     return Status::kSuccess;
   }
 
-  Status beginTicket(int peer, bool isSend, Ticket* ticket) {
+  Status beginTicket(int peer, Kind kind, Ticket* ticket) {
     *ticket = tickets_.size();
     ZCCL_CHECK(checkUsable());
-    if (peer < 0 || peer >= size_) {
+    if (peer < -1 || peer >= size_) {
       return fail(Status::kInternalError, "peer=%d outside [0, %d)", peer, size_);
     }
-    tickets_.push_back({requests_.size(), requests_.size(), peer, isSend});
+    tickets_.push_back({requests_.size(), requests_.size(), peer, kind});
     return Status::kSuccess;
   }
 
-  Status endTicket(Ticket ticket) {
-    tickets_[ticket].last = requests_.size();
-    return Status::kSuccess;
-  }
-
-  Status waitNative(MPI_Request request) {
+  // A non-blocking collective's request, waited for like any other (bounded).
+  Status waitCollective(MPI_Request request) {
     Ticket ticket = 0;
-    ZCCL_CHECK(beginTicket(rank_, /*isSend=*/false, &ticket));
-    tickets_[ticket].peer = -1;  // every rank of the group
+    ZCCL_CHECK(beginTicket(-1, Kind::kCollective, &ticket));
     requests_.push_back(request);
-    ZCCL_CHECK(endTicket(ticket));
+    tickets_[ticket].last = requests_.size();
     return waitAll();
   }
 
   Status waitRange(size_t first, size_t last) {
     if (first == last) return Status::kSuccess;
-    using Clock = std::chrono::steady_clock;
+    WorldErrorsReturn errorsReturn;
     const auto start = Clock::now();
     const int count = static_cast<int>(last - first);
+    statuses_.resize(static_cast<size_t>(count));
     for (unsigned spin = 0;; ++spin) {
       int done = 0;
-      ZCCL_MPI_CHECK(MPI_Testall(count, &requests_[first], &done, MPI_STATUSES_IGNORE));
+      const int rc = MPI_Testall(count, &requests_[first], &done, statuses_.data());
+      if (rc != MPI_SUCCESS) {
+        const Status status = mpiFailure("MPI_Testall", firstError(rc));
+        abandon();
+        return status;
+      }
       if (done) return Status::kSuccess;
+      if (abortRequested()) {
+        abandon();
+        return fail(Status::kRemoteError, "rank %d: the communicator was aborted while waiting",
+                    rank_);
+      }
       // Yield so that oversubscribed ranks (more ranks than cores) still progress.
       sched_yield();
       if (options_.timeoutSeconds > 0 && (spin & 1023u) == 0 &&
-          std::chrono::duration<double>(Clock::now() - start).count() > options_.timeoutSeconds) {
+          secondsSince(start) > options_.timeoutSeconds) {
         return timedOut(first, last);
       }
     }
+  }
+
+  // With several requests MPI reports MPI_ERR_IN_STATUS; the cause is in a status.
+  int firstError(int rc) const {
+    if (rc != MPI_ERR_IN_STATUS) return rc;
+    for (const MPI_Status& status : statuses_) {
+      if (status.MPI_ERROR != MPI_SUCCESS && status.MPI_ERROR != MPI_ERR_PENDING) {
+        return status.MPI_ERROR;
+      }
+    }
+    return rc;
   }
 
   Status timedOut(size_t first, size_t last) {
@@ -306,11 +428,11 @@ class MpiTransport final : public Transport {
       for (size_t i = range.first; i < range.last; ++i) pending |= requests_[i] != MPI_REQUEST_NULL;
       if (!pending) continue;
       if (!peers.empty()) peers += ", ";
-      peers += range.peer < 0
+      peers += range.kind == Kind::kCollective
                    ? std::string("all (native collective)")
-                   : (range.isSend ? "send to " : "receive from ") + std::to_string(range.peer);
+                   : (range.kind == Kind::kSend ? "send to " : "receive from ") +
+                         std::to_string(range.peer);
     }
-    broken_ = true;
     abandon();
     return fail(Status::kTimeout,
                 "rank %d waited %.1f s (ZCCL_TIMEOUT_S) without completion of: %s", rank_,
@@ -321,8 +443,12 @@ class MpiTransport final : public Transport {
   TransportOptions options_;
   int rank_ = 0;
   int size_ = 0;
+  int maxTag_ = 32767;
   bool broken_ = false;
+  bool abandoned_ = false;
+  Clock::time_point abandonedAt_;
   std::vector<MPI_Request> requests_;
+  std::vector<MPI_Status> statuses_;
   std::vector<TicketRange> tickets_;
 };
 
@@ -332,11 +458,31 @@ Status createMpiTransport(MPI_Comm comm, const TransportOptions& options,
                           std::unique_ptr<Transport>* out) {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized)
-    return fail(Status::kInvalidUsage, "MPI is not initialized; call MPI_Init first");
+  if (!initialized || mpiFinalized()) {
+    return fail(Status::kInvalidUsage,
+                "MPI is not initialized (or already finalized); call MPI_Init first");
+  }
   if (comm == MPI_COMM_NULL) return fail(Status::kInvalidArgument, "mpiComm=MPI_COMM_NULL");
+  WorldErrorsReturn errorsReturn;
+  // A non-blocking duplicate, so that a rank that never arrives ends in a timeout.
   MPI_Comm duplicate = MPI_COMM_NULL;
-  ZCCL_MPI_CHECK(MPI_Comm_dup(comm, &duplicate));
+  MPI_Request request;
+  ZCCL_MPI_CHECK(MPI_Comm_idup(comm, &duplicate, &request));
+  const auto start = Clock::now();
+  for (unsigned spin = 0;; ++spin) {
+    int done = 0;
+    ZCCL_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) break;
+    sched_yield();
+    if (options.timeoutSeconds > 0 && (spin & 1023u) == 0 &&
+        secondsSince(start) > options.timeoutSeconds) {
+      // The request stays pending: MPI may still complete the duplicate, which is leaked.
+      return fail(Status::kTimeout,
+                  "MPI_Comm_idup did not complete within %.1f s (ZCCL_TIMEOUT_S): not every "
+                  "rank of mpiComm called zcclCommInitMPI",
+                  options.timeoutSeconds);
+    }
+  }
   MPI_Comm_set_errhandler(duplicate, MPI_ERRORS_RETURN);
   *out = std::make_unique<MpiTransport>(duplicate, options);
   return Status::kSuccess;

@@ -1,0 +1,224 @@
+// What a user sees when calls go wrong: mismatched calls never poison later ones nor write
+// outside the caller's buffers, a rank whose setup fails fails it everywhere, dead handles
+// are refused, late data after an abort lands nowhere, and abort releases a blocked thread.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/comms.h"
+
+namespace zccl_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+zcclComm_t commWithTimeout(double seconds, int algorithm = zcclAlgoAuto) {
+  zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+  config.timeoutSeconds = seconds;
+  config.algorithm = algorithm;
+  zcclComm_t comm = nullptr;
+  EXPECT_EQ(zcclCommInitMPI(MPI_COMM_WORLD, &config, &comm), zcclSuccess)
+      << zcclGetLastError(nullptr);
+  return comm;
+}
+
+void sleepFor(double seconds) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
+
+// A buffer of `count` floats between two guard regions that must never be written.
+class Guarded {
+ public:
+  explicit Guarded(size_t count) : data_(count + 2 * kGuard) {
+    for (size_t i = 0; i < kGuard; ++i) data_[i] = data_[data_.size() - 1 - i] = kPattern;
+  }
+  float* data() { return data_.data() + kGuard; }
+  bool guardsIntact() const {
+    for (size_t i = 0; i < kGuard; ++i) {
+      if (data_[i] != kPattern || data_[data_.size() - 1 - i] != kPattern) return false;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr size_t kGuard = 4096;
+  static constexpr float kPattern = -12345.0f;
+  std::vector<float> data_;
+};
+
+TEST(Reliability, MismatchedBroadcastLeavesTheNextCollectiveExact) {
+  const int rank = worldRank(), n = worldSize();
+  zcclComm_t comm = commWithTimeout(20);
+  // Every rank believes it is the root: each sends, nobody receives. The messages left
+  // behind must not match the next, correctly matched call.
+  std::vector<float> wrong(1000, static_cast<float>(rank + 100));
+  const zcclResult_t broadcast =
+      zcclBroadcast(wrong.data(), wrong.data(), wrong.size(), zcclFloat32, rank, comm, nullptr);
+  if (broadcast != zcclSuccess) {
+    // Only a timeout would be acceptable here; then the communicator is done.
+    EXPECT_EQ(broadcast, zcclTimeout) << zcclGetLastError(comm);
+    EXPECT_EQ(zcclCommAbort(comm), zcclSuccess);
+    return;
+  }
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(rank * 1000 + i);
+  ASSERT_EQ(zcclAllReduce(values.data(), values.data(), values.size(), zcclFloat32, zcclSum, comm,
+                          nullptr),
+            zcclSuccess)
+      << zcclGetLastError(comm);
+  size_t wrongValues = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    double expected = 0;
+    for (int r = 0; r < n; ++r) expected += r * 1000.0 + static_cast<double>(i);
+    wrongValues += values[i] != static_cast<float>(expected) ? 1 : 0;
+  }
+  EXPECT_EQ(wrongValues, 0u);
+  EXPECT_EQ(zcclCommDestroy(comm), zcclSuccess);
+}
+
+TEST(Reliability, CountMismatchNeverWritesOutsideTheBuffersNorAborts) {
+  const int rank = worldRank();
+  for (int algorithm : {zcclAlgoRing, zcclAlgoDirect, zcclAlgoNative}) {
+    zcclComm_t comm = commWithTimeout(3, algorithm);
+    const size_t count = rank == 0 ? 1000 : 2000;
+    Guarded send(2000), recv(2000);
+    for (size_t i = 0; i < count; ++i) send.data()[i] = 1.0f;
+    const zcclResult_t result =
+        zcclAllReduce(send.data(), recv.data(), count, zcclFloat32, zcclSum, comm, nullptr);
+    EXPECT_TRUE(send.guardsIntact() && recv.guardsIntact()) << "algorithm " << algorithm;
+    if (result != zcclSuccess) {
+      const std::string message = zcclGetLastError(comm);
+      EXPECT_TRUE(result == zcclInvalidUsage || result == zcclTimeout || result == zcclSystemError)
+          << zcclGetErrorString(result) << ": " << message;
+    }
+    EXPECT_EQ(zcclCommAbort(comm), zcclSuccess);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+TEST(Reliability, SetupFailingOnOneRankFailsOnEveryRankNamingIt) {
+  const int rank = worldRank();
+  zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+  config.timeoutSeconds = 30;
+  if (rank == 1) config.algorithm = 99;
+  zcclComm_t comm = nullptr;
+  const auto start = Clock::now();
+  const zcclResult_t result = zcclCommInitMPI(MPI_COMM_WORLD, &config, &comm);
+  EXPECT_LT(secondsSince(start), 20.0);
+  EXPECT_NE(result, zcclSuccess);
+  EXPECT_EQ(comm, nullptr);
+  const std::string message = zcclGetLastError(nullptr);
+  if (rank == 1) {
+    EXPECT_NE(message.find("config.algorithm=99"), std::string::npos) << message;
+  } else {
+    EXPECT_NE(message.find("rank 1 could not set up the communicator: "), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("config.algorithm=99"), std::string::npos) << message;
+  }
+}
+
+TEST(Reliability, DeadHandlesAreRefused) {
+  zcclComm_t destroyed = commWithTimeout(30);
+  zcclComm_t aborted = commWithTimeout(30);
+  ASSERT_EQ(zcclCommDestroy(destroyed), zcclSuccess);
+  ASSERT_EQ(zcclCommAbort(aborted), zcclSuccess);
+  int count = 0;
+  for (zcclComm_t dead : {destroyed, aborted}) {
+    EXPECT_EQ(zcclCommCount(dead, &count), zcclInvalidUsage);
+    EXPECT_NE(std::string(zcclGetLastError(nullptr)).find("not a live communicator"),
+              std::string::npos);
+    std::vector<float> x(4);
+    EXPECT_EQ(zcclAllReduce(x.data(), x.data(), 4, zcclFloat32, zcclSum, dead, nullptr),
+              zcclInvalidUsage);
+    EXPECT_EQ(zcclCommDestroy(dead), zcclInvalidUsage);
+    EXPECT_EQ(zcclCommAbort(dead), zcclInvalidUsage);
+  }
+  int never = 0;
+  EXPECT_EQ(zcclCommUserRank(reinterpret_cast<zcclComm_t>(&never), &count), zcclInvalidUsage);
+}
+
+TEST(Reliability, LateDataAfterATimeoutAndAbortLandsNowhere) {
+  const int rank = worldRank();
+  zcclComm_t comm = commWithTimeout(1);
+  constexpr size_t kCount = size_t{2} << 20;  // 8 MiB of float32 per rank
+  const size_t total = kCount * static_cast<size_t>(worldSize());
+  const auto start = Clock::now();
+  if (rank == 0) {
+    // The others come late: this rank gives up, aborts, and frees its receive buffer;
+    // memory allocated afterwards must keep what the program writes into it.
+    auto* recv = static_cast<float*>(std::malloc(total * sizeof(float)));
+    std::vector<float> send(kCount, 1.0f);
+    EXPECT_EQ(zcclAllGather(send.data(), recv, kCount, zcclFloat32, comm, nullptr), zcclTimeout);
+    EXPECT_EQ(zcclCommAbort(comm), zcclSuccess);
+    std::free(recv);
+    auto* fresh = static_cast<float*>(std::malloc(total * sizeof(float)));
+    for (size_t i = 0; i < total; ++i) fresh[i] = -1.0f;
+    sleepFor(6.0 - secondsSince(start));  // the late ranks have sent and given up by now
+    size_t changed = 0;
+    for (size_t i = 0; i < total; ++i) changed += fresh[i] != -1.0f ? 1 : 0;
+    EXPECT_EQ(changed, 0u);
+    std::free(fresh);
+  } else {
+    sleepFor(3.0);
+    std::vector<float> send(kCount, static_cast<float>(rank)), recv(total);
+    const zcclResult_t late =
+        zcclAllGather(send.data(), recv.data(), kCount, zcclFloat32, comm, nullptr);
+    EXPECT_NE(late, zcclSuccess) << "rank 0 left before this call";
+    EXPECT_EQ(zcclCommAbort(comm), zcclSuccess);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(Reliability, AbortFromAnotherThreadReleasesABlockedCollective) {
+  const int rank = worldRank();
+  zcclComm_t comm = commWithTimeout(60);
+  if (rank == 0) {
+    // No other rank joins: the collective blocks until the abort.
+    zcclResult_t result = zcclSuccess;
+    std::vector<float> x(1 << 16, 1.0f);
+    const auto start = Clock::now();
+    std::thread blocked([&] {
+      result = zcclAllReduce(x.data(), x.data(), x.size(), zcclFloat32, zcclSum, comm, nullptr);
+    });
+    sleepFor(0.5);
+    EXPECT_EQ(zcclCommAbort(comm), zcclSuccess);
+    blocked.join();
+    EXPECT_EQ(result, zcclRemoteError);
+    EXPECT_LT(secondsSince(start), 20.0);
+  } else {
+    EXPECT_EQ(zcclCommAbort(comm), zcclSuccess);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(Reliability, NativeTimeoutIsAnErrorNotAnAbort) {
+  const int rank = worldRank();
+  zcclComm_t comm = commWithTimeout(1, zcclAlgoNative);
+  std::vector<float> x(1024, 1.0f);
+  if (rank == 0) {
+    EXPECT_EQ(zcclAllReduce(x.data(), x.data(), x.size(), zcclFloat32, zcclSum, comm, nullptr),
+              zcclTimeout);
+    EXPECT_NE(std::string(zcclGetLastError(comm)).find("native collective"), std::string::npos);
+    EXPECT_EQ(zcclCommAbort(comm), zcclSuccess);
+  } else {
+    // Joins late, so that MPI's collective can still complete (rank 0 progresses it in the
+    // barrier below).
+    sleepFor(2.0);
+    zcclAllReduce(x.data(), x.data(), x.size(), zcclFloat32, zcclSum, comm, nullptr);
+    EXPECT_EQ(zcclCommAbort(comm), zcclSuccess);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+}  // namespace
+}  // namespace zccl_test
