@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "zccl/zccl.h"
+#include "zccl/zccl_mpi.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "zccl/zccl.h"
+#include "zccl/zccl_mpi.h"
 
 namespace {
 

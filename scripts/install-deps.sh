@@ -1,11 +1,36 @@
 #!/usr/bin/env bash
-# Installs, from Debian packages only, what zccl needs to build and test.
+# Installs, from the distribution's packages only, what zccl needs to build and test.
+# Supported: Debian 12, Ubuntu 22.04 and 24.04. ZCCL_MPI=mpich (default) or openmpi picks
+# the MPI; both can be installed side by side (make test builds a second tree with the other).
 # Idempotent: when every package is present it changes nothing and touches no network.
 set -euo pipefail
 
+mpi=${ZCCL_MPI:-mpich}
+case "$mpi" in
+  mpich) mpi_packages=(mpich libmpich-dev) ;;
+  openmpi) mpi_packages=(openmpi-bin libopenmpi-dev) ;;
+  *)
+    echo "install-deps: ZCCL_MPI=$mpi is not supported: use mpich or openmpi" >&2
+    exit 2
+    ;;
+esac
+
+distribution=unknown
+if [ -r /etc/os-release ]; then
+  # shellcheck disable=SC1091
+  distribution=$(. /etc/os-release && echo "${ID:-unknown} ${VERSION_ID:-}")
+fi
+case "$distribution" in
+  "debian 12" | "ubuntu 22.04" | "ubuntu 24.04") ;;
+  *)
+    echo "install-deps: $distribution is not one this script knows (Debian 12, Ubuntu 22.04," \
+      "24.04); trying the same package names" >&2
+    ;;
+esac
+
 packages=(
   build-essential g++ make cmake pkg-config
-  mpich libmpich-dev
+  "${mpi_packages[@]}"
   hwloc libhwloc-dev
   libucx-dev
   libgtest-dev libgmock-dev googletest
@@ -21,10 +46,14 @@ for p in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all dependencies present"
+  echo "install-deps: all dependencies present ($distribution, $mpi)"
   exit 0
 fi
 
+if ! command -v apt-get >/dev/null; then
+  echo "install-deps: no apt-get here; install by hand: ${missing[*]}" >&2
+  exit 2
+fi
 echo "install-deps: installing ${missing[*]}"
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi

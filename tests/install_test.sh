@@ -1,14 +1,41 @@
 #!/usr/bin/env bash
-# Installs zccl into a scratch prefix, then builds a consumer with find_package(zccl) and
-# another with pkg-config, and runs both.
+# Installs zccl into a scratch prefix, then builds consumers with find_package(zccl) (an MPI
+# program through zccl::mpi, the ZeRO optimizer through zccl::zero) and with pkg-config (a
+# program that knows no MPI, run under the installed zcclrun), and runs them.
 set -euo pipefail
 source_dir=$1 build_dir=$2 work=$3
 rm -rf "$work" && mkdir -p "$work/consumer"
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
 
-cat >"$work/consumer/main.c" <<'C'
+# Only <zccl/zccl.h>: no MPI anywhere, built with pkg-config alone.
+cat >"$work/consumer/plain.c" <<'C'
 #include <stdio.h>
 #include <zccl/zccl.h>
+int main(void) {
+  zcclComm_t comm;
+  int rank = -1, ranks = 0;
+  float value = 1.0f;
+  if (zcclCommInitFromEnv(&comm, NULL) != zcclSuccess) {
+    fprintf(stderr, "%s\n", zcclGetLastError(NULL));
+    return 1;
+  }
+  zcclCommUserRank(comm, &rank);
+  zcclCommCount(comm, &ranks);
+  if (zcclAllReduce(&value, &value, 1, zcclFloat32, zcclSum, comm, NULL) != zcclSuccess) return 1;
+  zcclCommDestroy(comm);
+  if (rank == 0) printf("plain consumer ok: %d ranks, sum %.0f\n", ranks, value);
+  return value == (float)ranks ? 0 : 1;
+}
+C
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+# shellcheck disable=SC2046
+cc -std=c99 -o "$work/consumer/plain" "$work/consumer/plain.c" $(pkg-config --cflags --libs zccl)
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/prefix/bin/zcclrun" -n 2 --timeout 60 \
+  "$work/consumer/plain"
+
+cat >"$work/consumer/main.c" <<'C'
+#include <stdio.h>
+#include <zccl/zccl_mpi.h>
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   zcclComm_t comm;
@@ -25,7 +52,7 @@ C
 # The ZeRO optimizer from the installed zccl::zero: one scalar parameter pulled towards 3 by
 # a quadratic loss, on one rank.
 cat >"$work/consumer/zero.cc" <<'CXX'
-#include <mpi.h>
+#include <zccl/zccl_mpi.h>
 #include <zccl/zero.hpp>
 #include <cstdio>
 using namespace zccl::zero;
@@ -75,16 +102,11 @@ project(consumer C CXX)
 set(CMAKE_CXX_STANDARD 17)
 find_package(zccl REQUIRED)
 add_executable(consumer main.c)
-target_link_libraries(consumer PRIVATE zccl::zccl)
+target_link_libraries(consumer PRIVATE zccl::mpi)
 add_executable(zero_consumer zero.cc)
-target_link_libraries(zero_consumer PRIVATE zccl::zero)
+target_link_libraries(zero_consumer PRIVATE zccl::zero zccl::mpi)
 CM
 cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer/build" >/dev/null
 LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer/build/consumer"
 LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer/build/zero_consumer"
-
-export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
-# shellcheck disable=SC2046
-cc -o "$work/consumer/with_pkgconfig" "$work/consumer/main.c" $(pkg-config --cflags --libs zccl)
-LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer/with_pkgconfig"

@@ -4,7 +4,7 @@ prints and writes: the two-level header, one row per size with #wrong 0, the foo
 (OK), busbw = algbw x nccl-tests' factor in the table and in the JSON (-J), and the byte
 columns from the statistics.
 
-usage: perf_output_test.py MPIEXEC PERF_DIR
+usage: perf_output_test.py PERF_DIR MPIEXEC [MPIEXEC_PREFLAGS...]
 """
 import json
 import os
@@ -33,10 +33,11 @@ def check(condition, message):
     return condition
 
 
-def run_case(mpiexec, perf_dir, name, ranks, extra):
+def run_case(launcher, perf_dir, name, ranks, extra):
     with tempfile.TemporaryDirectory() as work:
         json_path = os.path.join(work, "out.json")
-        command = [mpiexec, "-n", str(ranks), os.path.join(perf_dir, name + "_perf"),
+        command = [launcher[0], "-n", str(ranks)] + launcher[1:] + [
+                   os.path.join(perf_dir, name + "_perf"),
                    "-b", "4K", "-e", "64K", "-f", "4", "-n", "2", "-w", "1", "-c", "1",
                    "-J", json_path] + extra
         what = " ".join(command[1:3] + [name] + extra)
@@ -81,7 +82,7 @@ def run_case(mpiexec, perf_dir, name, ranks, extra):
 
 
 def main():
-    mpiexec, perf_dir = sys.argv[1], sys.argv[2]
+    perf_dir, mpiexec = sys.argv[1], sys.argv[2:]
     for name in FACTORS:
         for ranks in (2, 3):
             run_case(mpiexec, perf_dir, name, ranks, ["-B"] if ranks == 2 else [])

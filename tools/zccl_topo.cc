@@ -1,13 +1,12 @@
 // zccl-topo: what zccl sees of the machine and what it would do with it.
 //   zccl-topo [--topo-file machine.xml] [--nodes N] [--ranks-per-node L] [--allow-lossy]
 //             [--json]
-//   mpiexec -n 4 zccl-topo            (adds the job's rank -> node map; plans for the job)
+//   zcclrun -n 4 zccl-topo            (adds the job's rank -> node map; plans for the job)
 // Prints the node's devices, the link matrix between GPUs and NICs (in the spirit of
 // `nvidia-smi topo -m`: NV<GB/s> for NVLink, else the PCI relation), the link classes with
 // their bandwidth estimates, and the plan table: per collective and size, the path the
 // planner chooses, its estimated time and bus bandwidth.
 #include <getopt.h>
-#include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -194,34 +193,32 @@ bool parse(int argc, char** argv, Settings* s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, ranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   Settings s;
   if (!parse(argc, argv, &s)) {
-    if (rank == 0) {
-      std::fprintf(stderr,
-                   "usage: [mpiexec -n N] zccl-topo [--topo-file FILE] [--nodes N] "
-                   "[--ranks-per-node L] [--allow-lossy] [--json]\n");
-    }
-    MPI_Finalize();
+    std::fprintf(stderr,
+                 "usage: [zcclrun -n N] zccl-topo [--topo-file FILE] [--nodes N] "
+                 "[--ranks-per-node L] [--allow-lossy] [--json]\n");
     return 2;
   }
   // The communicator discovers its node from the file as it would from ZCCL_TOPO_FILE.
   if (!s.topoFile.empty()) setenv("ZCCL_TOPO_FILE", s.topoFile.c_str(), 1);
+  // Under a launcher (zcclrun, torchrun): the job's own communicator; alone: one of one rank.
+  const bool launched = std::getenv("ZCCL_RANK") != nullptr || std::getenv("RANK") != nullptr;
   zcclComm_t comm = nullptr;
-  int status = 0;
-  if (zcclCommInitMPI(MPI_COMM_WORLD, nullptr, &comm) != zcclSuccess) {
+  const zcclResult_t created =
+      launched ? zcclCommInitFromEnv(&comm, nullptr) : zcclCommInitAll(&comm, 1, nullptr);
+  if (created != zcclSuccess) {
     std::fprintf(stderr, "zccl-topo: %s\n", zcclGetLastError(nullptr));
-    status = 1;
-  } else {
-    if (rank == 0 && !report(comm, s, ranks)) {
-      std::fprintf(stderr, "zccl-topo: %s\n", zcclGetLastError(comm));
-      status = 1;
-    }
-    zcclCommDestroy(comm);
+    return 1;
   }
-  MPI_Finalize();
+  int rank = 0, ranks = 1;
+  zcclCommUserRank(comm, &rank);
+  zcclCommCount(comm, &ranks);
+  int status = 0;
+  if (rank == 0 && !report(comm, s, ranks)) {
+    std::fprintf(stderr, "zccl-topo: %s\n", zcclGetLastError(comm));
+    status = 1;
+  }
+  zcclCommDestroy(comm);
   return status;
 }

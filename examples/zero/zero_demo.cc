@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "zccl/zccl_mpi.h"
 #include "zero/modules.h"
 
 namespace {

@@ -3,14 +3,16 @@
  *
  * NCCL-shaped C API (C99). Every function returns a zcclResult_t; nothing aborts the
  * process. After a failure, zcclGetLastError(comm) says which argument was wrong and why.
+ * No MPI is needed: communicators come from a unique id (as in NCCL), from the launcher's
+ * environment (zcclrun, torchrun) or from a framework's key-value store; zccl/zccl_mpi.h adds
+ * the MPI way in.
  *
- * Memory: this release moves host memory through MPI; the stream argument of every
+ * Memory: this release moves host memory (over MPI or UCX); the stream argument of every
  * collective must be NULL for host buffers.
  */
 #ifndef ZCCL_ZCCL_H_
 #define ZCCL_ZCCL_H_
 
-#include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -130,11 +132,13 @@ typedef void* zcclStream_t;
  * undefined takes the ZCCL_* environment variable, else the default.
  */
 typedef struct {
-  size_t size;           /* sizeof(zcclConfig), for ABI checks */
-  unsigned int magic;    /* ZCCL_CONFIG_MAGIC */
-  unsigned int version;  /* ZCCL_VERSION_CODE */
-  int algorithm;         /* zcclAlgorithm_t; env ZCCL_ALGO=auto|ring|direct|native */
-  int ranksPerNode;      /* >0 emulates nodes of N consecutive ranks; env ZCCL_RANKS_PER_NODE */
+  size_t size;          /* sizeof(zcclConfig), for ABI checks */
+  unsigned int magic;   /* ZCCL_CONFIG_MAGIC */
+  unsigned int version; /* ZCCL_VERSION_CODE */
+  int algorithm;        /* zcclAlgorithm_t; env ZCCL_ALGO=auto|ring|direct|native */
+  int ranksPerNode;     /* >0 emulates nodes of N consecutive ranks; env ZCCL_RANKS_PER_NODE */
+  /* (the transport: env ZCCL_TRANSPORT=auto|mpi|ucx; auto: MPI for zcclCommInitMPI, UCX
+   * otherwise) */
   double timeoutSeconds; /* 0 waits forever; env ZCCL_TIMEOUT_S; default 1800 */
   /* Defaults of the plain zcclAllGather / zcclReduceScatter / zcclAllReduce calls: */
   int wireFormat;     /* zcclWireFormat_t; env ZCCL_QUANT=none|int8|int4|allow-int8|allow-int4 */
@@ -142,14 +146,19 @@ typedef struct {
   int quantGroupSize; /* power of two, 32..4096; env ZCCL_QUANT_GROUP; default 512 */
   int stochasticRounding; /* 0 or 1; env ZCCL_QUANT_STOCHASTIC; default 0 */
   int hierarchy;          /* zcclHierarchy_t; env ZCCL_HIERARCHY=auto|flat|two-level */
+  /* 1: before each collective the ranks agree on its operation, count, type, op, root, wire
+   * format and in-place form, and a mismatch is zcclInvalidUsage on every rank, naming the
+   * ranks and the field. Costs one small exchange per call. env ZCCL_CHECK=0|1; default 0 */
+  int checkCalls;
 } zcclConfig;
 
 #define ZCCL_CONFIG_MAGIC 0x7a63636cu
-#define ZCCL_CONFIG_INITIALIZER                                                                    \
-  {                                                                                                \
-    sizeof(zcclConfig), ZCCL_CONFIG_MAGIC, ZCCL_VERSION_CODE, ZCCL_CONFIG_UNDEF_INT,               \
-        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_DOUBLE, ZCCL_CONFIG_UNDEF_INT,                    \
-        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT \
+#define ZCCL_CONFIG_INITIALIZER                                                      \
+  {                                                                                  \
+    sizeof(zcclConfig), ZCCL_CONFIG_MAGIC, ZCCL_VERSION_CODE, ZCCL_CONFIG_UNDEF_INT, \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_DOUBLE, ZCCL_CONFIG_UNDEF_INT,      \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT,         \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT                                 \
   }
 
 /*
@@ -193,8 +202,53 @@ ZCCL_API const char* zcclGetErrorString(zcclResult_t result);
 ZCCL_API const char* zcclGetLastError(zcclComm_t comm);
 ZCCL_API zcclResult_t zcclGetVersion(int* version);
 
-/* Collective over mpiComm: every rank of it must call. config may be NULL. */
-ZCCL_API zcclResult_t zcclCommInitMPI(MPI_Comm mpiComm, const zcclConfig* config, zcclComm_t* comm);
+/*
+ * Creating a communicator. Every call below is collective over the ranks it names and
+ * bounded: a rank that does not arrive within ZCCL_BOOTSTRAP_TIMEOUT_S (else ZCCL_TIMEOUT_S)
+ * is named in the error every waiting rank gets. A rank whose configuration is wrong fails,
+ * and so do the others, naming it. config may be NULL. Bytes then travel over UCX (host
+ * memory); ZCCL_SOCKET_IFNAME picks the interface of the rendezvous.
+ */
+#define ZCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[ZCCL_UNIQUE_ID_BYTES];
+} zcclUniqueId;
+
+/* On one rank: starts a rendezvous root in this process and names it in *uniqueId, which
+ * that rank then hands to the others (by any means: MPI, a file, the environment). */
+ZCCL_API zcclResult_t zcclGetUniqueId(zcclUniqueId* uniqueId);
+/* On each of nranks ranks, with its own rank and the same id. */
+ZCCL_API zcclResult_t zcclCommInitRank(zcclComm_t* comm, int nranks, zcclUniqueId commId, int rank,
+                                       const zcclConfig* config);
+/* ndev ranks of one communicator in this process, each on a thread of its own while it is set
+ * up (comms[i] is rank i); their calls must then come from different threads too. */
+ZCCL_API zcclResult_t zcclCommInitAll(zcclComm_t* comms, int ndev, const zcclConfig* config);
+/* From the launcher's environment: ZCCL_RANK, ZCCL_WORLD_SIZE and ZCCL_ROOT_ADDR=host:port
+ * (zcclrun sets them, and ZCCL_JOB_ID), else torchrun's RANK, WORLD_SIZE, MASTER_ADDR and
+ * MASTER_PORT (the rendezvous then takes port MASTER_PORT + 1, leaving MASTER_PORT to
+ * torch's own store). Rank 0 serves the rendezvous. */
+ZCCL_API zcclResult_t zcclCommInitFromEnv(zcclComm_t* comm, const zcclConfig* config);
+
+/*
+ * A key-value store a framework already has (PyTorch's c10d store), as callbacks. Keys are
+ * NUL-terminated strings, values bytes. get is called only for keys wait has seen.
+ */
+typedef struct {
+  void* context;
+  /* Stores value (bytes long) under key, replacing what was there. */
+  zcclResult_t (*set)(void* context, const char* key, const void* value, size_t bytes);
+  /* Copies key's value into value; *bytes holds the capacity and receives the length (a
+   * value longer than the capacity: copy nothing, set the length, return zcclInvalidUsage). */
+  zcclResult_t (*get)(void* context, const char* key, void* value, size_t* bytes);
+  /* Returns zcclSuccess once every key exists, zcclTimeout after timeoutSeconds. */
+  zcclResult_t (*wait)(void* context, const char* const* keys, int count, double timeoutSeconds);
+} zcclStore;
+
+/* On each of nranks ranks: the rendezvous through store, under keys that start with prefix
+ * (one prefix per communicator: keys are not removed). */
+ZCCL_API zcclResult_t zcclCommInitStore(zcclComm_t* comm, int nranks, int rank,
+                                        const zcclStore* store, const char* prefix,
+                                        const zcclConfig* config);
 /* Collective over comm. color < 0 (ZCCL_SPLIT_NOCOLOR) gives *newcomm = NULL. */
 #define ZCCL_SPLIT_NOCOLOR (-1)
 ZCCL_API zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newcomm,

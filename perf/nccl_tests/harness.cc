@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "testsupport/values.h"
-#include "zccl/zccl.h"
+#include "zccl/zccl_mpi.h"
 
 namespace zccl_perf {
 namespace {

@@ -1,6 +1,9 @@
 // The collective entry points, one table row each: every call goes through the same
 // check -> options -> sizes -> buffers -> in-place -> dispatch sequence.
 #include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "collectives/collectives.h"
 #include "core/group.h"
@@ -83,6 +86,82 @@ Status callOptions(const CollectiveEntry& entry, const CollectiveCall& call,
   return Status::kSuccess;
 }
 
+// One call as every rank must make it (ZCCL_CHECK=1), field by field.
+struct CallField {
+  const char* name;
+  int64_t value;
+  std::string (*show)(int64_t value);
+};
+
+std::string showNumber(int64_t value) { return std::to_string(value); }
+std::string showCollective(int64_t value) { return collectiveName(static_cast<Collective>(value)); }
+std::string showType(int64_t value) { return dataTypeName(static_cast<DataType>(value)); }
+std::string showOp(int64_t value) { return redOpName(static_cast<RedOp>(value)); }
+std::string showAlgorithm(int64_t value) { return algorithmName(static_cast<Algorithm>(value)); }
+std::string showWire(int64_t value) {
+  return std::string(value >= 8 ? "allow-" : "") +
+         wireFormatName(static_cast<WireFormat>(value % 8));
+}
+std::string showHierarchy(int64_t value) {
+  static const char* const names[] = {"auto", "flat", "two-level"};
+  return value >= 0 && value < 3 ? names[value] : "?";
+}
+std::string showQuantization(int64_t value) {
+  return std::string(value & 1 ? "asym" : "sym") + (value & 2 ? " stochastic" : "") + " group " +
+         std::to_string(value >> 2);
+}
+std::string showYesNo(int64_t value) { return value ? "yes" : "no"; }
+
+// Every rank's call against rank 0's; a difference is kInvalidUsage on every rank, with the
+// same message (each computes it from the same exchange).
+Status agreeOnCall(zcclComm* comm, const CollectiveEntry& entry, const CollectiveCall& call,
+                   const CollectiveOptions& options, bool inPlace) {
+  const CallField fields[] = {
+      {"operation", static_cast<int64_t>(entry.collective), showCollective},
+      {"count", static_cast<int64_t>(call.count), showNumber},
+      {"datatype", call.datatype, showType},
+      {"op", entry.takesOp ? call.op : 0, showOp},
+      {"root", entry.takesRoot ? call.root : 0, showNumber},
+      {"algorithm", static_cast<int64_t>(options.algorithm), showAlgorithm},
+      {"wire format", static_cast<int64_t>(options.wire) + (options.wireAllowedOnly ? 8 : 0),
+       showWire},
+      {"hierarchy", static_cast<int64_t>(options.hierarchy), showHierarchy},
+      {"quantization",
+       (static_cast<int64_t>(options.groupSize) << 2) |
+           (options.rounding == Rounding::kStochastic ? 2 : 0) |
+           (options.scheme == QuantScheme::kAsymmetric ? 1 : 0),
+       showQuantization},
+      // A broadcast's root and its other ranks differ in form by nature.
+      {"in-place", entry.takesRoot ? 0 : static_cast<int64_t>(inPlace), showYesNo},
+  };
+  constexpr size_t kFields = sizeof(fields) / sizeof(fields[0]);
+  int64_t mine[kFields];
+  for (size_t f = 0; f < kFields; ++f) mine[f] = fields[f].value;
+  const int n = comm->size();
+  std::vector<int64_t> all(kFields * static_cast<size_t>(n));
+  ZCCL_CHECK(comm->transport->allGatherControl(mine, sizeof(mine), all.data()));
+  const auto valueOf = [&](int rank, size_t f) {
+    return all[static_cast<size_t>(rank) * kFields + f];
+  };
+  for (size_t f = 0; f < kFields; ++f) {
+    std::string differing;
+    int count = 0;
+    for (int r = 1; r < n; ++r) {
+      if (valueOf(r, f) == valueOf(0, f)) continue;
+      if (++count <= 3) {
+        differing += ", rank " + std::to_string(r) + " has " + fields[f].show(valueOf(r, f));
+      }
+    }
+    if (count == 0) continue;
+    if (count > 3) differing += " (and " + std::to_string(count - 3) + " more ranks)";
+    return fail(Status::kInvalidUsage,
+                "%s: the ranks' calls do not match (ZCCL_CHECK): %s: rank 0 has %s%s",
+                entry.function, fields[f].name, fields[f].show(valueOf(0, f)).c_str(),
+                differing.c_str());
+  }
+  return Status::kSuccess;
+}
+
 Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   ZCCL_CHECK(checkCall(entry, call));
   CollectiveOptions options;
@@ -107,6 +186,7 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
     ZCCL_CHECK(checkInPlace(entry.function, call.sendbuff, sendBytes, call.recvbuff, recvBytes,
                             direction * blockBytes * comm->rank(), &inPlace));
   }
+  if (comm->config.checkCalls) ZCCL_CHECK(agreeOnCall(comm, entry, call, options, inPlace));
   if (call.count == 0) return Status::kSuccess;
   const bool ownBlockInRecv = inPlace && entry.recvHoldsAllBlocks && !entry.sendHoldsAllBlocks;
   const bool blocked = entry.sendHoldsAllBlocks || entry.recvHoldsAllBlocks;

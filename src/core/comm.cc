@@ -183,6 +183,54 @@ void registerComm(zcclComm* comm) {
   handles().live.insert(comm);
 }
 
+// The highest collective sequence any communicator this process ended had reached.
+std::atomic<uint64_t>& retiredSequence() {
+  static std::atomic<uint64_t> sequence{0};
+  return sequence;
+}
+
+void retireSequence(const zcclComm& comm) {
+  uint64_t seen = retiredSequence().load();
+  while (seen < comm.collectiveSequence &&
+         !retiredSequence().compare_exchange_weak(seen, comm.collectiveSequence)) {
+  }
+  for (const zcclComm* owned : {comm.nodeComm.get(), comm.crossComm.get()}) {
+    if (owned != nullptr) retireSequence(*owned);
+  }
+}
+
+// Every rank tells the others whether its own preparation (`local`, with the message of its
+// failure) succeeded, so that a failure on one rank fails setup on all instead of leaving
+// them waiting (collective over `transport`). They also agree on where the new
+// communicator's tags start: past every tag the communicators this process has ended used, so
+// that messages left behind on an MPI context id that MPI reuses never match.
+Status agreeOnInit(Transport& transport, Status local, const std::string& message,
+                   uint64_t* sequenceBase) {
+  struct Report {
+    uint64_t retiredSequence;
+    int32_t status;
+    char message[244];
+  };
+  Report mine{retiredSequence().load(), static_cast<int32_t>(local), {}};
+  std::strncpy(mine.message, message.c_str(), sizeof(mine.message) - 1);
+  std::vector<Report> all(static_cast<size_t>(transport.size()));
+  ZCCL_CHECK(transport.allGatherControl(&mine, sizeof(mine), all.data()));
+  if (local != Status::kSuccess) {
+    restoreThreadError(message);
+    return local;
+  }
+  *sequenceBase = 0;
+  for (const Report& report : all) *sequenceBase = std::max(*sequenceBase, report.retiredSequence);
+  for (int r = 0; r < transport.size(); ++r) {
+    const Report& report = all[static_cast<size_t>(r)];
+    if (report.status != static_cast<int32_t>(Status::kSuccess)) {
+      return fail(Status::kInvalidUsage, "rank %d could not set up the communicator: %.*s", r,
+                  static_cast<int>(sizeof(report.message)), report.message);
+    }
+  }
+  return Status::kSuccess;
+}
+
 }  // namespace
 
 bool acquireComm(zcclComm* comm) {
@@ -210,6 +258,7 @@ void abortComm(zcclComm* comm) {
   while (comm->activeCalls.load() > 1) sched_yield();
   bool quiescent = true;
   for (Transport* t : transports) quiescent &= t->abandon();
+  retireSequence(*comm);
   if (quiescent) {
     delete comm;
     return;
@@ -218,32 +267,13 @@ void abortComm(zcclComm* comm) {
   handles().kept.emplace_back(comm);
 }
 
-Status agreeOnInit(Transport& transport, Status local, const std::string& message) {
-  struct Report {
-    int32_t status;
-    char message[248];
-  };
-  Report mine{static_cast<int32_t>(local), {}};
-  std::strncpy(mine.message, message.c_str(), sizeof(mine.message) - 1);
-  std::vector<Report> all(static_cast<size_t>(transport.size()));
-  ZCCL_CHECK(transport.allGatherControl(&mine, sizeof(mine), all.data()));
-  if (local != Status::kSuccess) {
-    restoreThreadError(message);
-    return local;
-  }
-  for (int r = 0; r < transport.size(); ++r) {
-    const Report& report = all[static_cast<size_t>(r)];
-    if (report.status != static_cast<int32_t>(Status::kSuccess)) {
-      return fail(Status::kInvalidUsage, "rank %d could not set up the communicator: %.*s", r,
-                  static_cast<int>(sizeof(report.message)), report.message);
-    }
-  }
-  return Status::kSuccess;
-}
-
-Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, zcclComm** out) {
+Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, Status configured,
+                  zcclComm** out) {
+  uint64_t sequenceBase = 0;
+  ZCCL_CHECK(agreeOnInit(*transport, configured, lastThreadError(), &sequenceBase));
   auto comm = std::make_unique<zcclComm>();
   comm->config = config;
+  comm->collectiveSequence = sequenceBase;
   comm->transport = std::move(transport);
   ZCCL_CHECK(discoverNodes(comm.get()));
   announceEmulation(*comm);
@@ -270,9 +300,11 @@ Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config,
   ZCCL_CHECK(parent->transport->split(color, key, &child));
   *out = nullptr;
   if (!child) return configured;
-  ZCCL_CHECK(agreeOnInit(*child, configured, why));
+  uint64_t sequenceBase = 0;
+  ZCCL_CHECK(agreeOnInit(*child, configured, why, &sequenceBase));
   auto comm = std::make_unique<zcclComm>();
   comm->config = resolved;
+  comm->collectiveSequence = sequenceBase;
   comm->transport = std::move(child);
   const int parentRank = parent->rank();
   std::vector<int> parentRanks(static_cast<size_t>(comm->size()));

@@ -58,7 +58,10 @@ namespace zccl {
 
 // A communicator over `transport`, whichever engine moves its bytes (collective over the
 // transport's ranks): node map from every rank's host, node levels, cluster model.
-Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, zcclComm** out);
+// `configured` is whether this rank's configuration resolved (lastThreadError() says why
+// not): a rank that failed still takes part, so that every rank fails naming it.
+Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, Status configured,
+                  zcclComm** out);
 
 // Ranks of `parent` with the same color >= 0 form a new communicator ordered by (key, rank);
 // color < 0 gives *out = nullptr. `config` (may be null) over the parent's configuration.
@@ -66,11 +69,6 @@ Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config,
 
 // The cached node or cross-node sub-communicator of `parent`, created on first use.
 Status cachedSplit(zcclComm* parent, bool crossNode, zcclComm** out);
-
-// Every rank tells the others whether its own preparation (`local`, with the message of its
-// failure) succeeded, so that a failure on one rank fails init on all instead of leaving
-// them waiting (collective over `transport`).
-Status agreeOnInit(Transport& transport, Status local, const std::string& message);
 
 // Live handles: a communicator is registered from creation until destroy or abort, so that
 // a call on a destroyed or never-created one is refused instead of touching freed memory.

@@ -42,6 +42,8 @@ constexpr Named<int> kWireNames[] = {{"none", zcclWireNone},
                                      {"int4", zcclWireInt4},
                                      {"allow-int8", zcclWireAllowInt8},
                                      {"allow-int4", zcclWireAllowInt4}};
+constexpr Named<TransportKind> kTransportNames[] = {
+    {"auto", TransportKind::kAuto}, {"mpi", TransportKind::kMpi}, {"ucx", TransportKind::kUcx}};
 constexpr Named<QuantScheme> kSchemeNames[] = {{"sym", QuantScheme::kSymmetric},
                                                {"asym", QuantScheme::kAsymmetric}};
 constexpr Named<Hierarchy> kHierarchyNames[] = {{"auto", Hierarchy::kAuto},
@@ -133,6 +135,13 @@ Status applyConfig(const zcclConfig& config, CommConfig* resolved) {
     }
     resolved->timeoutSeconds = config.timeoutSeconds;
   }
+  if (config.checkCalls != ZCCL_CONFIG_UNDEF_INT) {
+    if (config.checkCalls != 0 && config.checkCalls != 1) {
+      return fail(Status::kInvalidArgument, "config.checkCalls=%d: expected 0 or 1",
+                  config.checkCalls);
+    }
+    resolved->checkCalls = config.checkCalls == 1;
+  }
   return applyCollFields("config",
                          CollFields{config.wireFormat, config.quantScheme, config.quantGroupSize,
                                     config.stochasticRounding, config.hierarchy},
@@ -150,6 +159,8 @@ Status applyEnvironment(CommConfig* result) {
   }
   if (const auto text = envString("ZCCL_QUANT_SCHEME"))
     ZCCL_CHECK(parseNamed("ZCCL_QUANT_SCHEME", *text, kSchemeNames, &o.scheme));
+  if (const auto text = envString("ZCCL_TRANSPORT"))
+    ZCCL_CHECK(parseNamed("ZCCL_TRANSPORT", *text, kTransportNames, &result->transport));
   if (const auto text = envString("ZCCL_HIERARCHY"))
     ZCCL_CHECK(parseNamed("ZCCL_HIERARCHY", *text, kHierarchyNames, &o.hierarchy));
   std::optional<long> group;
@@ -170,6 +181,9 @@ Status applyEnvironment(CommConfig* result) {
   std::optional<double> timeout;
   ZCCL_CHECK(envDouble("ZCCL_TIMEOUT_S", 0, 1e9, &timeout));
   if (timeout) result->timeoutSeconds = *timeout;
+  std::optional<long> check;
+  ZCCL_CHECK(envInt("ZCCL_CHECK", 0, 1, &check));
+  if (check) result->checkCalls = *check == 1;
   return Status::kSuccess;
 }
 

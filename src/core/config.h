@@ -8,10 +8,15 @@
 
 namespace zccl {
 
+// Which engine moves a communicator's host memory (ZCCL_TRANSPORT).
+enum class TransportKind : int { kAuto = 0, kMpi = 1, kUcx = 2 };
+
 struct CommConfig {
   CollectiveOptions collective;  // defaults of every collective call
   int ranksPerNode = 0;          // 0: nodes are hosts
   double timeoutSeconds = 1800;
+  bool checkCalls = false;  // agree on every collective's arguments first (ZCCL_CHECK)
+  TransportKind transport = TransportKind::kAuto;
 };
 
 // Resolves `config` (may be null) over the ZCCL_* environment and the defaults.

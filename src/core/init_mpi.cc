@@ -1,10 +1,12 @@
-// zcclCommInitMPI: a communicator whose bytes MPI moves, over a duplicate of the caller's
-// MPI communicator. The one place above the transport that knows MPI.
-#include <mpi.h>
-
+// zcclCommInitMPI: a communicator over the ranks of an MPI communicator, its bytes moved by
+// MPI (on a duplicate of it) or, with ZCCL_TRANSPORT=ucx, by UCX set up through MPI. The one
+// place above the transport that knows MPI.
 #include "common/log.h"
+#include "core/bootstrap_init.h"
 #include "core/guarded.h"
 #include "transport/mpi/mpi_transport.h"
+#include "transport/ucx/ucx_transport.h"
+#include "zccl/zccl_mpi.h"
 
 extern "C" {
 
@@ -17,14 +19,19 @@ zcclResult_t zcclCommInitMPI(MPI_Comm mpiComm, const zcclConfig* config, zcclCom
     zccl::CommConfig resolved;
     const zccl::Status configured = zccl::resolveConfig(config, &resolved);
     const std::string why = zccl::lastThreadError();
+    const zccl::TransportOptions options{resolved.timeoutSeconds};
     std::unique_ptr<zccl::Transport> transport;
-    ZCCL_CHECK(zccl::createMpiTransport(mpiComm, zccl::TransportOptions{resolved.timeoutSeconds},
-                                        &transport));
+    ZCCL_CHECK(zccl::createMpiTransport(mpiComm, options, &transport));
     int worldRank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
     zccl::setLogRank(worldRank);
-    ZCCL_CHECK(zccl::agreeOnInit(*transport, configured, why));
-    return zccl::createComm(std::move(transport), resolved, comm);
+    if (configured == zccl::Status::kSuccess && resolved.transport == zccl::TransportKind::kUcx) {
+      std::unique_ptr<zccl::Transport> ucx;
+      ZCCL_CHECK(zccl::createUcxTransport(*zccl::bootstrapOver(*transport), options, &ucx));
+      transport = std::move(ucx);
+    }
+    zccl::restoreThreadError(why);
+    return zccl::createComm(std::move(transport), resolved, configured, comm);
   });
 }
 

@@ -15,7 +15,7 @@ TEST(Timeout, SilentPeerGivesTimeoutError) {
   zcclConfig config = ZCCL_CONFIG_INITIALIZER;
   config.timeoutSeconds = 1.0;
   zcclComm_t comm = nullptr;
-  ASSERT_EQ(zcclCommInitMPI(MPI_COMM_WORLD, &config, &comm), zcclSuccess);
+  ASSERT_EQ(initWorldComm(&config, &comm), zcclSuccess);
   std::vector<float> data(1 << 16, 1.0f);
   if (rank == 0) {
     // Every other rank stays silent: rank 0 must give up on its own.
@@ -28,7 +28,7 @@ TEST(Timeout, SilentPeerGivesTimeoutError) {
     EXPECT_EQ(zcclAllReduce(data.data(), data.data(), 4, zcclFloat32, zcclSum, comm, nullptr),
               zcclRemoteError);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  barrier();
   EXPECT_EQ(zcclCommAbort(comm), zcclSuccess);
 }
 

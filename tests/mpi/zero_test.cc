@@ -114,7 +114,7 @@ Training train(zcclComm_t comm, const Task& task, const ZeroOptions& options, in
         << zcclGetLastError(comm);
     double values[4] = {stats.loss / worldSize(), static_cast<double>(stats.interNodeBytes),
                         static_cast<double>(stats.intraNodeBytes), stats.skipped ? 1.0 : 0.0};
-    MPI_Allreduce(MPI_IN_PLACE, values, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    zccl_test::sumOverRanks(values, 4);
     run.losses.push_back(values[0]);
     run.interNodeBytes = values[1];
     run.intraNodeBytes = values[2];

@@ -396,7 +396,7 @@ TEST_F(ZeroPlusPlus, QuantizedAllGatherIsWithinTheBoundAndIdenticalOnEveryRank) 
         EXPECT_EQ(wrong, 0u);
         // Every rank holds the same bytes, its own block included.
         std::vector<char> root(gathered);
-        MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_BYTE, 0, MPI_COMM_WORLD);
+        broadcastBytes(root.data(), root.size(), 0);
         EXPECT_TRUE(root == gathered) << "rank " << layout_.me << " differs from rank 0";
       }
     }
@@ -598,7 +598,7 @@ TEST_F(ZeroPlusPlus, LossyFormatsOnlyWhereTheyApply) {
   config.wireFormat = zcclWireInt4;
   config.timeoutSeconds = 120;
   zcclComm_t quantized = nullptr;
-  ASSERT_EQ(zcclCommInitMPI(MPI_COMM_WORLD, &config, &quantized), zcclSuccess);
+  ASSERT_EQ(initWorldComm(&config, &quantized), zcclSuccess);
   for (int32_t& v : ints) v = 3;
   ASSERT_EQ(zcclReduceScatter(ints.data(), out.data(), 8, zcclInt32, zcclMax, quantized, nullptr),
             zcclSuccess);

@@ -128,6 +128,8 @@ const EnvCase kEnvCases[] = {
      [](CommConfig* c) { c->collective.hierarchy = Hierarchy::kTwoLevel; }},
     {"ZCCL_RANKS_PER_NODE", "3", [](CommConfig* c) { c->ranksPerNode = 3; }},
     {"ZCCL_TIMEOUT_S", "7.5", [](CommConfig* c) { c->timeoutSeconds = 7.5; }},
+    {"ZCCL_CHECK", "1", [](CommConfig* c) { c->checkCalls = true; }},
+    {"ZCCL_TRANSPORT", "ucx", [](CommConfig* c) { c->transport = TransportKind::kUcx; }},
 };
 
 void expectConfig(const CommConfig& want, const CommConfig& got, const std::string& context) {
@@ -140,6 +142,8 @@ void expectConfig(const CommConfig& want, const CommConfig& got, const std::stri
   EXPECT_EQ(got.collective.hierarchy, want.collective.hierarchy) << context;
   EXPECT_EQ(got.ranksPerNode, want.ranksPerNode) << context;
   EXPECT_EQ(got.timeoutSeconds, want.timeoutSeconds) << context;
+  EXPECT_EQ(got.checkCalls, want.checkCalls) << context;
+  EXPECT_EQ(got.transport, want.transport) << context;
 }
 
 TEST(Config, EachVariableAloneAndTogetherSetsOnlyItsOwnField) {

@@ -162,7 +162,10 @@ class MpiTransport final : public Transport {
     // After MPI_Finalize no MPI call is allowed; the communicator went with MPI.
     if (mpiFinalized()) return;
     if (!requests_.empty()) abandon();
-    MPI_Comm_free(&comm_);
+    // A communicator that failed may hold messages its peers sent after it gave up; freed,
+    // its context id could be reused by a later communicator whose receives they would then
+    // match. It is kept instead (one context id per failure).
+    if (!abandoned_) MPI_Comm_free(&comm_);
   }
 
   int rank() const override { return rank_; }

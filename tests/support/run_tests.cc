@@ -1,11 +1,8 @@
-// GoogleTest main for tests run under mpiexec: every rank runs every test; rank 0 prints
-// the usual report, other ranks print only their failures, and the exit status is the
-// worst of all ranks.
-#include <gtest/gtest.h>
-#include <mpi.h>
-
 #include <cstdio>
 
+#include "support/comms.h"
+
+namespace zccl_test {
 namespace {
 
 class RankFailurePrinter : public ::testing::EmptyTestEventListener {
@@ -24,21 +21,16 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  // Serialized: a test may abort a communicator from another thread while one is blocked.
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  ::testing::InitGoogleTest(&argc, argv);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+int runAllTests(int rank) {
   if (rank != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
     listeners.Append(new RankFailurePrinter(rank));
   }
-  const int result = RUN_ALL_TESTS();
-  int worst = 0;
-  MPI_Allreduce(&result, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
+  double worst = RUN_ALL_TESTS();
+  // The worst status of all ranks: a sum of 0 and 1.
+  sumOverRanks(&worst, 1);
+  return worst > 0 ? 1 : 0;
 }
+
+}  // namespace zccl_test

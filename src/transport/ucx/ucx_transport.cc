@@ -1,0 +1,468 @@
+#include "transport/ucx/ucx_transport.h"
+
+#include <sched.h>
+#include <ucp/api/ucp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+
+namespace zccl {
+namespace {
+
+// A UCX tag: which group (context), who sent it (rank in the group), and zccl's tag.
+constexpr int kTagBits = 24;
+constexpr int kRankBits = 24;
+constexpr int kContextBits = 16;
+constexpr int kControlTag = (1 << kTagBits) - 1;  // allGatherControl's messages
+constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+constexpr double kAbandonGraceSeconds = 1.0;
+constexpr double kCloseGraceSeconds = 2.0;
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+ucp_tag_t makeTag(int context, int source, int tag) {
+  return (static_cast<ucp_tag_t>(context) << (kTagBits + kRankBits)) |
+         (static_cast<ucp_tag_t>(source) << kTagBits) | static_cast<ucp_tag_t>(tag);
+}
+
+Status ucxFailure(const char* what, ucs_status_t status) {
+  if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    return fail(Status::kInvalidUsage,
+                "%s: a peer sent more bytes than this rank expected, so the ranks' calls do "
+                "not match (another collective, count, type or root); ZCCL_CHECK=1 names the "
+                "difference",
+                what);
+  }
+  return fail(Status::kSystemError, "%s failed: %s", what, ucs_status_string(status));
+}
+
+// One UCP context per process; workers are per communicator.
+Status processContext(ucp_context_h* out) {
+  static std::mutex mutex;
+  static ucp_context_h context = nullptr;  // lives as long as the process
+  std::lock_guard<std::mutex> lock(mutex);
+  if (context == nullptr) {
+    ucp_config_t* config = nullptr;
+    ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+    if (status != UCS_OK) return ucxFailure("ucp_config_read", status);
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    params.features = UCP_FEATURE_TAG;
+    params.mt_workers_shared = 1;  // communicators of one process may live on several threads
+    status = ucp_init(&params, config, &context);
+    ucp_config_release(config);
+    if (status != UCS_OK) return ucxFailure("ucp_init", status);
+  }
+  *out = context;
+  return Status::kSuccess;
+}
+
+// The worker and endpoints of one communicator, shared by the sub-groups split from it.
+struct Fabric {
+  ucp_worker_h worker = nullptr;
+  std::vector<ucp_ep_h> endpoints;  // by rank of the communicator that created the fabric
+  std::vector<int> failedPeers;     // endpoints whose peer stopped answering
+  int nextContext = 1;
+
+  ~Fabric() {
+    if (worker == nullptr) return;
+    // Let what was sent reach its peers (bounded: a peer may be gone), then close.
+    ucp_request_param_t none{};
+    void* flush = ucp_worker_flush_nbx(worker, &none);
+    const auto start = Clock::now();
+    while (UCS_PTR_IS_PTR(flush) && ucp_request_check_status(flush) == UCS_INPROGRESS &&
+           secondsSince(start) < kCloseGraceSeconds) {
+      ucp_worker_progress(worker);
+    }
+    if (UCS_PTR_IS_PTR(flush)) ucp_request_free(flush);
+    ucp_request_param_t force{};
+    force.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    force.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    for (ucp_ep_h ep : endpoints) {
+      void* closing = ucp_ep_close_nbx(ep, &force);
+      while (UCS_PTR_IS_PTR(closing) && ucp_request_check_status(closing) == UCS_INPROGRESS) {
+        ucp_worker_progress(worker);
+      }
+      if (UCS_PTR_IS_PTR(closing)) ucp_request_free(closing);
+    }
+    ucp_worker_destroy(worker);
+  }
+};
+
+void onPeerFailure(void* arg, ucp_ep_h ep, ucs_status_t /*status*/) {
+  auto* fabric = static_cast<Fabric*>(arg);
+  for (size_t i = 0; i < fabric->endpoints.size(); ++i) {
+    if (fabric->endpoints[i] == ep) fabric->failedPeers.push_back(static_cast<int>(i));
+  }
+}
+
+Status createFabric(Bootstrap& bootstrap, std::shared_ptr<Fabric>* out) {
+  ucp_context_h context = nullptr;
+  ZCCL_CHECK(processContext(&context));
+  auto fabric = std::make_shared<Fabric>();
+  ucp_worker_params_t workerParams{};
+  workerParams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  workerParams.thread_mode = UCS_THREAD_MODE_SINGLE;
+  ucs_status_t status = ucp_worker_create(context, &workerParams, &fabric->worker);
+  if (status != UCS_OK) return ucxFailure("ucp_worker_create", status);
+
+  ucp_address_t* address = nullptr;
+  size_t length = 0;
+  status = ucp_worker_get_address(fabric->worker, &address, &length);
+  if (status != UCS_OK) return ucxFailure("ucp_worker_get_address", status);
+  const int n = bootstrap.size();
+  // Addresses differ in length: the longest first, then every one padded to it.
+  uint64_t mine = length;
+  std::vector<uint64_t> lengths(static_cast<size_t>(n));
+  Status exchanged = bootstrap.allGather(&mine, sizeof(mine), lengths.data());
+  const size_t longest =
+      exchanged == Status::kSuccess ? *std::max_element(lengths.begin(), lengths.end()) : 0;
+  std::vector<char> padded(longest), all(longest * static_cast<size_t>(n));
+  if (exchanged == Status::kSuccess) {
+    std::memcpy(padded.data(), address, length);
+    exchanged = bootstrap.allGather(padded.data(), longest, all.data());
+  }
+  ucp_worker_release_address(fabric->worker, address);
+  ZCCL_CHECK(exchanged);
+
+  fabric->endpoints.resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.address = reinterpret_cast<const ucp_address_t*>(all.data() + r * longest);
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;  // a dead peer is an error, not a hang
+    params.err_handler.cb = onPeerFailure;
+    params.err_handler.arg = fabric.get();
+    status = ucp_ep_create(fabric->worker, &params, &fabric->endpoints[static_cast<size_t>(r)]);
+    if (status != UCS_OK) {
+      fabric->endpoints.resize(static_cast<size_t>(r));
+      return ucxFailure("ucp_ep_create", status);
+    }
+  }
+  *out = std::move(fabric);
+  return Status::kSuccess;
+}
+
+class UcxTransport final : public Transport {
+ public:
+  UcxTransport(std::shared_ptr<Fabric> fabric, std::vector<int> members, int rank, int context,
+               const TransportOptions& options)
+      : fabric_(std::move(fabric)),
+        members_(std::move(members)),
+        rank_(rank),
+        context_(context),
+        options_(options) {
+    traffic_.resize(members_.size());
+  }
+  ~UcxTransport() override {
+    if (!pending_.empty() && !abandon()) {
+      // UCX may still write or read what is pending: its worker stays, unreachable.
+      new std::shared_ptr<Fabric>(fabric_);
+    }
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+  int maxTag() const override { return kControlTag - 1; }
+
+  Status postSend(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) override {
+    ZCCL_CHECK(begin(peer, Kind::kSend, ticket));
+    if (bytes > 0) {
+      ucp_request_param_t params{};
+      void* request =
+          ucp_tag_send_nbx(endpoint(peer), data, bytes, makeTag(context_, rank_, tag), &params);
+      ZCCL_CHECK(track(request, "ucp_tag_send_nbx"));
+    }
+    countSend(peer, bytes, bytes > 0 ? 1 : 0);
+    return end(*ticket);
+  }
+
+  Status postRecv(void* data, size_t bytes, int peer, int tag, Ticket* ticket) override {
+    ZCCL_CHECK(begin(peer, Kind::kReceive, ticket));
+    if (bytes > 0) {
+      ucp_request_param_t params{};
+      void* request = ucp_tag_recv_nbx(fabric_->worker, data, bytes, makeTag(context_, peer, tag),
+                                       kFullMask, &params);
+      ZCCL_CHECK(track(request, "ucp_tag_recv_nbx"));
+    }
+    return end(*ticket);
+  }
+
+  Status wait(Ticket ticket) override {
+    if (ticket >= tickets_.size()) {
+      return fail(Status::kInternalError, "wait on unknown ticket %zu", ticket);
+    }
+    return waitRange(tickets_[ticket].first, tickets_[ticket].last);
+  }
+
+  Status waitAll() override {
+    ZCCL_CHECK(waitRange(0, pending_.size()));
+    pending_.clear();
+    tickets_.clear();
+    return Status::kSuccess;
+  }
+
+  Status split(int color, int key, std::unique_ptr<Transport>* out) override {
+    // Every rank proposes the next free group tag of its worker; the child takes the largest,
+    // so that groups split anywhere from this worker never share tags.
+    const int mine[3] = {color, key, fabric_->nextContext};
+    std::vector<int> all(3 * members_.size());
+    ZCCL_CHECK(allGatherControl(mine, sizeof(mine), all.data()));
+    int childContext = 0;
+    for (size_t r = 0; r < members_.size(); ++r)
+      childContext = std::max(childContext, all[3 * r + 2]);
+    if (childContext >= (1 << kContextBits)) {
+      return fail(Status::kInvalidUsage, "UCX transport: more than %d communicators split from one",
+                  (1 << kContextBits) - 1);
+    }
+    fabric_->nextContext = childContext + 1;
+    out->reset();
+    if (color < 0) return Status::kSuccess;
+    std::vector<int> order;
+    for (int r = 0; r < size(); ++r) {
+      if (all[3 * static_cast<size_t>(r)] == color) order.push_back(r);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return all[3 * static_cast<size_t>(a) + 1] < all[3 * static_cast<size_t>(b) + 1];
+    });
+    std::vector<int> members;
+    int childRank = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+      members.push_back(members_[static_cast<size_t>(order[i])]);
+      if (order[i] == rank_) childRank = static_cast<int>(i);
+    }
+    *out = std::make_unique<UcxTransport>(fabric_, std::move(members), childRank, childContext,
+                                          options_);
+    return Status::kSuccess;
+  }
+
+  Status allGatherControl(const void* mine, size_t bytes, void* all) override {
+    char* out = static_cast<char*>(all);
+    std::memcpy(out + static_cast<size_t>(rank_) * bytes, mine, bytes);
+    Ticket ticket = 0;
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer == rank_) continue;
+      ZCCL_CHECK(
+          postRecv(out + static_cast<size_t>(peer) * bytes, bytes, peer, kControlTag, &ticket));
+    }
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer == rank_) continue;
+      ZCCL_CHECK(post(mine, bytes, peer, kControlTag, &ticket));
+    }
+    return waitAll();
+  }
+
+  bool hasNativeCollectives() const override { return false; }
+  Status nativeAllGather(const void*, void*, size_t, DataType) override { return noNative(); }
+  Status nativeReduceScatter(const void*, void*, size_t, DataType, RedOp) override {
+    return noNative();
+  }
+  Status nativeAllReduce(const void*, void*, size_t, DataType, RedOp) override {
+    return noNative();
+  }
+  Status nativeBroadcast(void*, size_t, DataType, int) override { return noNative(); }
+  Status nativeAllToAll(const void*, void*, size_t, DataType) override { return noNative(); }
+
+  bool abandon() override {
+    broken_ = true;
+    if (!abandoned_) {
+      abandoned_ = true;
+      abandonedAt_ = Clock::now();
+      for (const Pending& p : pending_) {
+        if (p.request != nullptr && p.kind == Kind::kReceive) {
+          ucp_request_cancel(fabric_->worker, p.request);
+        }
+      }
+    }
+    size_t left = 0;
+    do {
+      ucp_worker_progress(fabric_->worker);
+      left = 0;
+      for (Pending& p : pending_) {
+        if (p.request == nullptr) continue;
+        if (ucp_request_check_status(p.request) == UCS_INPROGRESS) {
+          ++left;
+        } else {
+          ucp_request_free(p.request);
+          p.request = nullptr;
+        }
+      }
+    } while (left > 0 && secondsSince(abandonedAt_) < kAbandonGraceSeconds);
+    if (left > 0) {
+      ZCCL_LOG(kWarn,
+               "rank %d: %zu pending UCX operations could not be cancelled; zccl keeps their "
+               "memory, and the buffers of the call that failed may still be read or written",
+               rank_, left);
+      return false;
+    }
+    pending_.clear();
+    tickets_.clear();
+    return true;
+  }
+
+ private:
+  enum class Kind : int { kSend, kReceive };
+
+  struct Pending {
+    void* request;  // nullptr: complete
+    int peer;
+    Kind kind;
+  };
+  struct TicketRange {
+    size_t first;
+    size_t last;
+  };
+
+  ucp_ep_h endpoint(int peer) const {
+    return fabric_->endpoints[static_cast<size_t>(members_[static_cast<size_t>(peer)])];
+  }
+
+  // A send that is not counted as traffic (the control channel).
+  Status post(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) {
+    ZCCL_CHECK(begin(peer, Kind::kSend, ticket));
+    ucp_request_param_t params{};
+    void* request =
+        ucp_tag_send_nbx(endpoint(peer), data, bytes, makeTag(context_, rank_, tag), &params);
+    ZCCL_CHECK(track(request, "ucp_tag_send_nbx"));
+    return end(*ticket);
+  }
+
+  Status checkUsable() const {
+    if (abortRequested()) {
+      return fail(Status::kRemoteError, "rank %d: the communicator was aborted", rank_);
+    }
+    if (broken_) {
+      return fail(Status::kRemoteError,
+                  "rank %d: an earlier call on this communicator failed and its peers may be "
+                  "gone; abort it (zcclCommAbort)",
+                  rank_);
+    }
+    return Status::kSuccess;
+  }
+
+  Status begin(int peer, Kind kind, Ticket* ticket) {
+    *ticket = tickets_.size();
+    ZCCL_CHECK(checkUsable());
+    if (peer < 0 || peer >= size()) {
+      return fail(Status::kInternalError, "peer=%d outside [0, %d)", peer, size());
+    }
+    tickets_.push_back({pending_.size(), pending_.size()});
+    lastPeer_ = peer;
+    lastKind_ = kind;
+    return Status::kSuccess;
+  }
+
+  Status track(void* request, const char* call) {
+    if (UCS_PTR_IS_ERR(request)) return ucxFailure(call, UCS_PTR_STATUS(request));
+    pending_.push_back({request, lastPeer_, lastKind_});
+    return Status::kSuccess;
+  }
+
+  Status end(Ticket ticket) {
+    tickets_[ticket].last = pending_.size();
+    return Status::kSuccess;
+  }
+
+  Status noNative() const {
+    return fail(Status::kInvalidUsage, "the UCX transport has no native collectives");
+  }
+
+  Status waitRange(size_t first, size_t last) {
+    const auto start = Clock::now();
+    for (unsigned spin = 0;; ++spin) {
+      ucp_worker_progress(fabric_->worker);
+      bool done = true;
+      for (size_t i = first; i < last; ++i) {
+        Pending& p = pending_[i];
+        if (p.request == nullptr) continue;
+        const ucs_status_t status = ucp_request_check_status(p.request);
+        if (status == UCS_INPROGRESS) {
+          done = false;
+          continue;
+        }
+        ucp_request_free(p.request);
+        p.request = nullptr;
+        if (status != UCS_OK) return failed(status, p.peer);
+      }
+      if (done) return Status::kSuccess;
+      if (abortRequested()) {
+        abandon();
+        return fail(Status::kRemoteError, "rank %d: the communicator was aborted while waiting",
+                    rank_);
+      }
+      sched_yield();
+      if (options_.timeoutSeconds > 0 && (spin & 1023u) == 0 &&
+          secondsSince(start) > options_.timeoutSeconds) {
+        return timedOut(first, last);
+      }
+    }
+  }
+
+  Status failed(ucs_status_t status, int peer) {
+    const std::vector<int>& dead = fabric_->failedPeers;
+    const int world = members_[static_cast<size_t>(peer)];
+    const bool peerDied = std::find(dead.begin(), dead.end(), world) != dead.end();
+    const Status result =
+        peerDied ? fail(Status::kRemoteError,
+                        "rank %d: rank %d stopped answering (UCX: %s); abort the communicator",
+                        rank_, peer, ucs_status_string(status))
+                 : ucxFailure("UCX transfer", status);
+    abandon();
+    return result;
+  }
+
+  Status timedOut(size_t first, size_t last) {
+    std::string peers;
+    for (size_t i = first; i < last; ++i) {
+      const Pending& p = pending_[i];
+      if (p.request == nullptr) continue;
+      const std::string what =
+          (p.kind == Kind::kSend ? "send to " : "receive from ") + std::to_string(p.peer);
+      if (peers.find(what) != std::string::npos) continue;
+      peers += (peers.empty() ? "" : ", ") + what;
+    }
+    abandon();
+    return fail(Status::kTimeout,
+                "rank %d waited %.1f s (ZCCL_TIMEOUT_S) without completion of: %s", rank_,
+                options_.timeoutSeconds, peers.c_str());
+  }
+
+  std::shared_ptr<Fabric> fabric_;
+  std::vector<int> members_;
+  int rank_;
+  int context_;
+  TransportOptions options_;
+  bool broken_ = false;
+  bool abandoned_ = false;
+  Clock::time_point abandonedAt_;
+  int lastPeer_ = 0;
+  Kind lastKind_ = Kind::kSend;
+  std::vector<Pending> pending_;
+  std::vector<TicketRange> tickets_;
+};
+
+}  // namespace
+
+Status createUcxTransport(Bootstrap& bootstrap, const TransportOptions& options,
+                          std::unique_ptr<Transport>* out) {
+  std::shared_ptr<Fabric> fabric;
+  ZCCL_CHECK(createFabric(bootstrap, &fabric));
+  std::vector<int> members(static_cast<size_t>(bootstrap.size()));
+  for (int r = 0; r < bootstrap.size(); ++r) members[static_cast<size_t>(r)] = r;
+  *out = std::make_unique<UcxTransport>(std::move(fabric), std::move(members), bootstrap.rank(), 0,
+                                        options);
+  return Status::kSuccess;
+}
+
+}  // namespace zccl

@@ -1,0 +1,206 @@
+// zcclrun: starts N local processes of a program as one zccl job, without MPI, the way
+// torchrun does: each gets ZCCL_RANK, ZCCL_WORLD_SIZE and a rendezvous address
+// (ZCCL_ROOT_ADDR) in its environment, for zcclCommInitFromEnv; PyTorch's RANK, WORLD_SIZE,
+// LOCAL_RANK, MASTER_ADDR and MASTER_PORT too.
+//
+//   zcclrun -n N [--ranks-per-node K] [--timeout SECONDS] [--kill-on-failure] program args...
+//
+// A rank that dies does not take the others down (zccl's timeouts end their waits), unless
+// --kill-on-failure asks for it; --timeout ends the whole job. Ctrl-C and SIGTERM reach every
+// rank. The exit status is 0 when every rank exited with 0, else the first failure's (128 +
+// the signal for a rank killed by one, 124 when the timeout ended the job).
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Settings {
+  int ranks = 0;
+  int ranksPerNode = 0;
+  double timeoutSeconds = 0;
+  bool killOnFailure = false;
+  char** program = nullptr;
+};
+
+volatile sig_atomic_t forwardedSignal = 0;
+
+void onSignal(int signal) { forwardedSignal = signal; }
+
+// A port nobody listens on now (the kernel's choice; the ranks bind it moments later).
+int freePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    std::perror("zcclrun: choosing a port");
+    std::exit(1);
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+std::string randomJobId() {
+  std::random_device device;
+  char text[32];
+  std::snprintf(text, sizeof(text), "zcclrun-%08x%08x", device(), device());
+  return text;
+}
+
+bool parse(int argc, char** argv, Settings* s) {
+  static const option options[] = {{"ranks-per-node", required_argument, nullptr, 'r'},
+                                   {"timeout", required_argument, nullptr, 't'},
+                                   {"kill-on-failure", no_argument, nullptr, 'k'},
+                                   {"help", no_argument, nullptr, 'h'},
+                                   {nullptr, 0, nullptr, 0}};
+  int c = 0;
+  while ((c = getopt_long(argc, argv, "+n:", options, nullptr)) != -1) {
+    switch (c) {
+      case 'n':
+        s->ranks = std::atoi(optarg);
+        break;
+      case 'r':
+        s->ranksPerNode = std::atoi(optarg);
+        break;
+      case 't':
+        s->timeoutSeconds = std::atof(optarg);
+        break;
+      case 'k':
+        s->killOnFailure = true;
+        break;
+      default:
+        return false;
+    }
+  }
+  if (optind >= argc || s->ranks <= 0 || s->ranksPerNode < 0) return false;
+  s->program = argv + optind;
+  return true;
+}
+
+pid_t launch(const Settings& s, int rank, int rendezvousPort, int storePort,
+             const std::string& job) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  setpgid(0, 0);  // its own group: zcclrun signals it and whatever it starts
+  const auto set = [](const char* name, const std::string& value) {
+    setenv(name, value.c_str(), 1);
+  };
+  set("ZCCL_RANK", std::to_string(rank));
+  set("ZCCL_WORLD_SIZE", std::to_string(s.ranks));
+  set("ZCCL_ROOT_ADDR", "127.0.0.1:" + std::to_string(rendezvousPort));
+  set("ZCCL_JOB_ID", job);
+  if (s.ranksPerNode > 0) set("ZCCL_RANKS_PER_NODE", std::to_string(s.ranksPerNode));
+  set("RANK", std::to_string(rank));
+  set("LOCAL_RANK", std::to_string(rank));
+  set("WORLD_SIZE", std::to_string(s.ranks));
+  set("LOCAL_WORLD_SIZE", std::to_string(s.ranks));
+  set("MASTER_ADDR", "127.0.0.1");
+  set("MASTER_PORT", std::to_string(storePort));
+  execvp(s.program[0], s.program);
+  std::fprintf(stderr, "zcclrun: cannot run %s: %s\n", s.program[0], std::strerror(errno));
+  _exit(127);
+}
+
+void signalAll(const std::vector<pid_t>& pids, const std::vector<bool>& running, int signal) {
+  for (size_t r = 0; r < pids.size(); ++r) {
+    if (running[r]) kill(-pids[r], signal);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings s;
+  if (!parse(argc, argv, &s)) {
+    std::fprintf(stderr,
+                 "usage: zcclrun -n N [--ranks-per-node K] [--timeout SECONDS] "
+                 "[--kill-on-failure] program [args...]\n");
+    return 2;
+  }
+  struct sigaction action {};
+  action.sa_handler = onSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);
+
+  const int rendezvousPort = freePort();
+  int storePort = freePort();
+  while (storePort == rendezvousPort || storePort == rendezvousPort + 1) storePort = freePort();
+  const std::string job = randomJobId();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < s.ranks; ++r) pids.push_back(launch(s, r, rendezvousPort, storePort, job));
+  std::vector<bool> running(pids.size(), true);
+  int remaining = s.ranks;
+  int status = 0;
+  const auto start = std::chrono::steady_clock::now();
+  bool killing = false;
+  auto killDeadline = start;
+  while (remaining > 0) {
+    int waitStatus = 0;
+    const pid_t pid = waitpid(-1, &waitStatus, WNOHANG);
+    if (pid > 0) {
+      for (size_t r = 0; r < pids.size(); ++r) {
+        if (pids[r] != pid || !running[r]) continue;
+        running[r] = false;
+        --remaining;
+        int code = 0;
+        if (WIFSIGNALED(waitStatus)) {
+          code = 128 + WTERMSIG(waitStatus);
+          if (!killing) {
+            std::fprintf(stderr, "zcclrun: rank %zu (pid %d) was killed by signal %d\n", r, pid,
+                         WTERMSIG(waitStatus));
+          }
+        } else {
+          code = WEXITSTATUS(waitStatus);
+          if (code != 0 && !killing) {
+            std::fprintf(stderr, "zcclrun: rank %zu (pid %d) exited with %d\n", r, pid, code);
+          }
+        }
+        if (code != 0 && status == 0) status = code;
+        if (code != 0 && s.killOnFailure && !killing) {
+          signalAll(pids, running, SIGTERM);
+          killing = true;
+          killDeadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        }
+      }
+      continue;
+    }
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (forwardedSignal != 0) {
+      signalAll(pids, running, forwardedSignal);
+      if (status == 0) status = 128 + forwardedSignal;
+      forwardedSignal = 0;
+      killing = true;
+      killDeadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    } else if (s.timeoutSeconds > 0 && elapsed > s.timeoutSeconds && !killing) {
+      std::fprintf(stderr, "zcclrun: the job ran past --timeout %g s; ending it\n",
+                   s.timeoutSeconds);
+      signalAll(pids, running, SIGTERM);
+      status = 124;
+      killing = true;
+      killDeadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    } else if (killing && std::chrono::steady_clock::now() > killDeadline) {
+      signalAll(pids, running, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return status;
+}
