@@ -4,7 +4,7 @@ prints and writes: the two-level header, one row per size with #wrong 0, the foo
 (OK), busbw = algbw x nccl-tests' factor in the table and in the JSON (-J), and the byte
 columns from the statistics.
 
-usage: perf_output_test.py PERF_DIR MPIEXEC [MPIEXEC_PREFLAGS...]
+usage: perf_output_test.py PERF_DIR ZCCLRUN MPIEXEC [MPIEXEC_PREFLAGS...]
 """
 import json
 import os
@@ -71,7 +71,7 @@ def run_case(launcher, perf_dir, name, ranks, extra):
         check(data["ok"] is True and data["out_of_bounds"] == 0, f"{what}: JSON not ok")
         check(len(data["results"]) == 3, f"{what}: JSON rows")
         for entry in data["results"]:
-            for key in ("out_of_place", "in_place", "native"):
+            for key in ("out_of_place", "in_place", "native", "ucx"):
                 if key not in entry:
                     continue
                 m = entry[key]
@@ -79,16 +79,19 @@ def run_case(launcher, perf_dir, name, ranks, extra):
                 check(abs(m["busbw"] - m["algbw"] * factor) <= 1e-4 + 1e-3 * m["busbw"],
                       f"{what}: JSON {key} busbw {m['busbw']} != {m['algbw']} x {factor}")
             check(("native" in entry) == ("-B" in extra), f"{what}: native column")
+            check(("ucx" in entry) == ("-U" in extra), f"{what}: ucx column")
 
 
 def main():
-    perf_dir, mpiexec = sys.argv[1], sys.argv[2:]
+    perf_dir, zcclrun, mpiexec = sys.argv[1], [sys.argv[2]], sys.argv[3:]
     for name in FACTORS:
         for ranks in (2, 3):
-            run_case(mpiexec, perf_dir, name, ranks, ["-B"] if ranks == 2 else [])
+            run_case(mpiexec, perf_dir, name, ranks, ["-B", "-U"] if ranks == 2 else [])
             if name in QUANTIZABLE:
                 run_case(mpiexec, perf_dir, name, ranks, ["-q", "int8", "-d", "bfloat16"])
+        run_case(zcclrun, perf_dir, name, 3, [])  # without MPI
     run_case(mpiexec, perf_dir, "reduce_scatter", 3, ["-q", "int4", "-o", "avg", "-d", "half"])
+    run_case(zcclrun, perf_dir, "reduce_scatter", 3, ["-q", "int4", "-d", "bfloat16"])
     for failure in failures:
         print("FAILED:", failure)
     print(f"{len(failures)} failures")

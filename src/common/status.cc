@@ -49,4 +49,11 @@ void clearThreadError() { threadError.clear(); }
 
 void restoreThreadError(const std::string& message) { threadError = message; }
 
+void addErrorContext(const std::string& context, const std::string& detail) {
+  const size_t colon = threadError.find(": ");
+  const size_t at = colon == std::string::npos ? 0 : colon + 2;
+  threadError.insert(at, context + ": ");
+  threadError += detail;
+}
+
 }  // namespace zccl

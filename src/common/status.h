@@ -29,6 +29,9 @@ const std::string& lastThreadError();
 void clearThreadError();
 // Makes `message` (an earlier lastThreadError()) this thread's last error again, unlogged.
 void restoreThreadError(const std::string& message);
+// Puts `context` in front of this thread's last error ("timeout: zcclAllGather(...): ...")
+// and `detail` after it.
+void addErrorContext(const std::string& context, const std::string& detail = "");
 
 }  // namespace zccl
 

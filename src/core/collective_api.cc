@@ -201,6 +201,9 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   // A call that failed past its checks may have left messages in flight, and its peers
   // may be gone: nothing pending survives it, and the communicator takes no more work.
   if (status != Status::kSuccess) {
+    addErrorContext(std::string(entry.function) + "(" + entry.countName + "=" +
+                        std::to_string(call.count) + ", " + dataTypeName(args.type) + ")",
+                    comm->exitedRanks());
     for (Transport* t : comm->transports(/*withOwned=*/false)) t->abandon();
   }
   return status;

@@ -32,6 +32,16 @@ std::vector<zccl::PeerTraffic> zcclComm::trafficByPeer() const {
   return all;
 }
 
+std::string zcclComm::exitedRanks() const {
+  std::string gone;
+  for (size_t r = 0; r < processes.size(); ++r) {
+    if (!zccl::processHasExited(processes[r])) continue;
+    gone += "; rank " + std::to_string(r) + " (pid " + std::to_string(processes[r].pid) +
+            ") has exited";
+  }
+  return gone;
+}
+
 zccl::Context zcclComm::nextCollective(zccl::MemoryKind memory) {
   // Tag 0 is zcclSend/zcclRecv's; collectives cycle through 1..maxTag.
   const int tag =
@@ -66,11 +76,21 @@ void zcclComm::resetTraffic() {
 namespace zccl {
 namespace {
 
-// Every rank's host identity over the control channel, then the map (collective).
+// Every rank's host identity and process over the control channel, then the map
+// (collective).
 Status discoverNodes(zcclComm* comm) {
-  const uint64_t mine = localHostIdentity();
-  std::vector<uint64_t> hosts(static_cast<size_t>(comm->size()));
-  ZCCL_CHECK(comm->transport->allGatherControl(&mine, sizeof(mine), hosts.data()));
+  struct Identity {
+    uint64_t host;
+    ProcessLocator process;
+  };
+  const Identity mine{localHostIdentity(), localProcess()};
+  std::vector<Identity> all(static_cast<size_t>(comm->size()));
+  ZCCL_CHECK(comm->transport->allGatherControl(&mine, sizeof(mine), all.data()));
+  std::vector<uint64_t> hosts;
+  for (const Identity& identity : all) {
+    hosts.push_back(identity.host);
+    comm->processes.push_back(identity.process);
+  }
   comm->nodes = nodeMapFromHosts(hosts, comm->config.ranksPerNode);
   return Status::kSuccess;
 }
@@ -106,6 +126,13 @@ Status buildLevels(zcclComm* comm) {
   ZCCL_CHECK(comm->transport->split(levels.myLocal, levels.myNode, &comm->crossTransport));
   levels.node = comm->nodeTransport.get();
   levels.cross = comm->crossTransport.get();
+  std::vector<int> nodeRanks, crossRanks;
+  for (int local = 0; local < levels.ranksPerNode; ++local)
+    nodeRanks.push_back(levels.rankAt(levels.myNode, local));
+  for (int node = 0; node < levels.numNodes; ++node)
+    crossRanks.push_back(levels.rankAt(node, levels.myLocal));
+  comm->nodeTransport->setPeerRanks(std::move(nodeRanks));
+  comm->crossTransport->setPeerRanks(std::move(crossRanks));
   return Status::kSuccess;
 }
 
@@ -310,6 +337,9 @@ Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config,
   std::vector<int> parentRanks(static_cast<size_t>(comm->size()));
   ZCCL_CHECK(comm->transport->allGatherControl(&parentRank, sizeof(int), parentRanks.data()));
   comm->nodes = parent->nodes.subset(parentRanks);
+  for (const int parentRank : parentRanks) {
+    comm->processes.push_back(parent->processes[static_cast<size_t>(parentRank)]);
+  }
   ZCCL_CHECK(buildLevels(comm.get()));
   ZCCL_CHECK(buildClusterModel(comm.get()));
   *out = comm.release();

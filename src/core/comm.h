@@ -19,6 +19,7 @@
 struct zcclComm {
   std::unique_ptr<zccl::Transport> transport;
   zccl::NodeMap nodes;
+  std::vector<zccl::ProcessLocator> processes;  // by rank
   zccl::CommConfig config;
   zccl::ScratchPool scratch;
   std::string lastError;
@@ -49,6 +50,8 @@ struct zcclComm {
   // sub-communicators it owns.
   std::vector<zccl::Transport*> transports(bool withOwned);
   zcclLinkClass_t linkTo(int peer) const;
+  // "; rank 3 (pid 1234) has exited" for the ranks of this machine that are gone, or "".
+  std::string exitedRanks() const;
   // This rank's traffic per parent peer: its own transport's plus the level transports'.
   std::vector<zccl::PeerTraffic> trafficByPeer() const;
   void resetTraffic();

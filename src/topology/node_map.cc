@@ -1,7 +1,10 @@
 #include "topology/node_map.h"
 
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -83,6 +86,19 @@ uint64_t localHostIdentity() {
   if (length > 0) ipc[length] = '\0';
   return fnv1a(std::string(name) + "|" + readFirstLine("/proc/sys/kernel/random/boot_id") + "|" +
                ipc);
+}
+
+ProcessLocator localProcess() {
+  struct stat pidNamespace {};
+  stat("/proc/self/ns/pid", &pidNamespace);
+  return ProcessLocator{fnv1a(readFirstLine("/proc/sys/kernel/random/boot_id")),
+                        static_cast<uint64_t>(pidNamespace.st_ino), static_cast<int64_t>(getpid())};
+}
+
+bool processHasExited(const ProcessLocator& process) {
+  const ProcessLocator self = localProcess();
+  if (process.kernel != self.kernel || process.pidNamespace != self.pidNamespace) return false;
+  return kill(static_cast<pid_t>(process.pid), 0) != 0 && errno == ESRCH;
 }
 
 NodeMap nodeMapFromHosts(const std::vector<uint64_t>& hostOfRank, int ranksPerNode) {

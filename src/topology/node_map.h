@@ -37,6 +37,18 @@ class NodeMap {
 // own differ). ZCCL_HOSTID, when set, stands for all three (as NCCL_HOSTID does).
 uint64_t localHostIdentity();
 
+// A rank's process as another process can check on it: the kernel it runs on (boot id), its
+// PID namespace and its PID.
+struct ProcessLocator {
+  uint64_t kernel = 0;
+  uint64_t pidNamespace = 0;
+  int64_t pid = 0;
+};
+ProcessLocator localProcess();
+// True when `process` shares this process's kernel and PID namespace and no longer exists:
+// how a survivor names a rank that died on its own machine.
+bool processHasExited(const ProcessLocator& process);
+
 // The node map of a group from every member's host identity, in rank order: ranks of one
 // host form a node; with ranksPerNode > 0 every host is further cut into emulated nodes of
 // that many consecutive ranks, so that one host can stand in for several.

@@ -75,6 +75,15 @@ class Transport {
   const std::vector<PeerTraffic>& traffic() const { return traffic_; }
   void resetTraffic() { traffic_.assign(traffic_.size(), PeerTraffic{}); }
 
+  // How errors name member i: its rank in the communicator this transport serves (a node or
+  // cross-node level's members are ranks of the whole communicator), by default i itself.
+  void setPeerRanks(std::vector<int> ranks) { peerRanks_ = std::move(ranks); }
+  int peerRank(int member) const {
+    return member >= 0 && static_cast<size_t>(member) < peerRanks_.size()
+               ? peerRanks_[static_cast<size_t>(member)]
+               : member;
+  }
+
  protected:
   void countSend(int peer, size_t bytes, size_t messages) {
     traffic_[peer].bytes += bytes;
@@ -83,6 +92,7 @@ class Transport {
   std::vector<PeerTraffic> traffic_;
 
  private:
+  std::vector<int> peerRanks_;
   std::atomic<bool> abortRequested_{false};
 };
 

@@ -393,7 +393,7 @@ class MpiTransport final : public Transport {
       int done = 0;
       const int rc = MPI_Testall(count, &requests_[first], &done, statuses_.data());
       if (rc != MPI_SUCCESS) {
-        const Status status = mpiFailure("MPI_Testall", firstError(rc));
+        const Status status = mpiFailure(failedPeer(first, rc).c_str(), firstError(rc));
         abandon();
         return status;
       }
@@ -410,6 +410,20 @@ class MpiTransport final : public Transport {
         return timedOut(first, last);
       }
     }
+  }
+
+  // "MPI with rank N" for the first request of [first, ...) that failed, when MPI says which.
+  std::string failedPeer(size_t first, int rc) const {
+    for (size_t i = 0; rc == MPI_ERR_IN_STATUS && i < statuses_.size(); ++i) {
+      const int error = statuses_[i].MPI_ERROR;
+      if (error == MPI_SUCCESS || error == MPI_ERR_PENDING) continue;
+      for (const TicketRange& range : tickets_) {
+        if (first + i >= range.first && first + i < range.last && range.peer >= 0) {
+          return "MPI, with rank " + std::to_string(peerRank(range.peer));
+        }
+      }
+    }
+    return "MPI";
   }
 
   // With several requests MPI reports MPI_ERR_IN_STATUS; the cause is in a status.
@@ -430,15 +444,17 @@ class MpiTransport final : public Transport {
       bool pending = false;
       for (size_t i = range.first; i < range.last; ++i) pending |= requests_[i] != MPI_REQUEST_NULL;
       if (!pending) continue;
-      if (!peers.empty()) peers += ", ";
-      peers += range.kind == Kind::kCollective
-                   ? std::string("all (native collective)")
-                   : (range.kind == Kind::kSend ? "send to " : "receive from ") +
-                         std::to_string(range.peer);
+      const std::string what =
+          range.kind == Kind::kCollective
+              ? std::string("all (native collective)")
+              : (range.kind == Kind::kSend ? "send to rank " : "receive from rank ") +
+                    std::to_string(peerRank(range.peer));
+      if (peers.find(what) != std::string::npos) continue;  // a message in several parts
+      peers += (peers.empty() ? "" : ", ") + what;
     }
     abandon();
     return fail(Status::kTimeout,
-                "rank %d waited %.1f s (ZCCL_TIMEOUT_S) without completion of: %s", rank_,
+                "rank %d waited %.1f s (ZCCL_TIMEOUT_S) without completion of: %s", peerRank(rank_),
                 options_.timeoutSeconds, peers.c_str());
   }
 

@@ -1,0 +1,273 @@
+#include "nccl_tests/settings.h"
+
+#include <getopt.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace zccl_perf {
+
+const char* const kTypeNames[zcclNumTypes] = {"int8",   "uint8", "int32",    "uint32", "int64",
+                                              "uint64", "half",  "bfloat16", "float",  "double"};
+const char* const kOpNames[zcclNumOps] = {"sum", "prod", "max", "min", "avg"};
+const char* const kWireNames[3] = {"none", "int8", "int4"};
+const char* const kHierarchyNames[3] = {"auto", "flat", "hier"};
+
+const char* collectiveName(Collective c) {
+  switch (c) {
+    case Collective::kAllGather:
+      return "all_gather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kAllReduce:
+      return "all_reduce";
+    case Collective::kAllToAll:
+      return "alltoall";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kSendRecv:
+      return "sendrecv";
+  }
+  return "?";
+}
+
+bool hasOp(Collective c) { return c == Collective::kReduceScatter || c == Collective::kAllReduce; }
+bool quantizable(Collective c) { return hasOp(c) || c == Collective::kAllGather; }
+bool hasInPlace(Collective c) { return c != Collective::kSendRecv; }
+
+// nccl-tests' bus bandwidth factors.
+double busFactor(Collective c, int n) {
+  switch (c) {
+    case Collective::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return static_cast<double>(n - 1) / n;
+    default:
+      return 1.0;
+  }
+}
+
+namespace {
+
+bool parseSize(const char* text, size_t* value) {
+  char* end = nullptr;
+  const double number = std::strtod(text, &end);
+  if (end == text || number < 0) return false;
+  double scale = 1;
+  switch (*end) {
+    case 'K':
+    case 'k':
+      scale = 1024;
+      ++end;
+      break;
+    case 'M':
+    case 'm':
+      scale = 1024.0 * 1024;
+      ++end;
+      break;
+    case 'G':
+    case 'g':
+      scale = 1024.0 * 1024 * 1024;
+      ++end;
+      break;
+    default:
+      break;
+  }
+  if (*end != '\0') return false;
+  *value = static_cast<size_t>(number * scale);
+  return true;
+}
+
+template <size_t N>
+bool parseName(const char* text, const char* const (&names)[N], int* index) {
+  for (size_t i = 0; i < N; ++i) {
+    if (std::strcmp(text, names[i]) == 0) {
+      *index = static_cast<int>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parseType(const char* text, std::vector<zcclDataType_t>* types) {
+  if (std::strcmp(text, "all") == 0) {
+    types->clear();
+    for (int t = 0; t < zcclNumTypes; ++t) types->push_back(static_cast<zcclDataType_t>(t));
+    return true;
+  }
+  static const struct {
+    const char* alias;
+    zcclDataType_t type;
+  } aliases[] = {{"float16", zcclFloat16}, {"float32", zcclFloat32}, {"float64", zcclFloat64},
+                 {"bf16", zcclBfloat16},   {"fp16", zcclFloat16},    {"fp32", zcclFloat32}};
+  int index = 0;
+  if (parseName(text, kTypeNames, &index)) {
+    *types = {static_cast<zcclDataType_t>(index)};
+    return true;
+  }
+  for (const auto& a : aliases) {
+    if (std::strcmp(text, a.alias) == 0) {
+      *types = {a.type};
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parseOp(const char* text, std::vector<zcclRedOp_t>* ops) {
+  int index = 0;
+  if (std::strcmp(text, "all") == 0) {
+    ops->clear();
+    for (int o = 0; o < zcclNumOps; ++o) ops->push_back(static_cast<zcclRedOp_t>(o));
+    return true;
+  }
+  if (!parseName(text, kOpNames, &index)) return false;
+  *ops = {static_cast<zcclRedOp_t>(index)};
+  return true;
+}
+
+}  // namespace
+
+void printUsage(const char* program) {
+  std::fprintf(
+      stderr,
+      "usage: mpiexec -n N %s [options]   (or zcclrun -n N, without MPI)\n"
+      "  -b, --minbytes SIZE      smallest size (default 32M; K, M, G suffixes)\n"
+      "  -e, --maxbytes SIZE      largest size (default 32M)\n"
+      "  -f, --stepfactor F       multiply the size by F (default 1)\n"
+      "  -i, --stepbytes SIZE     or add SIZE instead\n"
+      "  -n, --iters N            timed iterations (default 20)\n"
+      "  -w, --warmup_iters N     untimed iterations first (default 5)\n"
+      "  -c, --check 0|1          check results (default 1)\n"
+      "  -d, --datatype T         int8 uint8 int32 uint32 int64 uint64 half bfloat16 float\n"
+      "                           double, or all (default float)\n"
+      "  -o, --op OP              sum prod max min avg, or all (default sum)\n"
+      "  -r, --root R             broadcast root (default 0)\n"
+      "  -a, --average 0|1|2|3    time across ranks: rank 0, mean, min, max (default 3)\n"
+      "  -T, --timeout S          give up on a silent peer after S seconds\n"
+      "  -J, --output_file FILE   also write the results as JSON\n"
+      "  -q, --quant none|int8|int4   zccl wire format (default none)\n"
+      "  -H, --hierarchy flat|hier|auto   zccl hierarchy (default auto)\n"
+      "  -B, --native             also time MPI's own collective on the same buffers (mpiexec)\n"
+      "  -U, --ucx                also time zccl's algorithms over UCX instead of MPI (mpiexec)\n",
+      program);
+}
+
+bool parseArguments(int argc, char** argv, Settings* s) {
+  static const option longOptions[] = {{"minbytes", required_argument, nullptr, 'b'},
+                                       {"maxbytes", required_argument, nullptr, 'e'},
+                                       {"stepfactor", required_argument, nullptr, 'f'},
+                                       {"stepbytes", required_argument, nullptr, 'i'},
+                                       {"iters", required_argument, nullptr, 'n'},
+                                       {"warmup_iters", required_argument, nullptr, 'w'},
+                                       {"check", required_argument, nullptr, 'c'},
+                                       {"datatype", required_argument, nullptr, 'd'},
+                                       {"op", required_argument, nullptr, 'o'},
+                                       {"root", required_argument, nullptr, 'r'},
+                                       {"average", required_argument, nullptr, 'a'},
+                                       {"timeout", required_argument, nullptr, 'T'},
+                                       {"output_file", required_argument, nullptr, 'J'},
+                                       {"quant", required_argument, nullptr, 'q'},
+                                       {"hierarchy", required_argument, nullptr, 'H'},
+                                       {"native", no_argument, nullptr, 'B'},
+                                       {"ucx", no_argument, nullptr, 'U'},
+                                       {"help", no_argument, nullptr, 'h'},
+                                       {nullptr, 0, nullptr, 0}};
+  int c = 0;
+  int index = 0;
+  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:a:T:J:q:H:BUh", longOptions, nullptr)) !=
+         -1) {
+    bool ok = true;
+    switch (c) {
+      case 'b':
+        ok = parseSize(optarg, &s->minBytes);
+        break;
+      case 'e':
+        ok = parseSize(optarg, &s->maxBytes);
+        break;
+      case 'f':
+        s->stepFactor = std::atof(optarg);
+        ok = s->stepFactor >= 1;
+        break;
+      case 'i':
+        ok = parseSize(optarg, &s->stepBytes);
+        break;
+      case 'n':
+        s->iters = std::atoi(optarg);
+        ok = s->iters >= 1;
+        break;
+      case 'w':
+        s->warmup = std::atoi(optarg);
+        ok = s->warmup >= 0;
+        break;
+      case 'c':
+        s->check = std::atoi(optarg);
+        ok = s->check == 0 || s->check == 1;
+        break;
+      case 'd':
+        ok = parseType(optarg, &s->types);
+        break;
+      case 'o':
+        ok = parseOp(optarg, &s->ops);
+        break;
+      case 'r':
+        s->root = std::atoi(optarg);
+        ok = s->root >= 0;
+        break;
+      case 'a':
+        s->average = std::atoi(optarg);
+        ok = s->average >= 0 && s->average <= 3;
+        break;
+      case 'T':
+        s->timeout = std::atof(optarg);
+        ok = s->timeout >= 0;
+        break;
+      case 'J':
+        s->json = optarg;
+        break;
+      case 'q':
+        ok = parseName(optarg, kWireNames, &index);
+        s->wire = zcclWireFormat_t(index);
+        break;
+      case 'H':
+        ok = parseName(optarg, kHierarchyNames, &index);
+        s->hierarchy = zcclHierarchy_t(index);
+        break;
+      case 'B':
+        s->native = true;
+        break;
+      case 'U':
+        s->ucx = true;
+        break;
+      default:
+        return false;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "-%c %s: invalid value\n", c, optarg != nullptr ? optarg : "");
+      return false;
+    }
+  }
+  if (s->minBytes > s->maxBytes) {
+    std::fprintf(stderr, "-b %zu is larger than -e %zu\n", s->minBytes, s->maxBytes);
+    return false;
+  }
+  return true;
+}
+
+std::vector<size_t> sizes(const Settings& s) {
+  std::vector<size_t> result;
+  for (size_t bytes = s.minBytes; bytes <= s.maxBytes;) {
+    result.push_back(bytes);
+    const size_t next = s.stepBytes > 0
+                            ? bytes + s.stepBytes
+                            : static_cast<size_t>(static_cast<double>(bytes) * s.stepFactor);
+    if (next <= bytes) break;
+    bytes = next;
+  }
+  return result;
+}
+
+}  // namespace zccl_perf
