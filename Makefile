@@ -14,7 +14,8 @@ SECOND_BUILD_DIR ?= build-$(SECOND_MPI)
 mpi_flags = $(if $(shell command -v mpicc.$(1)),-DMPI_C_COMPILER=mpicc.$(1) \
 	-DMPIEXEC_EXECUTABLE=$(shell command -v mpiexec.$(1)))
 
-.PHONY: all deps configure build demo test test-second-mpi install clean format tidy
+.PHONY: all deps configure build demo test test-second-mpi test-sanitizers test-fuzz install \
+	clean format tidy
 
 all: build
 
@@ -31,18 +32,46 @@ build: configure
 demo: build
 	cmake --build $(BUILD_DIR) --target demo
 
-test: build
+# Every test: first the trees that check what the main one cannot (the second MPI, the
+# sanitizers, the fuzzers), then the main tree's suites, whose summary ends the run.
+test: build test-second-mpi test-sanitizers test-fuzz
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1
-	$(MAKE) test-second-mpi
 
 # The library and its multi-rank suites built and run against the second MPI.
-test-second-mpi:
+test-second-mpi: deps
 	ZCCL_MPI=$(SECOND_MPI) ./scripts/install-deps.sh
 	cmake -S . -B $(SECOND_BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
-		$(call mpi_flags,$(SECOND_MPI)) -DZCCL_WITH_CUDA=OFF -DZCCL_BUILD_PERF=OFF \
-		-DZCCL_BUILD_SANITIZED_TESTS=OFF $(CMAKE_FLAGS)
+		$(call mpi_flags,$(SECOND_MPI)) -DZCCL_WITH_CUDA=OFF -DZCCL_BUILD_PERF=OFF $(CMAKE_FLAGS)
 	cmake --build $(SECOND_BUILD_DIR) -j $(JOBS)
 	cd $(SECOND_BUILD_DIR) && ctest --output-on-failure -j 1 -L mpi
+
+# The unit and multi-rank suites under AddressSanitizer + UndefinedBehaviorSanitizer (leaks
+# included, those of MPI, UCX and hwloc's PCI plugin aside; the tests labelled asan), and the
+# threaded parts (abort from another thread, communicators set up on several threads) under
+# ThreadSanitizer.
+SANITIZER_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo $(call mpi_flags,$(ZCCL_MPI)) \
+	-DZCCL_WITH_CUDA=OFF -DZCCL_BUILD_PERF=OFF $(CMAKE_FLAGS)
+test-sanitizers: deps
+	cmake -S . -B build-asan -DZCCL_SANITIZE=ON $(SANITIZER_FLAGS)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && HWLOC_COMPONENTS=-pci ASAN_OPTIONS=detect_leaks=1 \
+		LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp \
+		UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 1 -L asan
+	cmake -S . -B build-tsan -DZCCL_TSAN=ON -DZCCL_BUILD_EXAMPLES=OFF $(SANITIZER_FLAGS)
+	cmake --build build-tsan -j $(JOBS) --target zcclrun reliability_test_ucx bootstrap_test \
+		bootstrap_peer
+	# UCX's memory hooks (libucm) and ThreadSanitizer's interceptors do not mix.
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 UCX_MEM_EVENTS=no \
+		ctest --output-on-failure -j 1 -R "^reliability_test_ucx_np|^bootstrap$$"
+
+# libFuzzer targets, built with clang, each for a minute from its corpus.
+test-fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DZCCL_FUZZ=ON -DZCCL_WITH_CUDA=OFF \
+		-DZCCL_BUILD_TESTS=OFF -DZCCL_BUILD_PERF=OFF -DZCCL_BUILD_EXAMPLES=OFF \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo $(call mpi_flags,$(ZCCL_MPI))
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_quant_decode fuzz_config \
+		fuzz_topology_xml fuzz_bootstrap
+	cd build-fuzz && ctest --output-on-failure -j 1 -L fuzz
 
 install: build
 	cmake --install $(BUILD_DIR)
@@ -55,4 +84,4 @@ tidy: configure
 	clang-tidy -p $(BUILD_DIR) --quiet $$(git ls-files 'src/*.cc')
 
 clean:
-	rm -rf $(BUILD_DIR) $(SECOND_BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(SECOND_BUILD_DIR) build-asan build-tsan build-fuzz

@@ -28,8 +28,15 @@ case "$distribution" in
     ;;
 esac
 
+# clang and its libFuzzer runtime, for the fuzz targets.
+case "$distribution" in
+  "ubuntu 22.04") fuzzer_packages=(clang libclang-common-14-dev) ;;
+  *) fuzzer_packages=(clang libclang-rt-dev) ;;
+esac
+
 packages=(
   build-essential g++ make cmake pkg-config
+  "${fuzzer_packages[@]}"
   "${mpi_packages[@]}"
   hwloc libhwloc-dev
   libucx-dev

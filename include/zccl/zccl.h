@@ -26,37 +26,35 @@ extern "C" {
 #define ZCCL_API
 #endif
 
+/* Enums are int-sized in C and C++ alike; C++ gives them int as their type, so that a value
+ * out of range (a caller's mistake that zccl reports) is still a value, not undefined. */
+#ifdef __cplusplus
+#define ZCCL_ENUM(name) enum name : int
+#else
+#define ZCCL_ENUM(name) enum name
+#endif
+
 #define ZCCL_MAJOR 0
 #define ZCCL_MINOR 1
 #define ZCCL_PATCH 0
 /* zcclGetVersion returns MAJOR * 10000 + MINOR * 100 + PATCH. */
 #define ZCCL_VERSION_CODE (ZCCL_MAJOR * 10000 + ZCCL_MINOR * 100 + ZCCL_PATCH)
 
-typedef enum {
-  zcclSuccess = 0,
-  zcclInvalidArgument = 1, /* an argument is wrong: null, out of range, bad layout */
-  zcclInvalidUsage = 2,    /* arguments fine, but the call is not allowed now */
-  zcclSystemError = 3,     /* the OS or a library below failed (allocation, MPI) */
-  zcclInternalError = 4,   /* a bug in zccl */
-  zcclRemoteError = 5,     /* a peer failed or the communicator was aborted */
-  zcclTimeout = 6,         /* a peer did not answer within the timeout */
-  zcclInProgress = 7,      /* a non-blocking operation has not completed yet */
-  zcclNumResults = 8
-} zcclResult_t;
+typedef ZCCL_ENUM(zcclResult_e){
+    zcclSuccess = 0,
+    zcclInvalidArgument = 1, /* an argument is wrong: null, out of range, bad layout */
+    zcclInvalidUsage = 2,    /* arguments fine, but the call is not allowed now */
+    zcclSystemError = 3,     /* the OS or a library below failed (allocation, MPI) */
+    zcclInternalError = 4,   /* a bug in zccl */
+    zcclRemoteError = 5,     /* a peer failed or the communicator was aborted */
+    zcclTimeout = 6,         /* a peer did not answer within the timeout */
+    zcclInProgress = 7,      /* a non-blocking operation has not completed yet */
+    zcclNumResults = 8} zcclResult_t;
 
-typedef enum {
-  zcclInt8 = 0,
-  zcclUint8 = 1,
-  zcclInt32 = 2,
-  zcclUint32 = 3,
-  zcclInt64 = 4,
-  zcclUint64 = 5,
-  zcclFloat16 = 6,
-  zcclBfloat16 = 7,
-  zcclFloat32 = 8,
-  zcclFloat64 = 9,
-  zcclNumTypes = 10
-} zcclDataType_t;
+typedef ZCCL_ENUM(zcclDataType_e){zcclInt8 = 0,    zcclUint8 = 1,    zcclInt32 = 2,
+                                  zcclUint32 = 3,  zcclInt64 = 4,    zcclUint64 = 5,
+                                  zcclFloat16 = 6, zcclBfloat16 = 7, zcclFloat32 = 8,
+                                  zcclFloat64 = 9, zcclNumTypes = 10} zcclDataType_t;
 
 /*
  * Reductions. Half-precision inputs are accumulated in float32 and rounded once.
@@ -64,61 +62,47 @@ typedef enum {
  * division of the sum, which wraps like the type's own arithmetic).
  * max/min return NaN when any input is NaN.
  */
-typedef enum {
-  zcclSum = 0,
-  zcclProd = 1,
-  zcclMax = 2,
-  zcclMin = 3,
-  zcclAvg = 4,
-  zcclNumOps = 5
-} zcclRedOp_t;
+typedef ZCCL_ENUM(zcclRedOp_e){zcclSum = 0, zcclProd = 1, zcclMax = 2,
+                               zcclMin = 3, zcclAvg = 4,  zcclNumOps = 5} zcclRedOp_t;
 
 /* Algorithm families a communicator may use (ZCCL_ALGO in the environment). */
-typedef enum {
-  zcclAlgoAuto = 0,   /* zccl's planner chooses */
-  zcclAlgoRing = 1,   /* ring all-gather / reduce-scatter over point-to-point */
-  zcclAlgoDirect = 2, /* direct exchange, reduced in rank order (reproducible) */
-  zcclAlgoNative = 3, /* the backend's own collective (MPI_Allgather, ...) */
-  zcclNumAlgos = 4
-} zcclAlgorithm_t;
+typedef ZCCL_ENUM(zcclAlgorithm_e){
+    zcclAlgoAuto = 0,   /* zccl's planner chooses */
+    zcclAlgoRing = 1,   /* ring all-gather / reduce-scatter over point-to-point */
+    zcclAlgoDirect = 2, /* direct exchange, reduced in rank order (reproducible) */
+    zcclAlgoNative = 3, /* the backend's own collective (MPI_Allgather, ...) */
+    zcclNumAlgos = 4} zcclAlgorithm_t;
 
 /* Link classes that traffic statistics are split by. */
-typedef enum {
-  zcclLinkSelf = 0,      /* this rank to itself */
-  zcclLinkIntraNode = 1, /* a peer on the same node */
-  zcclLinkInterNode = 2, /* a peer on another node */
-  zcclNumLinkClasses = 3
-} zcclLinkClass_t;
+typedef ZCCL_ENUM(zcclLinkClass_e){zcclLinkSelf = 0,      /* this rank to itself */
+                                   zcclLinkIntraNode = 1, /* a peer on the same node */
+                                   zcclLinkInterNode = 2, /* a peer on another node */
+                                   zcclNumLinkClasses = 3} zcclLinkClass_t;
 
 /*
  * How a collective's payload travels (ZeRO++: INT8 weights for qwZ, INT4 gradients for
  * qgZ). The lossy formats apply to float32, float16 and bfloat16, and for reductions to
  * zcclSum and zcclAvg, and only where the caller asked for them.
  */
-typedef enum {
-  zcclWireNone = 0, /* the data type itself: exact */
-  zcclWireInt8 = 1, /* blockwise INT8 codes + one float32 scale per group */
-  zcclWireInt4 = 2, /* blockwise INT4 codes, two per byte + one float32 scale per group */
-  /* Allowed rather than asked for: the planner uses the format only where its cost model
-   * (link bandwidths against quantization time) says it is faster than exact. */
-  zcclWireAllowInt8 = 3,
-  zcclWireAllowInt4 = 4,
-  zcclNumWireFormats = 5
-} zcclWireFormat_t;
+typedef ZCCL_ENUM(zcclWireFormat_e){
+    zcclWireNone = 0, /* the data type itself: exact */
+    zcclWireInt8 = 1, /* blockwise INT8 codes + one float32 scale per group */
+    zcclWireInt4 = 2, /* blockwise INT4 codes, two per byte + one float32 scale per group */
+    /* Allowed rather than asked for: the planner uses the format only where its cost model
+     * (link bandwidths against quantization time) says it is faster than exact. */
+    zcclWireAllowInt8 = 3, zcclWireAllowInt4 = 4, zcclNumWireFormats = 5} zcclWireFormat_t;
 
-typedef enum {
-  zcclQuantSymmetric = 0,  /* scale from the group's absmax */
-  zcclQuantAsymmetric = 1, /* scale and midpoint from the group's min and max */
-  zcclNumQuantSchemes = 2
-} zcclQuantScheme_t;
+typedef ZCCL_ENUM(zcclQuantScheme_e){
+    zcclQuantSymmetric = 0,  /* scale from the group's absmax */
+    zcclQuantAsymmetric = 1, /* scale and midpoint from the group's min and max */
+    zcclNumQuantSchemes = 2} zcclQuantScheme_t;
 
 /* Whether a collective runs over all ranks at once or node by node. */
-typedef enum {
-  zcclHierarchyAuto = 0,     /* two-level when the job spans several nodes of equal size */
-  zcclHierarchyFlat = 1,     /* one level over all ranks */
-  zcclHierarchyTwoLevel = 2, /* inter-node among same-local-rank peers, intra-node within */
-  zcclNumHierarchies = 3
-} zcclHierarchy_t;
+typedef ZCCL_ENUM(zcclHierarchy_e){
+    zcclHierarchyAuto = 0,     /* two-level when the job spans several nodes of equal size */
+    zcclHierarchyFlat = 1,     /* one level over all ranks */
+    zcclHierarchyTwoLevel = 2, /* inter-node among same-local-rank peers, intra-node within */
+    zcclNumHierarchies = 3} zcclHierarchy_t;
 
 typedef struct zcclComm* zcclComm_t;
 /* A CUDA stream (cudaStream_t) for device memory; NULL for host memory. */

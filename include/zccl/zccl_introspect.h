@@ -12,14 +12,9 @@
 extern "C" {
 #endif
 
-typedef enum {
-  zcclCollAllGather = 0,
-  zcclCollReduceScatter = 1,
-  zcclCollAllReduce = 2,
-  zcclCollBroadcast = 3,
-  zcclCollAllToAll = 4,
-  zcclNumCollectives = 5
-} zcclCollective_t;
+typedef ZCCL_ENUM(zcclCollective_e){zcclCollAllGather = 0, zcclCollReduceScatter = 1,
+                                    zcclCollAllReduce = 2, zcclCollBroadcast = 3,
+                                    zcclCollAllToAll = 4,  zcclNumCollectives = 5} zcclCollective_t;
 
 /* The job as the planner models it. Strings are static; link classes are "SHM", "PCIE",
  * "NVLINK", "ETH" or "IB". Each class is the slowest any rank of the job reported. */

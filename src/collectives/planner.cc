@@ -3,7 +3,6 @@
 #include <mutex>
 #include <set>
 #include <tuple>
-#include <vector>
 
 #include "collectives/cost_model.h"
 #include "collectives/registry.h"
@@ -48,22 +47,30 @@ void logOnce(Collective collective, DataType type, size_t bytes, const Collectiv
 
 Plan cheapestPlan(const ClusterModel& cluster, Collective collective, DataType type, RedOp op,
                   size_t bytes, const CollectiveOptions& options, MemoryKind memory) {
+  // The candidates (at most two wire formats by two levels), without allocating: this runs
+  // on every call.
   const bool lossyApplies = options.wire != WireFormat::kNone && wireApplies(collective, type, op);
-  std::vector<WireFormat> wires{WireFormat::kNone};
-  if (lossyApplies)
-    wires = options.wireAllowedOnly ? std::vector<WireFormat>{WireFormat::kNone, options.wire}
-                                    : std::vector<WireFormat>{options.wire};
+  WireFormat wires[2] = {WireFormat::kNone, options.wire};
+  int numWires = 1;
+  if (lossyApplies) {
+    if (options.wireAllowedOnly) {
+      numWires = 2;
+    } else {
+      wires[0] = options.wire;
+    }
+  }
   const bool hierarchical = preferredRow(collective, type, memory, false, 2, Algorithm::kAuto);
-  std::vector<int> levels{1};
-  if (hierarchical && cluster.uniform && options.hierarchy == Hierarchy::kTwoLevel) levels = {2};
+  int levels[2] = {1, 2};
+  int numLevels = 1;
+  if (hierarchical && cluster.uniform && options.hierarchy == Hierarchy::kTwoLevel) levels[0] = 2;
   if (hierarchical && cluster.twoLevelAvailable() && options.hierarchy == Hierarchy::kAuto)
-    levels = {1, 2};
+    numLevels = 2;
 
   Plan best;
   double bestSeconds = 0;
-  for (WireFormat wire : wires) {
-    for (int level : levels) {
-      const Plan candidate = preferredPlan(collective, type, memory, wire, level, options);
+  for (int w = 0; w < numWires; ++w) {
+    for (int l = 0; l < numLevels; ++l) {
+      const Plan candidate = preferredPlan(collective, type, memory, wires[w], levels[l], options);
       if (candidate.row == nullptr) continue;
       Plan tuned;
       const double seconds = estimateSeconds(cluster, collective, candidate, bytes, type, &tuned);

@@ -122,6 +122,19 @@ TEST(Topology, InfinibandInterfaceSitsOnItsHca) {
   EXPECT_EQ(visible, 1) << "cuda0 only";
 }
 
+TEST(Topology, AFileThatCrashesHwlocIsAnErrorNamingTheVariable) {
+  // Found by fuzzing: hwloc 2.9 dies (SEGV) parsing this; zccl asks a child process first.
+  TopologyOptions options;
+  options.xmlPath = ZCCL_FUZZ_CORPUS "/topology_xml/crash-e6e19377e471653571e9f6243e0c8d68f97fd605";
+  NodeTopology t;
+  EXPECT_EQ(discoverTopology(options, &t), Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("ZCCL_TOPO_FILE=" + options.xmlPath), std::string::npos)
+      << lastThreadError();
+  options.xmlPath = ZCCL_FUZZ_CORPUS "/bootstrap/http";  // not XML at all
+  EXPECT_EQ(discoverTopology(options, &t), Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("not a topology hwloc can read"), std::string::npos);
+}
+
 TEST(Topology, LinkOverridesFromTheEnvironmentAreIndependent) {
   setenv("ZCCL_INTRA_NODE_GBPS", "5", 1);
   TopologyOptions options;

@@ -29,6 +29,10 @@ struct UniqueIdBytes {
   char bytes[kUniqueIdBytes];
 };
 
+struct SocketAddress;
+// The root's address and the job's nonce in an id; an error when it is not a zccl id.
+Status parseUniqueId(const UniqueIdBytes& id, SocketAddress* address, uint64_t* nonce);
+
 // How long the rendezvous waits: ZCCL_BOOTSTRAP_TIMEOUT_S, else `fallback` (the
 // communicator's ZCCL_TIMEOUT_S).
 Status bootstrapTimeout(double fallback, double* seconds);

@@ -16,9 +16,6 @@
 #include "common/env.h"
 
 namespace zccl {
-namespace {
-
-constexpr uint32_t kFrameMagic = 0x3153425au;  // "ZBS1"
 
 struct FrameHeader {
   uint32_t magic;
@@ -26,6 +23,10 @@ struct FrameHeader {
   uint64_t bytes;
 };
 static_assert(sizeof(FrameHeader) == 16, "the bootstrap's wire format");
+
+namespace {
+
+constexpr uint32_t kFrameMagic = 0x3153425au;  // "ZBS1"
 
 int remainingMs(Deadline deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -99,6 +100,11 @@ bool nameMatches(const std::string& filter, const std::string& name) {
 }
 
 }  // namespace
+
+void setNoDelay(int fd) {
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
 
 Deadline deadlineIn(double seconds) {
   const double bounded = seconds > 0 ? std::min(seconds, 86400.0) : 86400.0;
@@ -218,12 +224,12 @@ Status listenOn(SocketAddress* address, int* fd) {
 }
 
 Status connectTo(const SocketAddress& address, Deadline deadline, int* fd) {
+  auto pause = std::chrono::milliseconds(1);  // doubles up to 100 ms while the root starts
   for (;;) {
     const int s = socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) return fail(Status::kSystemError, "socket: %s", strerror(errno));
     if (connect(s, reinterpret_cast<const sockaddr*>(&address.storage), address.length) == 0) {
-      const int one = 1;
-      setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      setNoDelay(s);
       *fd = s;
       return Status::kSuccess;
     }
@@ -239,14 +245,19 @@ Status connectTo(const SocketAddress& address, Deadline deadline, int* fd) {
       return fail(Status::kTimeout, "bootstrap: no root listens at %s (%s) before the timeout",
                   address.text().c_str(), strerror(error));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(100));
   }
 }
 
 Status sendFrame(int fd, uint32_t type, const void* payload, size_t bytes, Deadline deadline) {
+  // One write: a header sent apart would wait for the peer's delayed ACK (Nagle, ~40 ms).
   const FrameHeader header{kFrameMagic, type, bytes};
-  ZCCL_CHECK(writeAll(fd, reinterpret_cast<const char*>(&header), sizeof(header), deadline));
-  return writeAll(fd, static_cast<const char*>(payload), bytes, deadline);
+  std::vector<char> frame(reinterpret_cast<const char*>(&header),
+                          reinterpret_cast<const char*>(&header) + sizeof(header));
+  const char* data = static_cast<const char*>(payload);
+  frame.insert(frame.end(), data, data + bytes);
+  return writeAll(fd, frame.data(), frame.size(), deadline);
 }
 
 void sendQuietly(int fd, uint32_t type) {
@@ -265,47 +276,48 @@ Status receiveFrame(int fd, Deadline deadline, size_t maxPayload, Frame* frame) 
   return readAll(fd, frame->payload.data(), header.bytes, deadline);
 }
 
+bool FrameReader::header(FrameHeader* header) {
+  if (buffer_.size() < sizeof(FrameHeader)) return false;
+  std::memcpy(header, buffer_.data(), sizeof(*header));
+  if (header->magic != kFrameMagic || header->bytes > maxPayload_) {
+    error_ = "sent what is not a zccl frame";
+    return false;
+  }
+  return true;
+}
+
 bool FrameReader::feed(int fd) {
   char chunk[4096];
   for (;;) {
     const ssize_t got = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
     if (got == 0) {
       error_ = "closed the connection";
-      return false;
+      break;
     }
     if (got < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
-      error_ = strerror(errno);
-      return false;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) error_ = strerror(errno);
+      break;
     }
     buffer_.insert(buffer_.end(), chunk, chunk + got);
   }
-  if (buffer_.size() >= sizeof(FrameHeader)) {
-    FrameHeader header;
-    std::memcpy(&header, buffer_.data(), sizeof(header));
-    if (header.magic != kFrameMagic || header.bytes > maxPayload_) {
-      error_ = "sent what is not a zccl frame";
-      return false;
-    }
-  }
-  return true;
+  FrameHeader first{};
+  header(&first);
+  return !failed();
 }
 
-bool FrameReader::done() const {
-  if (buffer_.size() < sizeof(FrameHeader)) return false;
-  FrameHeader header;
-  std::memcpy(&header, buffer_.data(), sizeof(header));
-  return buffer_.size() >= sizeof(FrameHeader) + header.bytes;
+bool FrameReader::done() {
+  FrameHeader next{};
+  return header(&next) && buffer_.size() - sizeof(FrameHeader) >= next.bytes;
 }
 
 Frame FrameReader::take() {
-  FrameHeader header;
-  std::memcpy(&header, buffer_.data(), sizeof(header));
+  FrameHeader next{};
+  header(&next);
   Frame frame;
-  frame.type = header.type;
+  frame.type = next.type;
   const auto begin = buffer_.begin() + sizeof(FrameHeader);
-  frame.payload.assign(begin, begin + static_cast<ptrdiff_t>(header.bytes));
-  buffer_.erase(buffer_.begin(), begin + static_cast<ptrdiff_t>(header.bytes));
+  frame.payload.assign(begin, begin + static_cast<ptrdiff_t>(next.bytes));
+  buffer_.erase(buffer_.begin(), begin + static_cast<ptrdiff_t>(next.bytes));
   return frame;
 }
 

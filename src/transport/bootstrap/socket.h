@@ -42,10 +42,14 @@ Status resolveAddress(const std::string& hostPort, SocketAddress* address);
 // A listening socket bound to `address` (port 0: any), the port filled in.
 Status listenOn(SocketAddress* address, int* fd);
 
+// Small messages leave at once (no Nagle).
+void setNoDelay(int fd);
+
 // Connects to `address`, retrying while nothing listens there yet, until the deadline.
 Status connectTo(const SocketAddress& address, Deadline deadline, int* fd);
 
 // One framed message: a header (magic, type, payload length) and the payload.
+struct FrameHeader;
 struct Frame {
   uint32_t type = 0;
   std::vector<char> payload;
@@ -56,18 +60,23 @@ Status receiveFrame(int fd, Deadline deadline, size_t maxPayload, Frame* frame);
 // A payload-less frame, best effort and silent (the peer may be gone already).
 void sendQuietly(int fd, uint32_t type);
 
-// A frame being received without blocking (the root serves many peers at once): feed() reads
-// what the socket has; done() once a whole frame arrived; failed() on a bad header or EOF.
+// Frames being received without blocking (the root serves many peers at once): feed() reads
+// what the socket has; done() while a whole, valid frame is buffered; take() removes it.
 class FrameReader {
  public:
   explicit FrameReader(size_t maxPayload) : maxPayload_(maxPayload) {}
-  // Reads what is available; false when the peer closed or sent what is not a frame.
+  // Reads what is available; false when the peer closed or sent what is not a frame (also
+  // a bad header found by done(), buffered after good frames).
   bool feed(int fd);
-  bool done() const;
+  bool done();
   Frame take();
+  bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }
 
  private:
+  // The buffered header, or false (with error_ set) when it is not a zccl frame's.
+  bool header(FrameHeader* header);
+
   size_t maxPayload_;
   std::vector<char> buffer_;
   std::string error_;

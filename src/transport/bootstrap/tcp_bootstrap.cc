@@ -72,7 +72,9 @@ void writeId(const SocketAddress& address, uint64_t nonce, UniqueIdBytes* id) {
   std::memcpy(id->bytes, &layout, sizeof(layout));
 }
 
-Status readId(const UniqueIdBytes& id, SocketAddress* address, uint64_t* nonce) {
+}  // namespace
+
+Status parseUniqueId(const UniqueIdBytes& id, SocketAddress* address, uint64_t* nonce) {
   IdLayout layout;
   std::memcpy(&layout, id.bytes, sizeof(layout));
   if (layout.magic != kIdMagic || layout.version != kIdVersion ||
@@ -87,6 +89,8 @@ Status readId(const UniqueIdBytes& id, SocketAddress* address, uint64_t* nonce) 
   *nonce = layout.nonce;
   return Status::kSuccess;
 }
+
+namespace {
 
 std::string rankList(const std::vector<int>& ranks) {
   std::string text;
@@ -145,6 +149,7 @@ class Root {
     for (;;) {
       const int fd = accept(listenFd_, nullptr, nullptr);
       if (fd < 0) return;
+      setNoDelay(fd);
       peers_.emplace_back(fd);
     }
   }
@@ -152,12 +157,12 @@ class Root {
   // Reads what peer i sent; false when it was dropped (the slot now holds another).
   bool serviced(size_t i) {
     Peer& p = peers_[i];
-    const bool open = p.reader.feed(p.fd);
+    p.reader.feed(p.fd);
     while (!finished_ && p.reader.done()) {  // what arrived before a close still counts
       const Frame frame = p.reader.take();
       if (!handle(i, frame)) return false;
     }
-    if (open || finished_) return true;
+    if (!p.reader.failed() || finished_) return true;
     if (p.rank < 0 || failed_) {
       ZCCL_LOG(kInfo, "bootstrap root: dropped a connection that %s", p.reader.error().c_str());
     } else if (!p.bye) {
@@ -438,7 +443,7 @@ Status connectBootstrap(const UniqueIdBytes& id, int rank, int nranks, double ti
                         std::unique_ptr<Bootstrap>* out) {
   SocketAddress address;
   uint64_t nonce = 0;
-  ZCCL_CHECK(readId(id, &address, &nonce));
+  ZCCL_CHECK(parseUniqueId(id, &address, &nonce));
   if (nranks <= 0) return fail(Status::kInvalidArgument, "nranks=%d: expected > 0", nranks);
   if (rank < 0 || rank >= nranks) {
     return fail(Status::kInvalidArgument, "rank=%d: outside [0, nranks=%d)", rank, nranks);

@@ -162,9 +162,9 @@ class MpiTransport final : public Transport {
     // After MPI_Finalize no MPI call is allowed; the communicator went with MPI.
     if (mpiFinalized()) return;
     if (!requests_.empty()) abandon();
-    // A communicator that failed may hold messages its peers sent after it gave up; freed,
-    // its context id could be reused by a later communicator whose receives they would then
-    // match. It is kept instead (one context id per failure).
+    // A communicator abandoned with messages in flight may receive more its peers sent
+    // after it gave up; freed, its context id could be reused by a later communicator. It
+    // is kept instead (one context id per such failure).
     if (!abandoned_) MPI_Comm_free(&comm_);
   }
 
@@ -272,7 +272,8 @@ class MpiTransport final : public Transport {
 
   bool abandon() override {
     broken_ = true;
-    if (mpiFinalized()) return requests_.empty();
+    if (requests_.empty()) return true;  // nothing in flight: the communicator can be freed
+    if (mpiFinalized()) return false;
     WorldErrorsReturn errorsReturn;
     if (!abandoned_) {
       abandoned_ = true;

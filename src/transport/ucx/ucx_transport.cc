@@ -266,6 +266,7 @@ class UcxTransport final : public Transport {
 
   bool abandon() override {
     broken_ = true;
+    if (pending_.empty()) return true;
     if (!abandoned_) {
       abandoned_ = true;
       abandonedAt_ = Clock::now();
