@@ -14,8 +14,8 @@ SECOND_BUILD_DIR ?= build-$(SECOND_MPI)
 mpi_flags = $(if $(shell command -v mpicc.$(1)),-DMPI_C_COMPILER=mpicc.$(1) \
 	-DMPIEXEC_EXECUTABLE=$(shell command -v mpiexec.$(1)))
 
-.PHONY: all deps configure build demo test test-second-mpi test-sanitizers test-fuzz install \
-	clean format tidy
+.PHONY: all deps configure build demo test test-second-mpi test-sanitizers test-fuzz \
+	bench-link bench-zero install clean format tidy
 
 all: build
 
@@ -70,8 +70,20 @@ test-fuzz: deps
 		-DZCCL_BUILD_TESTS=OFF -DZCCL_BUILD_PERF=OFF -DZCCL_BUILD_EXAMPLES=OFF \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo $(call mpi_flags,$(ZCCL_MPI))
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_quant_decode fuzz_config \
-		fuzz_topology_xml fuzz_bootstrap
+		fuzz_topology_xml fuzz_bootstrap fuzz_nccl_config
 	cd build-fuzz && ctest --output-on-failure -j 1 -L fuzz
+
+# Two nodes in network namespaces behind a capped link (scripts/testbed, root only): the perf
+# binaries at 1 and 10 Gbit/s (bench/link: link.md, link.png), and ZeRO-3 against ZeRO++ in
+# time (bench/zero: zero.md, zero.png).
+bench-link: build
+	ZCCL_DEPS_EXTRA=bench ./scripts/install-deps.sh
+	MPIEXEC=$$(grep '^MPIEXEC_EXECUTABLE' $(BUILD_DIR)/CMakeCache.txt | cut -d= -f2) \
+		./scripts/testbed/bench-link.sh $(BUILD_DIR) bench/link
+
+bench-zero: build
+	ZCCL_DEPS_EXTRA=bench ./scripts/install-deps.sh
+	./scripts/testbed/bench-zero.sh $(BUILD_DIR) bench/zero
 
 install: build
 	cmake --install $(BUILD_DIR)

@@ -44,6 +44,8 @@ packages=(
   libbenchmark-dev
   python3
 )
+# ZCCL_DEPS_EXTRA=bench: what the testbed benchmarks plot with.
+[ "${ZCCL_DEPS_EXTRA:-}" = bench ] && packages+=(python3-matplotlib iproute2)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -4,7 +4,10 @@
 // LOCAL_RANK, MASTER_ADDR and MASTER_PORT too.
 //
 //   zcclrun -n N [--ranks-per-node K] [--timeout SECONDS] [--kill-on-failure] program args...
+//   zcclrun -n N --nnodes M --node-rank R --root HOST:PORT [--job ID] program args...
 //
+// The second form is one node's part of a job of M nodes of N ranks each (run it on every
+// node, with the same root, an address of node 0, and job id): ranks R*N .. R*N+N-1.
 // A rank that dies does not take the others down (zccl's timeouts end their waits), unless
 // --kill-on-failure asks for it; --timeout ends the whole job. Ctrl-C and SIGTERM reach every
 // rank. The exit status is 0 when every rank exited with 0, else the first failure's (128 +
@@ -30,8 +33,12 @@
 namespace {
 
 struct Settings {
-  int ranks = 0;
+  int ranks = 0;  // on this node
   int ranksPerNode = 0;
+  int nodes = 1;
+  int nodeRank = 0;
+  std::string root;  // host:port of the rendezvous; empty: this host, a free port
+  std::string job;
   double timeoutSeconds = 0;
   bool killOnFailure = false;
   char** program = nullptr;
@@ -68,6 +75,10 @@ bool parse(int argc, char** argv, Settings* s) {
   static const option options[] = {{"ranks-per-node", required_argument, nullptr, 'r'},
                                    {"timeout", required_argument, nullptr, 't'},
                                    {"kill-on-failure", no_argument, nullptr, 'k'},
+                                   {"nnodes", required_argument, nullptr, 'N'},
+                                   {"node-rank", required_argument, nullptr, 'R'},
+                                   {"root", required_argument, nullptr, 'A'},
+                                   {"job", required_argument, nullptr, 'J'},
                                    {"help", no_argument, nullptr, 'h'},
                                    {nullptr, 0, nullptr, 0}};
   int c = 0;
@@ -85,34 +96,58 @@ bool parse(int argc, char** argv, Settings* s) {
       case 'k':
         s->killOnFailure = true;
         break;
+      case 'N':
+        s->nodes = std::atoi(optarg);
+        break;
+      case 'R':
+        s->nodeRank = std::atoi(optarg);
+        break;
+      case 'A':
+        s->root = optarg;
+        break;
+      case 'J':
+        s->job = optarg;
+        break;
       default:
         return false;
     }
   }
-  if (optind >= argc || s->ranks <= 0 || s->ranksPerNode < 0) return false;
+  if (optind >= argc || s->ranks <= 0 || s->ranksPerNode < 0 || s->nodes < 1 || s->nodeRank < 0 ||
+      s->nodeRank >= s->nodes || (s->nodes > 1 && s->root.empty())) {
+    return false;
+  }
   s->program = argv + optind;
   return true;
 }
 
-pid_t launch(const Settings& s, int rank, int rendezvousPort, int storePort,
-             const std::string& job) {
+// The rendezvous and PyTorch's store of the job: host:port each.
+struct Addresses {
+  std::string rendezvous;
+  std::string masterAddress;
+  int masterPort;
+};
+
+pid_t launch(const Settings& s, int local, const Addresses& at, const std::string& job) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
   setpgid(0, 0);  // its own group: zcclrun signals it and whatever it starts
   const auto set = [](const char* name, const std::string& value) {
     setenv(name, value.c_str(), 1);
   };
+  const int rank = s.nodeRank * s.ranks + local;
+  const int worldSize = s.nodes * s.ranks;
   set("ZCCL_RANK", std::to_string(rank));
-  set("ZCCL_WORLD_SIZE", std::to_string(s.ranks));
-  set("ZCCL_ROOT_ADDR", "127.0.0.1:" + std::to_string(rendezvousPort));
+  set("ZCCL_WORLD_SIZE", std::to_string(worldSize));
+  set("ZCCL_ROOT_ADDR", at.rendezvous);
   set("ZCCL_JOB_ID", job);
   if (s.ranksPerNode > 0) set("ZCCL_RANKS_PER_NODE", std::to_string(s.ranksPerNode));
   set("RANK", std::to_string(rank));
-  set("LOCAL_RANK", std::to_string(rank));
-  set("WORLD_SIZE", std::to_string(s.ranks));
+  set("LOCAL_RANK", std::to_string(local));
+  set("WORLD_SIZE", std::to_string(worldSize));
   set("LOCAL_WORLD_SIZE", std::to_string(s.ranks));
-  set("MASTER_ADDR", "127.0.0.1");
-  set("MASTER_PORT", std::to_string(storePort));
+  set("GROUP_RANK", std::to_string(s.nodeRank));
+  set("MASTER_ADDR", at.masterAddress);
+  set("MASTER_PORT", std::to_string(at.masterPort));
   execvp(s.program[0], s.program);
   std::fprintf(stderr, "zcclrun: cannot run %s: %s\n", s.program[0], std::strerror(errno));
   _exit(127);
@@ -131,7 +166,9 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, &s)) {
     std::fprintf(stderr,
                  "usage: zcclrun -n N [--ranks-per-node K] [--timeout SECONDS] "
-                 "[--kill-on-failure] program [args...]\n");
+                 "[--kill-on-failure]\n"
+                 "               [--nnodes M --node-rank R --root HOST:PORT [--job ID]] "
+                 "program [args...]\n");
     return 2;
   }
   struct sigaction action {};
@@ -140,12 +177,23 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGHUP, &action, nullptr);
 
-  const int rendezvousPort = freePort();
-  int storePort = freePort();
-  while (storePort == rendezvousPort || storePort == rendezvousPort + 1) storePort = freePort();
-  const std::string job = randomJobId();
+  Addresses at;
+  if (s.root.empty()) {
+    const int rendezvousPort = freePort();
+    int storePort = freePort();
+    while (storePort == rendezvousPort || storePort == rendezvousPort + 1) storePort = freePort();
+    at = Addresses{"127.0.0.1:" + std::to_string(rendezvousPort), "127.0.0.1", storePort};
+  } else {
+    // Across nodes: the rendezvous at the given port, PyTorch's store two ports above it.
+    const size_t colon = s.root.rfind(':');
+    const int port = colon == std::string::npos ? 0 : std::atoi(s.root.c_str() + colon + 1);
+    at = Addresses{s.root, s.root.substr(0, colon), port + 2};
+  }
+  const std::string job = !s.job.empty()   ? s.job
+                          : s.root.empty() ? randomJobId()
+                                           : "zcclrun " + s.root;
   std::vector<pid_t> pids;
-  for (int r = 0; r < s.ranks; ++r) pids.push_back(launch(s, r, rendezvousPort, storePort, job));
+  for (int r = 0; r < s.ranks; ++r) pids.push_back(launch(s, r, at, job));
   std::vector<bool> running(pids.size(), true);
   int remaining = s.ranks;
   int status = 0;
@@ -164,13 +212,14 @@ int main(int argc, char** argv) {
         if (WIFSIGNALED(waitStatus)) {
           code = 128 + WTERMSIG(waitStatus);
           if (!killing) {
-            std::fprintf(stderr, "zcclrun: rank %zu (pid %d) was killed by signal %d\n", r, pid,
-                         WTERMSIG(waitStatus));
+            std::fprintf(stderr, "zcclrun: rank %d (pid %d) was killed by signal %d\n",
+                         s.nodeRank * s.ranks + static_cast<int>(r), pid, WTERMSIG(waitStatus));
           }
         } else {
           code = WEXITSTATUS(waitStatus);
           if (code != 0 && !killing) {
-            std::fprintf(stderr, "zcclrun: rank %zu (pid %d) exited with %d\n", r, pid, code);
+            std::fprintf(stderr, "zcclrun: rank %d (pid %d) exited with %d\n",
+                         s.nodeRank * s.ranks + static_cast<int>(r), pid, code);
           }
         }
         if (code != 0 && status == 0) status = code;

@@ -2,17 +2,18 @@
 // per step measured by zccl's counters, the peak model-state bytes measured from the
 // allocations, and the time per step; by default ZeRO-3 against ZeRO++ on both models:
 //   ZCCL_RANKS_PER_NODE=2 mpiexec -n 4 zero_demo
-//   mpiexec -n 4 zero_demo --model mlp --stage 2 --qgz --steps 300
+//   zcclrun -n 4 --ranks-per-node 2 zero_demo --model mlp --stage 2 --qgz --steps 300
+// --log FILE writes every step's loss and wall-clock time as CSV, for plots.
 #include <getopt.h>
-#include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "zccl/zccl_mpi.h"
+#include "testsupport/world.h"
 #include "zero/modules.h"
 
 namespace {
@@ -23,6 +24,7 @@ using zccl::zero::Precision;
 using zccl::zero::StepStats;
 using zccl::zero::ZeroOptimizer;
 using zccl::zero::ZeroOptions;
+using zccl_support::World;
 
 struct Settings {
   std::vector<std::string> models{"mlp", "transformer"};
@@ -38,6 +40,7 @@ struct Settings {
   int printEvery = 50;
   float labelNoise = 0.2f;
   std::string precision = "bf16";
+  std::string log;  // CSV of every step, written by rank 0
 };
 
 struct Configuration {
@@ -55,6 +58,15 @@ struct Result {
 };
 
 int rank = 0, ranks = 1;
+const World* world = nullptr;
+
+[[noreturn]] void die(const char* what, zcclComm_t comm) {
+  std::fprintf(stderr, "rank %d: %s: %s\n", rank, what, zcclGetLastError(comm));
+  std::exit(1);
+}
+
+double sum(double value) { return world->combine(value, World::Combine::kSum); }
+double maximum(double value) { return world->combine(value, World::Combine::kMax); }
 
 std::unique_ptr<Model> makeModel(const Settings& s, const std::string& name) {
   if (name == "mlp") return zccl::zero::makeMlp(s.modulus, s.hidden, s.layers);
@@ -62,12 +74,14 @@ std::unique_ptr<Model> makeModel(const Settings& s, const std::string& name) {
 }
 
 Result train(zcclComm_t comm, const Settings& s, const std::string& modelName,
-             const Configuration& c) {
+             const Configuration& c, FILE* log) {
   auto model = makeModel(s, modelName);
   std::unique_ptr<ZeroOptimizer> zero;
   if (ZeroOptimizer::create(comm, model.get(), c.options, &zero) != zcclSuccess) {
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    die("creating the optimizer", comm);
   }
+  world->barrier();
+  const auto start = std::chrono::steady_clock::now();
   const bool sequence = modelName == "transformer";
   const int local = s.batch / ranks;
   Result r{modelName, c.name};
@@ -78,15 +92,17 @@ Result train(zcclComm_t comm, const Settings& s, const std::string& modelName,
     const Batch batch = zccl::zero::modularAdditionBatch(s.modulus, sequence, s.seed, step,
                                                          rank * local, local, s.labelNoise);
     StepStats stats;
-    if (zero->step(batch, &stats) != zcclSuccess) {
-      std::fprintf(stderr, "step %d failed: %s\n", step, zcclGetLastError(comm));
-      MPI_Abort(MPI_COMM_WORLD, 1);
+    if (zero->step(batch, &stats) != zcclSuccess) die("a training step", comm);
+    const double values[3] = {sum(stats.loss / ranks),
+                              sum(static_cast<double>(stats.interNodeBytes)),
+                              sum(static_cast<double>(stats.intraNodeBytes))};
+    const double seconds = maximum(stats.seconds);
+    if (log != nullptr) {
+      const double wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(log, "%s,%s,%d,%.6f,%.6f,%.0f\n", modelName.c_str(), c.name.c_str(), step + 1,
+                   wall, values[0], values[1]);
     }
-    double values[3] = {stats.loss / ranks, static_cast<double>(stats.interNodeBytes),
-                        static_cast<double>(stats.intraNodeBytes)};
-    MPI_Allreduce(MPI_IN_PLACE, values, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    double seconds = stats.seconds;
-    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (step == 0) r.firstLoss = values[0];
     r.interBytes = values[1];
     r.intraBytes = values[2];
@@ -103,9 +119,7 @@ Result train(zcclComm_t comm, const Settings& s, const std::string& modelName,
       windowSteps = 0;
     }
   }
-  double peak = static_cast<double>(zero->peakModelStateBytes());
-  MPI_Allreduce(MPI_IN_PLACE, &peak, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  r.peakBytes = peak;
+  r.peakBytes = maximum(static_cast<double>(zero->peakModelStateBytes()));
   return r;
 }
 
@@ -151,11 +165,12 @@ void printTable(const std::vector<Result>& results) {
 
 void printUsage() {
   std::fprintf(stderr,
-               "usage: mpiexec -n N zero_demo [--model mlp|transformer|both] [--stage 0..3]\n"
+               "usage: mpiexec -n N (or zcclrun -n N) zero_demo [--model mlp|transformer|both]\n"
+               "       [--stage 0..3]\n"
                "       [--qwz] [--hpz] [--qgz] [--steps N] [--batch GLOBAL] [--hidden H]\n"
                "       [--layers L] [--modulus P] [--lr RATE] [--seed S] [--precision "
                "bf16|fp16|fp32]\n"
-               "       [--label-noise FRACTION] [--print-every N]\n"
+               "       [--label-noise FRACTION] [--print-every N] [--log FILE.csv]\n"
                "Without --stage: ZeRO-3 and ZeRO++ (qwZ + hpZ + qgZ) side by side.\n");
 }
 
@@ -175,6 +190,7 @@ bool parse(int argc, char** argv, Settings* s) {
                                    {"precision", required_argument, nullptr, 'P'},
                                    {"print-every", required_argument, nullptr, 'e'},
                                    {"label-noise", required_argument, nullptr, 'N'},
+                                   {"log", required_argument, nullptr, 'L'},
                                    {nullptr, 0, nullptr, 0}};
   int c = 0;
   while ((c = getopt_long(argc, argv, "", options, nullptr)) != -1) {
@@ -230,6 +246,9 @@ bool parse(int argc, char** argv, Settings* s) {
       case 'N':
         s->labelNoise = static_cast<float>(std::atof(optarg));
         break;
+      case 'L':
+        s->log = optarg;
+        break;
       default:
         return false;
     }
@@ -240,17 +259,27 @@ bool parse(int argc, char** argv, Settings* s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  World job;
+  if (!job.start(&argc, &argv)) return 1;
+  world = &job;
+  rank = job.rank();
+  ranks = job.ranks();
   Settings s;
   if (!parse(argc, argv, &s)) {
     if (rank == 0) printUsage();
-    MPI_Finalize();
+    job.finish();
     return 2;
   }
   zcclComm_t comm = nullptr;
-  if (zcclCommInitMPI(MPI_COMM_WORLD, nullptr, &comm) != zcclSuccess) MPI_Abort(MPI_COMM_WORLD, 1);
+  if (job.makeComm(ZCCL_CONFIG_INITIALIZER, World::Engine::kDefault, &comm) != zcclSuccess) {
+    die("creating the communicator", nullptr);
+  }
+  FILE* log = nullptr;
+  if (rank == 0 && !s.log.empty()) {
+    log = std::fopen(s.log.c_str(), "w");
+    if (log == nullptr) die(("--log " + s.log + ": cannot write it").c_str(), nullptr);
+    std::fprintf(log, "model,configuration,step,seconds,loss,inter_node_bytes\n");
+  }
   if (rank == 0) {
     std::printf(
         "# zero_demo: %d ranks, modular addition mod %d (%.0f%% noisy labels), global batch %d, "
@@ -261,9 +290,10 @@ int main(int argc, char** argv) {
   for (const std::string& model : s.models) {
     for (Configuration c : configurations(s)) {
       c.options.learningRate = s.lr > 0 ? s.lr : model == "mlp" ? 1e-3f : 2e-3f;
-      results.push_back(train(comm, s, model, c));
+      results.push_back(train(comm, s, model, c, log));
     }
   }
+  if (log != nullptr) std::fclose(log);
   printTable(results);
   if (rank == 0 && s.stage < 0) {
     for (size_t i = 0; i + 1 < results.size(); i += 2) {
@@ -273,6 +303,6 @@ int main(int argc, char** argv) {
     }
   }
   zcclCommDestroy(comm);
-  MPI_Finalize();
+  job.finish();
   return 0;
 }

@@ -74,7 +74,8 @@ double expectedValue(const Layout& job, const Settings& s, const Shape& shape, z
 // The quantizer's per-element bound for a group whose values lie within +-a
 // (src/quant/quantize.h): half a step of the scale plus float32 terms.
 double quantStep(const Settings& s, double a) {
-  const double levels = s.wire == zcclWireInt8 ? 127 : 7;  // symmetric
+  const bool int8 = s.wire == zcclWireInt8 || s.wire == zcclWireAllowInt8;
+  const double levels = int8 ? 127 : 7;  // symmetric
   return a / levels / 2 * (1 + 0x1p-22) + 0x1p-21 * a + 0x1p-140;
 }
 

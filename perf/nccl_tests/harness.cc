@@ -14,12 +14,13 @@
 
 #include "nccl_tests/expected.h"
 #include "nccl_tests/settings.h"
-#include "nccl_tests/world.h"
 #include "testsupport/values.h"
+#include "testsupport/world.h"
 
 namespace zccl_perf {
 namespace {
 
+using zccl_support::World;
 using zccl_test::sizeOf;
 
 struct Job : Layout {

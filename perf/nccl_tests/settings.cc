@@ -11,7 +11,7 @@ namespace zccl_perf {
 const char* const kTypeNames[zcclNumTypes] = {"int8",   "uint8", "int32",    "uint32", "int64",
                                               "uint64", "half",  "bfloat16", "float",  "double"};
 const char* const kOpNames[zcclNumOps] = {"sum", "prod", "max", "min", "avg"};
-const char* const kWireNames[3] = {"none", "int8", "int4"};
+const char* const kWireNames[5] = {"none", "int8", "int4", "allow-int8", "allow-int4"};
 const char* const kHierarchyNames[3] = {"auto", "flat", "hier"};
 
 const char* collectiveName(Collective c) {
@@ -149,7 +149,8 @@ void printUsage(const char* program) {
       "  -a, --average 0|1|2|3    time across ranks: rank 0, mean, min, max (default 3)\n"
       "  -T, --timeout S          give up on a silent peer after S seconds\n"
       "  -J, --output_file FILE   also write the results as JSON\n"
-      "  -q, --quant none|int8|int4   zccl wire format (default none)\n"
+      "  -q, --quant none|int8|int4|allow-int8|allow-int4   zccl wire format: forced, or\n"
+      "                           allowed where the planner finds it faster (default none)\n"
       "  -H, --hierarchy flat|hier|auto   zccl hierarchy (default auto)\n"
       "  -B, --native             also time MPI's own collective on the same buffers (mpiexec)\n"
       "  -U, --ucx                also time zccl's algorithms over UCX instead of MPI (mpiexec)\n",

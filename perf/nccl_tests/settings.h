@@ -33,7 +33,7 @@ struct Settings {
 
 extern const char* const kTypeNames[zcclNumTypes];
 extern const char* const kOpNames[zcclNumOps];
-extern const char* const kWireNames[3];
+extern const char* const kWireNames[5];  // by zcclWireFormat_t
 extern const char* const kHierarchyNames[3];
 
 const char* collectiveName(Collective c);

@@ -16,15 +16,15 @@ namespace {
 std::atomic<int> logRank{-1};
 
 LogLevel parseLevel(const char* text) {
-  if (text == nullptr || *text == '\0') return LogLevel::kNone;
+  if (text == nullptr || *text == '\0') return LogLevel::kWarn;  // failures, by default
   std::string value(text);
   for (auto& c : value) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (value == "WARN") return LogLevel::kWarn;
   if (value == "INFO") return LogLevel::kInfo;
   if (value == "TRACE") return LogLevel::kTrace;
   if (value == "NONE" || value == "OFF") return LogLevel::kNone;
-  std::fprintf(stderr, "zccl: ignoring ZCCL_DEBUG=%s (expected WARN, INFO or TRACE)\n", text);
-  return LogLevel::kNone;
+  std::fprintf(stderr, "zccl: ignoring ZCCL_DEBUG=%s (expected NONE, WARN, INFO or TRACE)\n", text);
+  return LogLevel::kWarn;
 }
 
 const char* levelName(LogLevel level) {

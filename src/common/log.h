@@ -1,4 +1,5 @@
-// Logging to stderr, filtered by ZCCL_DEBUG=WARN|INFO|TRACE, prefixed host:pid:rank.
+// Logging to stderr, filtered by ZCCL_DEBUG=NONE|WARN|INFO|TRACE (default WARN: failures),
+// prefixed host:pid:rank.
 #pragma once
 
 namespace zccl {

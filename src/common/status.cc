@@ -39,7 +39,7 @@ Status fail(Status status, const char* format, ...) {
   std::vsnprintf(message, sizeof(message), format, args);
   va_end(args);
   threadError = std::string(statusName(status)) + ": " + message;
-  logMessage(LogLevel::kWarn, "%s", threadError.c_str());
+  ZCCL_LOG(kWarn, "%s", threadError.c_str());
   return status;
 }
 

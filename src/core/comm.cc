@@ -98,12 +98,12 @@ Status discoverNodes(zcclComm* comm) {
 void announceEmulation(const zcclComm& comm) {
   static std::atomic<bool> announced{false};
   if (comm.config.ranksPerNode <= 0 || comm.rank() != 0 || announced.exchange(true)) return;
-  // Printed once per process whatever ZCCL_DEBUG says: byte counts per link class mean
-  // something else under emulation.
-  logMessage(LogLevel::kWarn,
-             "ZCCL_RANKS_PER_NODE=%d: emulating %d nodes of up to %d consecutive ranks; "
-             "intra/inter-node statistics follow this map, not the hardware",
-             comm.config.ranksPerNode, comm.nodes.numNodes(), comm.config.ranksPerNode);
+  // A warning, once per process: byte counts per link class mean something else under
+  // emulation.
+  ZCCL_LOG(kWarn,
+           "ZCCL_RANKS_PER_NODE=%d: emulating %d nodes of up to %d consecutive ranks; "
+           "intra/inter-node statistics follow this map, not the hardware",
+           comm.config.ranksPerNode, comm.nodes.numNodes(), comm.config.ranksPerNode);
 }
 
 // Creates the node and cross-node transports when the nodes are of equal size (collective).
@@ -305,6 +305,13 @@ Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config
   ZCCL_CHECK(discoverNodes(comm.get()));
   announceEmulation(*comm);
   ZCCL_CHECK(buildLevels(comm.get()));
+  if (config.collective.hierarchy == Hierarchy::kTwoLevel && !comm->hasLevels()) {
+    return fail(Status::kInvalidUsage,
+                "ZCCL_HIERARCHY=two-level (config.hierarchy): two-level algorithms need the same "
+                "number of ranks on every node, and these %d nodes differ (rank %d's holds %d); "
+                "use auto or flat",
+                comm->nodes.numNodes(), comm->rank(), comm->nodes.localSize(comm->rank()));
+  }
   ZCCL_CHECK(buildClusterModel(comm.get()));
   ZCCL_LOG(kInfo,
            "comm %p: rank %d of %d, node %d of %d (local rank %d of %d), algorithm %s, wire %s, "

@@ -159,6 +159,11 @@ Status applyEnvironment(CommConfig* result) {
   }
   if (const auto text = envString("ZCCL_QUANT_SCHEME"))
     ZCCL_CHECK(parseNamed("ZCCL_QUANT_SCHEME", *text, kSchemeNames, &o.scheme));
+  if (const auto isa = envString("ZCCL_QUANT_ISA");
+      isa && *isa != "scalar" && *isa != "avx2" && *isa != "avx512") {
+    return fail(Status::kInvalidArgument, "ZCCL_QUANT_ISA=%s: expected scalar|avx2|avx512",
+                isa->c_str());
+  }
   if (const auto text = envString("ZCCL_TRANSPORT"))
     ZCCL_CHECK(parseNamed("ZCCL_TRANSPORT", *text, kTransportNames, &result->transport));
   if (const auto text = envString("ZCCL_HIERARCHY"))

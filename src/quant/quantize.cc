@@ -17,6 +17,7 @@ constexpr uint64_t kMaxCount = uint64_t{1} << 56;
 bool isPowerOfTwo(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 const QuantKernels& chooseKernels() {
+  // Values other than scalar, avx2 and avx512 (the best) are refused at communicator setup.
   const auto forced = envString("ZCCL_QUANT_ISA");
   const QuantKernels* best = avx512QuantKernels();
   if (best == nullptr || (forced && *forced == "avx2")) best = avx2QuantKernels();

@@ -32,9 +32,13 @@ void toTheRoot(const uint8_t* data, size_t size) {
   int fd = -1;
   if (zccl::connectTo(rootAddress(), zccl::deadlineIn(2), &fd) != zccl::Status::kSuccess) return;
   send(fd, data, size, MSG_NOSIGNAL);
-  shutdown(fd, SHUT_WR);
   zccl::Frame answer;
   zccl::receiveFrame(fd, zccl::deadlineIn(0.02), 1 << 20, &answer);  // an error frame, or none
+  // Reset rather than close (and no shutdown before): a connection closed in order holds its
+  // port in TIME_WAIT for a minute, and a run's tens of thousands of them would leave no
+  // port for what runs next (mpiexec, zcclrun).
+  const linger reset{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
   close(fd);
 }
 

@@ -631,6 +631,15 @@ TEST_F(ZeroPlusPlus, TwoLevelNeedsNodesOfEqualSize) {
     ASSERT_EQ(zcclAllGatherEx(mine.data(), all.data(), 16, zcclFloat32, comm_, nullptr, &options),
               zcclSuccess);
     EXPECT_EQ(all.back(), 1.0f);
+    // Configured for every call, it is refused when the communicator is made.
+    zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+    config.hierarchy = zcclHierarchyTwoLevel;
+    config.timeoutSeconds = 60;
+    zcclComm_t twoLevel = nullptr;
+    EXPECT_EQ(initWorldComm(&config, &twoLevel), zcclInvalidUsage);
+    EXPECT_NE(std::string(zcclGetLastError(nullptr)).find("need the same number of ranks"),
+              std::string::npos)
+        << zcclGetLastError(nullptr);
   }
 }
 

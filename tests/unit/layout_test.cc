@@ -130,6 +130,7 @@ const EnvCase kEnvCases[] = {
     {"ZCCL_TIMEOUT_S", "7.5", [](CommConfig* c) { c->timeoutSeconds = 7.5; }},
     {"ZCCL_CHECK", "1", [](CommConfig* c) { c->checkCalls = true; }},
     {"ZCCL_TRANSPORT", "ucx", [](CommConfig* c) { c->transport = TransportKind::kUcx; }},
+    {"ZCCL_QUANT_ISA", "scalar", [](CommConfig*) {}},  // read by the kernels, checked here
 };
 
 void expectConfig(const CommConfig& want, const CommConfig& got, const std::string& context) {
@@ -165,6 +166,22 @@ TEST(Config, EachVariableAloneAndTogetherSetsOnlyItsOwnField) {
   ASSERT_EQ(resolveConfig(nullptr, &got), Status::kSuccess) << lastThreadError();
   expectConfig(want, got, "all together");
   for (const EnvCase& each : kEnvCases) unsetenv(each.name);
+}
+
+TEST(Config, MalformedValuesAreErrorsNamingTheVariable) {
+  for (const auto& [name, value] :
+       {std::pair<const char*, const char*>{"ZCCL_QUANT_ISA", "garbage"},
+        {"ZCCL_CHECK", "2"},
+        {"ZCCL_TRANSPORT", "tcp"},
+        {"ZCCL_QUANT_GROUP", "100"},
+        {"ZCCL_TIMEOUT_S", "-1"}}) {
+    setenv(name, value, 1);
+    CommConfig got;
+    EXPECT_EQ(resolveConfig(nullptr, &got), Status::kInvalidArgument) << name;
+    EXPECT_NE(lastThreadError().find(std::string(name) + "=" + value), std::string::npos)
+        << lastThreadError();
+    unsetenv(name);
+  }
 }
 
 TEST(NodeMap, FromHostIdentitiesAndEmulatedNodes) {

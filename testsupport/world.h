@@ -1,8 +1,8 @@
-// The job a perf binary runs in, whichever way it was launched: under mpiexec (MPI is
-// initialised, communicators come from MPI_COMM_WORLD, MPI's own collectives can be timed
-// beside zccl's) or under zcclrun (no MPI at all; communicators over UCX from the
-// environment). The harness's own bookkeeping (barriers, combining times and checks across
-// ranks) goes over a communicator of its own.
+// The job a program (perf binaries, zero_demo) runs in, whichever way it was launched: under
+// mpiexec (MPI is initialised, communicators come from MPI_COMM_WORLD, MPI's own collectives
+// can be timed beside zccl's) or under zcclrun (no MPI at all; communicators over UCX from
+// the environment). The program's own bookkeeping (barriers, combining numbers across ranks)
+// goes over a communicator of its own.
 #pragma once
 
 #include <string>
@@ -10,7 +10,7 @@
 
 #include "zccl/zccl.h"
 
-namespace zccl_perf {
+namespace zccl_support {
 
 class World {
  public:
@@ -42,4 +42,4 @@ class World {
   zcclComm_t control_ = nullptr;
 };
 
-}  // namespace zccl_perf
+}  // namespace zccl_support

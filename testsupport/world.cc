@@ -1,4 +1,4 @@
-#include "nccl_tests/world.h"
+#include "testsupport/world.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -6,12 +6,12 @@
 
 #include "zccl/zccl_mpi.h"
 
-namespace zccl_perf {
+namespace zccl_support {
 namespace {
 
 void check(zcclResult_t result, zcclComm_t comm, const char* what) {
   if (result == zcclSuccess) return;
-  std::fprintf(stderr, "perf harness: %s: %s\n", what, zcclGetLastError(comm));
+  std::fprintf(stderr, "%s: %s\n", what, zcclGetLastError(comm));
   std::exit(1);
 }
 
@@ -24,7 +24,7 @@ bool World::start(int* argc, char*** argv) {
   config.ranksPerNode = 0;  // the harness's own communicator needs no emulated nodes
   config.algorithm = zcclAlgoAuto;
   if (makeComm(config, Engine::kDefault, &control_) != zcclSuccess) {
-    std::fprintf(stderr, "perf harness: no communicator: %s\n", zcclGetLastError(nullptr));
+    std::fprintf(stderr, "no communicator: %s\n", zcclGetLastError(nullptr));
     return false;
   }
   zcclCommUserRank(control_, &rank_);
@@ -82,4 +82,4 @@ std::vector<std::string> World::gatherNames(const std::string& text) const {
   return names;
 }
 
-}  // namespace zccl_perf
+}  // namespace zccl_support

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# make bench-link: the perf binaries across 2 testbed nodes (2 ranks each, then 1) behind a
+# link capped at 1 and at 10 Gbit/s: all-gather, reduce-scatter and all-reduce of bfloat16,
+# 1 MiB to 64 MiB, plain, INT8, INT4, the planner's own choice with the lossy formats allowed
+# (ZCCL_QUANT=allow-*, told the link's rate), and MPI's collective beside them, all under
+# mpiexec. Writes one JSON per run to OUT (bench/link), then the table and the plot.
+#   scripts/testbed/bench-link.sh BUILD_DIR [OUT]
+set -euo pipefail
+build=$(cd "$1" && pwd)
+out=$(mkdir -p "${2:-bench/link}" && cd "${2:-bench/link}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+gcc -shared -fPIC -O2 "$here/finalize_progress.c" -o "$out/finalize_progress.so" \
+  $(pkg-config --cflags ucx) -ldl -lpthread
+
+runs() {
+  set -euo pipefail
+  read -r -a addrs <<<"$TESTBED_ADDRS"
+  for collective in all_gather reduce_scatter all_reduce; do
+    allow=allow-int4
+    [ "$collective" = all_gather ] && allow=allow-int8
+    for path in plain:none int8:int8 int4:int4 planner:$allow; do
+      name=${path%%:*} wire=${path#*:}
+      extra=()
+      [ "$name" = plain ] && extra=(-B)
+      echo "== $RATE, 2 nodes x $PPN, $collective, $name"
+      "$TESTBED_EXEC" 0 "$MPIEXEC" -launcher ssh -launcher-exec "$TESTBED_SSH" \
+        -hosts "${addrs[0]},${addrs[1]}" -n $((2 * PPN)) -ppn "$PPN" \
+        -genv UCX_TLS sm,self,tcp -genv LD_PRELOAD "$OUT/finalize_progress.so" \
+        -genv ZCCL_INTER_NODE_GBPS "$GBPS" \
+        "$BUILD/perf/${collective}_perf" -b 1M -e 64M -f 4 -n 5 -w 1 -d bfloat16 -q "$wire" \
+        "${extra[@]}" -J "$OUT/${RATE}_${PPN}ppn_${collective}_${name}.json"
+    done
+  done
+}
+export -f runs
+export BUILD=$build OUT=$out MPIEXEC=${MPIEXEC:-mpiexec}
+for rate in 1gbit:0.125 10gbit:1.25; do
+  for ppn in 2 1; do
+    RATE=${rate%%:*} GBPS=${rate#*:} PPN=$ppn \
+      "$here/testbed.sh" --nodes 2 --rate "${rate%%:*}" -- bash -c runs
+  done
+done
+python3 "$here/report.py" link "$out"

@@ -1,0 +1,52 @@
+// One NCCL communication call as the drop-in carries it: from the entry point, through a
+// group if one is open, to the host path (zccl) or the device path (the real NCCL).
+#pragma once
+
+#include <cstddef>
+
+#include "nccl_compat/nccl_abi.h"
+#include "nccl_compat/nccl_comm.h"
+#include "nccl_compat/policy.h"
+
+namespace zccl::nccl {
+
+struct Call {
+  Operation operation;
+  const char* function;  // the NCCL entry point, for messages
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;  // NCCL's count argument (recvcount, sendcount, ...)
+  ncclDataType_t datatype;
+  ncclRedOp_t op;
+  int root;  // the root, or the peer of a send or receive
+  ncclComm* comm;
+  cudaStream_t stream;
+};
+
+// Checks the call, then runs it now or, inside a group, at ncclGroupEnd.
+ncclResult_t submit(const Call& call);
+
+// host_path.cc: the call on host memory over zccl, blocking.
+ncclResult_t runOnHost(const Call& call);
+// Sends and receives of one communicator as one zccl group (so that rings do not deadlock).
+ncclResult_t runPointToPointOnHost(const Call* calls, size_t count);
+
+// device_path.cc: the call forwarded to the real NCCL on its communicator twin, which the
+// first device call makes (collectively, like every call).
+ncclResult_t runOnDevice(const Call& call);
+
+// group.cc
+bool insideGroup();
+void deferToGroupEnd(const Call& call);
+// A device call inside a group opens the real NCCL's group once; ncclGroupEnd closes it.
+ncclResult_t openRealGroupOnce(const char* function);
+bool realGroupOpen();
+
+}  // namespace zccl::nccl
+
+namespace zccl::nccl {
+ncclResult_t groupStart();
+ncclResult_t groupEnd();
+// Ends the group, dropping its host calls (ncclGroupSimulateEnd).
+ncclResult_t groupEndWithoutRunning(const char* function);
+}  // namespace zccl::nccl

@@ -1,0 +1,126 @@
+// ncclGroupStart / ncclGroupEnd. Host calls made inside a group wait for its end; then each
+// communicator's sends and receives run as one zccl group (rings in any direction complete)
+// and its collectives follow in the order they were made, which every rank shares. Several
+// communicators in one group (one thread driving several ranks, ncclCommInitAll) progress on
+// a thread each, as their ranks must. Device calls go to the real NCCL inside its own group.
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nccl_compat/call.h"
+
+namespace zccl::nccl {
+namespace {
+
+thread_local int groupDepth = 0;
+thread_local std::vector<Call> deferred;
+thread_local bool realGroup = false;
+
+struct CommWork {
+  ncclComm* comm;
+  std::vector<Call> pointToPoint;
+  std::vector<Call> collectives;
+  ncclResult_t result = ncclSuccess;
+  std::string error;
+};
+
+void runWork(CommWork* work) {
+  work->result = runPointToPointOnHost(work->pointToPoint.data(), work->pointToPoint.size());
+  for (size_t i = 0; i < work->collectives.size() && work->result == ncclSuccess; ++i) {
+    work->result = runOnHost(work->collectives[i]);
+  }
+  if (work->result != ncclSuccess) work->error = lastError();
+}
+
+std::vector<CommWork> sortByComm(const std::vector<Call>& calls) {
+  std::vector<CommWork> works;
+  for (const Call& call : calls) {
+    CommWork* work = nullptr;
+    for (CommWork& existing : works) {
+      if (existing.comm == call.comm) work = &existing;
+    }
+    if (work == nullptr) {
+      works.push_back(CommWork{call.comm, {}, {}, ncclSuccess, {}});
+      work = &works.back();
+    }
+    const bool pointToPoint =
+        call.operation == Operation::kSend || call.operation == Operation::kRecv;
+    (pointToPoint ? work->pointToPoint : work->collectives).push_back(call);
+  }
+  return works;
+}
+
+ncclResult_t runDeferred(const std::vector<Call>& calls) {
+  std::vector<CommWork> works = sortByComm(calls);
+  if (works.size() == 1) {
+    runWork(&works[0]);
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(works.size());
+    for (CommWork& work : works) threads.emplace_back(runWork, &work);
+    for (std::thread& thread : threads) thread.join();
+  }
+  for (const CommWork& work : works) {
+    if (work.result != ncclSuccess) {
+      setLastError(work.error);
+      return work.result;
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t closeRealGroup() {
+  if (!realGroup) return ncclSuccess;
+  realGroup = false;
+  std::string error;
+  const RealNccl* real = realNccl(&error);
+  const ncclResult_t result = real->groupEnd();
+  if (result != ncclSuccess && result != ncclInProgress) {
+    return fail(result, "ncclGroupEnd (the real NCCL's group of device calls) failed: %s",
+                real->getLastError(nullptr));
+  }
+  return result;
+}
+
+}  // namespace
+
+bool insideGroup() { return groupDepth > 0; }
+bool realGroupOpen() { return realGroup; }
+void deferToGroupEnd(const Call& call) { deferred.push_back(call); }
+
+ncclResult_t openRealGroupOnce(const char* function) {
+  if (realGroup) return ncclSuccess;
+  std::string error;
+  const RealNccl* real = realNccl(&error);
+  if (real == nullptr) return fail(ncclInvalidUsage, "%s: %s", function, error.c_str());
+  NCCL_CHECK(real->groupStart());
+  realGroup = true;
+  return ncclSuccess;
+}
+
+ncclResult_t groupStart() {
+  ++groupDepth;
+  return ncclSuccess;
+}
+
+ncclResult_t groupEnd() {
+  if (groupDepth == 0) {
+    return fail(ncclInvalidUsage, "ncclGroupEnd without a matching ncclGroupStart");
+  }
+  if (--groupDepth > 0) return ncclSuccess;
+  std::vector<Call> calls;
+  calls.swap(deferred);
+  const ncclResult_t hostResult = runDeferred(calls);
+  const ncclResult_t deviceResult = closeRealGroup();
+  return hostResult != ncclSuccess ? hostResult : deviceResult;
+}
+
+ncclResult_t groupEndWithoutRunning(const char* function) {
+  if (groupDepth == 0)
+    return fail(ncclInvalidUsage, "%s without a matching ncclGroupStart", function);
+  if (--groupDepth > 0) return ncclSuccess;
+  deferred.clear();
+  return closeRealGroup();
+}
+
+}  // namespace zccl::nccl

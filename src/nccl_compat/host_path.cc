@@ -1,0 +1,384 @@
+// NCCL calls on host memory, over zccl's public API. zccl has no reduce, gather or scatter
+// of its own: they are built here from its reduce-scatter and its grouped sends/receives.
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/half.h"
+#include "common/log.h"
+#include "nccl_compat/call.h"
+#include "nccl_compat/cuda_driver.h"
+#include "zccl/zccl_introspect.h"
+
+namespace zccl::nccl {
+namespace {
+
+ncclResult_t hostType(const Call& call, bool arithmetic, zcclDataType_t* type) {
+  static constexpr zcclDataType_t kTypes[] = {zcclInt8,    zcclUint8,   zcclInt32,   zcclUint32,
+                                              zcclInt64,   zcclUint64,  zcclFloat16, zcclFloat32,
+                                              zcclFloat64, zcclBfloat16};
+  if (call.datatype <= ncclBfloat16) {
+    *type = kTypes[call.datatype];
+    return ncclSuccess;
+  }
+  // Moved, not computed on: any one-byte type carries float8.
+  if (!arithmetic) {
+    *type = zcclUint8;
+    return ncclSuccess;
+  }
+  return fail(ncclInvalidArgument,
+              "%s: datatype=%s: zccl has no float8 arithmetic on host memory (device buffers "
+              "of it go to the real NCCL)",
+              call.function, typeName(call.datatype));
+}
+
+template <typename T>
+T multiply(T value, T scalar) {
+  if constexpr (std::is_integral_v<T>) {
+    // Wraps like the type's own arithmetic would, without signed overflow.
+    using Unsigned = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<Unsigned>(value) * static_cast<Unsigned>(scalar));
+  } else {
+    return value * scalar;
+  }
+}
+
+template <typename T>
+void scaleValues(const void* scalar, const void* input, void* output, size_t count) {
+  T factor;
+  std::memcpy(&factor, scalar, sizeof(T));
+  const T* source = static_cast<const T*>(input);
+  T* target = static_cast<T*>(output);
+  for (size_t i = 0; i < count; ++i) target[i] = multiply(source[i], factor);
+}
+
+// float16 and bfloat16 multiply in float32 and round once, as their reductions do.
+template <typename Half, Half (*fromFloat)(float)>
+void scaleHalves(const void* scalar, const void* input, void* output, size_t count) {
+  Half factor;
+  std::memcpy(&factor, scalar, sizeof(Half));
+  const float scale = toFloat(factor);
+  const Half* source = static_cast<const Half*>(input);
+  Half* target = static_cast<Half*>(output);
+  for (size_t i = 0; i < count; ++i) target[i] = fromFloat(toFloat(source[i]) * scale);
+}
+
+void scale(ncclDataType_t datatype, const void* scalar, const void* input, void* output,
+           size_t count) {
+  switch (datatype) {
+    case ncclInt8:
+      return scaleValues<int8_t>(scalar, input, output, count);
+    case ncclUint8:
+      return scaleValues<uint8_t>(scalar, input, output, count);
+    case ncclInt32:
+      return scaleValues<int32_t>(scalar, input, output, count);
+    case ncclUint32:
+      return scaleValues<uint32_t>(scalar, input, output, count);
+    case ncclInt64:
+      return scaleValues<int64_t>(scalar, input, output, count);
+    case ncclUint64:
+      return scaleValues<uint64_t>(scalar, input, output, count);
+    case ncclFloat16:
+      return scaleHalves<float16_t, toFloat16>(scalar, input, output, count);
+    case ncclBfloat16:
+      return scaleHalves<bfloat16_t, toBfloat16>(scalar, input, output, count);
+    case ncclFloat32:
+      return scaleValues<float>(scalar, input, output, count);
+    default:
+      return scaleValues<double>(scalar, input, output, count);
+  }
+}
+
+// What zccl reduces: sendbuff itself, or a copy scaled by a PreMulSum's scalar and/or padded
+// to paddedCount elements (the padding's results are discarded, so its values do not matter).
+struct ReductionInput {
+  const void* data = nullptr;
+  std::vector<unsigned char> scratch;
+  zcclRedOp_t op = zcclSum;
+};
+
+ncclResult_t scalarOf(const Call& call, const PreMulSum& operation, const void** scalar) {
+  if (operation.residence == ncclScalarHostImmediate) {
+    *scalar = operation.value.data();
+    return ncclSuccess;
+  }
+  if (memoryKind(operation.pointer) == MemoryKind::kDevice) {
+    return fail(ncclInvalidUsage,
+                "%s: op=%d scales by a scalar in device memory, which cannot scale host "
+                "buffers: make it with ncclScalarHostImmediate",
+                call.function, static_cast<int>(call.op));
+  }
+  *scalar = operation.pointer;
+  return ncclSuccess;
+}
+
+ncclResult_t reductionInput(const Call& call, size_t count, size_t paddedCount,
+                            ReductionInput* input) {
+  PreMulSum operation{};
+  const bool scaled = call.op >= ncclNumOps;
+  if (scaled) {
+    NCCL_CHECK(findPreMulSum(call.comm, call.op, call.datatype, call.function, &operation));
+  } else {
+    input->op = static_cast<zcclRedOp_t>(call.op);
+  }
+  if (!scaled && paddedCount == count) {
+    input->data = call.sendbuff;
+    return ncclSuccess;
+  }
+  const size_t width = typeBytes(call.datatype);
+  input->scratch.assign(paddedCount * width, 0);
+  if (scaled) {
+    const void* scalar = nullptr;
+    NCCL_CHECK(scalarOf(call, operation, &scalar));
+    scale(call.datatype, scalar, call.sendbuff, input->scratch.data(), count);
+  } else if (count > 0) {
+    std::memcpy(input->scratch.data(), call.sendbuff, count * width);
+  }
+  input->data = input->scratch.data();
+  return ncclSuccess;
+}
+
+std::string sizeClassName(size_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t value = 1;
+  while (value * 2 <= bytes && value * 2 != 0) value *= 2;
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return std::to_string(value) + " " + units[unit];
+}
+
+// ZCCL_DEBUG=INFO: what a kind of call becomes, once per collective, type, power-of-two size
+// class and outcome (like NCCL_DEBUG's per-call lines, without repeating them every step).
+void logDecision(const Call& call, const std::string& path, const std::string& reason,
+                 size_t bytes) {
+  if (!logEnabled(LogLevel::kInfo)) return;
+  const std::string sizeClass = sizeClassName(bytes);
+  const std::string key =
+      std::string(call.function) + typeName(call.datatype) + sizeClass + path + reason;
+  {
+    std::lock_guard<std::mutex> lock(call.comm->mutex);
+    if (!call.comm->decisionsLogged.insert(key).second) return;
+  }
+  ZCCL_LOG(kInfo, "%s(%s, from %s): host memory, %s; %s", call.function, typeName(call.datatype),
+           sizeClass.c_str(), path.c_str(), reason.c_str());
+}
+
+// The plan zccl's planner makes for a collective, as text for the log.
+std::string planText(const Call& call, zcclCollective_t collective, zcclDataType_t type,
+                     zcclRedOp_t op, size_t bytes, const zcclCollOptions* options) {
+  if (!logEnabled(LogLevel::kInfo)) return {};
+  zcclPlanQuery query = ZCCL_PLAN_QUERY_INITIALIZER;
+  query.collective = collective;
+  query.bytes = bytes;
+  query.datatype = type;
+  query.op = op;
+  query.options = options;
+  zcclPlanInfo plan;
+  if (zcclCommGetPlan(call.comm->host, &query, &plan) != zcclSuccess) return "zccl";
+  return std::string("zccl ") + plan.algorithm + ", wire " + plan.wire;
+}
+
+// The per-call options of a collective that the policy may quantize.
+zcclCollOptions quantizable(const Call& call, zcclCollective_t collective, zcclDataType_t type,
+                            zcclRedOp_t op, size_t bytes) {
+  zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+  std::string reason;
+  options.wireFormat = wireFor(call.comm->policy, call.operation, call.datatype,
+                               op == zcclSum || op == zcclAvg, bytes, &reason);
+  logDecision(call, planText(call, collective, type, op, bytes, &options), reason, bytes);
+  return options;
+}
+
+ncclResult_t allReduce(const Call& call) {
+  zcclDataType_t type = zcclUint8;
+  NCCL_CHECK(hostType(call, true, &type));
+  ReductionInput input;
+  NCCL_CHECK(reductionInput(call, call.count, call.count, &input));
+  const zcclCollOptions options =
+      quantizable(call, zcclCollAllReduce, type, input.op, call.count * typeBytes(call.datatype));
+  return fromZccl(zcclAllReduceEx(input.data, call.recvbuff, call.count, type, input.op,
+                                  call.comm->host, nullptr, &options),
+                  call.function, call.comm);
+}
+
+ncclResult_t reduceScatter(const Call& call) {
+  zcclDataType_t type = zcclUint8;
+  NCCL_CHECK(hostType(call, true, &type));
+  const size_t total = call.count * static_cast<size_t>(call.comm->nranks);
+  ReductionInput input;
+  NCCL_CHECK(reductionInput(call, total, total, &input));
+  const zcclCollOptions options =
+      quantizable(call, zcclCollReduceScatter, type, input.op, total * typeBytes(call.datatype));
+  return fromZccl(zcclReduceScatterEx(input.data, call.recvbuff, call.count, type, input.op,
+                                      call.comm->host, nullptr, &options),
+                  call.function, call.comm);
+}
+
+ncclResult_t allGather(const Call& call) {
+  zcclDataType_t type = zcclUint8;
+  NCCL_CHECK(hostType(call, false, &type));
+  const size_t total = call.count * static_cast<size_t>(call.comm->nranks);
+  const zcclCollOptions options =
+      quantizable(call, zcclCollAllGather, type, zcclSum, total * typeBytes(call.datatype));
+  return fromZccl(zcclAllGatherEx(call.sendbuff, call.recvbuff, call.count, type, call.comm->host,
+                                  nullptr, &options),
+                  call.function, call.comm);
+}
+
+ncclResult_t broadcast(const Call& call) {
+  zcclDataType_t type = zcclUint8;
+  NCCL_CHECK(hostType(call, false, &type));
+  logDecision(call,
+              planText(call, zcclCollBroadcast, type, zcclSum,
+                       call.count * typeBytes(call.datatype), nullptr),
+              "exact", call.count * typeBytes(call.datatype));
+  return fromZccl(zcclBroadcast(call.sendbuff, call.recvbuff, call.count, type, call.root,
+                                call.comm->host, nullptr),
+                  call.function, call.comm);
+}
+
+ncclResult_t allToAll(const Call& call) {
+  zcclDataType_t type = zcclUint8;
+  NCCL_CHECK(hostType(call, false, &type));
+  const size_t total = call.count * static_cast<size_t>(call.comm->nranks);
+  logDecision(
+      call,
+      planText(call, zcclCollAllToAll, type, zcclSum, total * typeBytes(call.datatype), nullptr),
+      "exact", total * typeBytes(call.datatype));
+  return fromZccl(
+      zcclAllToAll(call.sendbuff, call.recvbuff, call.count, type, call.comm->host, nullptr),
+      call.function, call.comm);
+}
+
+// Transfers between root and every other rank as one zccl group: root receives (gather) or
+// sends (scatter) block r of buffer to or from rank r, and every other rank the reverse.
+ncclResult_t exchangeWithRoot(const Call& call, zcclDataType_t type, size_t blockCount,
+                              bool rootReceives, unsigned char* rootBuffer, void* rankBuffer) {
+  const size_t blockBytes = blockCount * typeBytes(call.datatype);
+  zcclComm_t host = call.comm->host;
+  zcclResult_t result = zcclGroupStart();
+  if (call.comm->rank != call.root) {
+    if (result == zcclSuccess) {
+      result = rootReceives ? zcclSend(rankBuffer, blockCount, type, call.root, host, nullptr)
+                            : zcclRecv(rankBuffer, blockCount, type, call.root, host, nullptr);
+    }
+  } else {
+    for (int peer = 0; peer < call.comm->nranks && result == zcclSuccess; ++peer) {
+      if (peer == call.root) continue;
+      unsigned char* block = rootBuffer + static_cast<size_t>(peer) * blockBytes;
+      result = rootReceives ? zcclRecv(block, blockCount, type, peer, host, nullptr)
+                            : zcclSend(block, blockCount, type, peer, host, nullptr);
+    }
+  }
+  const zcclResult_t ended = zcclGroupEnd();
+  return fromZccl(result != zcclSuccess ? result : ended, call.function, call.comm);
+}
+
+// Reduce = reduce-scatter of blocks of ceil(count / n), then the blocks gathered at root: the
+// bytes of a ring reduce, not those of an all-reduce.
+ncclResult_t reduce(const Call& call) {
+  zcclDataType_t type = zcclUint8;
+  NCCL_CHECK(hostType(call, true, &type));
+  const size_t ranks = static_cast<size_t>(call.comm->nranks);
+  const size_t width = typeBytes(call.datatype);
+  const size_t block = (call.count + ranks - 1) / ranks;
+  ReductionInput input;
+  NCCL_CHECK(reductionInput(call, call.count, block * ranks, &input));
+  logDecision(call, "zccl reduce-scatter, then the blocks gathered at the root", "exact",
+              call.count * width);
+  std::vector<unsigned char> mine(block * width);
+  NCCL_CHECK(fromZccl(
+      zcclReduceScatter(input.data, mine.data(), block, type, input.op, call.comm->host, nullptr),
+      call.function, call.comm));
+  const bool root = call.comm->rank == call.root;
+  std::vector<unsigned char> whole(root ? block * ranks * width : 0);
+  NCCL_CHECK(exchangeWithRoot(call, type, block, true, whole.data(), mine.data()));
+  if (!root) return ncclSuccess;
+  std::memcpy(whole.data() + static_cast<size_t>(call.root) * block * width, mine.data(),
+              block * width);
+  if (call.count > 0) std::memcpy(call.recvbuff, whole.data(), call.count * width);
+  return ncclSuccess;
+}
+
+ncclResult_t gatherOrScatter(const Call& call, bool gather) {
+  zcclDataType_t type = zcclUint8;
+  NCCL_CHECK(hostType(call, false, &type));
+  const size_t blockBytes = call.count * typeBytes(call.datatype);
+  logDecision(call, "zccl grouped sends and receives with the root", "exact",
+              blockBytes * static_cast<size_t>(call.comm->nranks));
+  unsigned char* rootBuffer =
+      static_cast<unsigned char*>(gather ? call.recvbuff : const_cast<void*>(call.sendbuff));
+  void* rankBuffer = gather ? const_cast<void*>(call.sendbuff) : call.recvbuff;
+  NCCL_CHECK(exchangeWithRoot(call, type, call.count, gather, rootBuffer, rankBuffer));
+  if (call.comm->rank != call.root || blockBytes == 0) return ncclSuccess;
+  // The root's own block (in place when it already sits where it belongs).
+  unsigned char* ownBlock = rootBuffer + static_cast<size_t>(call.root) * blockBytes;
+  if (ownBlock != rankBuffer) {
+    if (gather) {
+      std::memmove(ownBlock, rankBuffer, blockBytes);
+    } else {
+      std::memmove(rankBuffer, ownBlock, blockBytes);
+    }
+  }
+  return ncclSuccess;
+}
+
+zcclResult_t pointToPoint(const Call& call, zcclDataType_t type) {
+  return call.operation == Operation::kSend
+             ? zcclSend(call.sendbuff, call.count, type, call.root, call.comm->host, nullptr)
+             : zcclRecv(call.recvbuff, call.count, type, call.root, call.comm->host, nullptr);
+}
+
+}  // namespace
+
+ncclResult_t runPointToPointOnHost(const Call* calls, size_t count) {
+  if (count == 0) return ncclSuccess;
+  zcclResult_t result = zcclGroupStart();
+  size_t failed = 0;
+  for (size_t i = 0; i < count && result == zcclSuccess; ++i) {
+    zcclDataType_t type = zcclUint8;
+    if (hostType(calls[i], false, &type) != ncclSuccess) {
+      zcclGroupEnd();
+      return ncclInvalidArgument;
+    }
+    result = pointToPoint(calls[i], type);
+    failed = i;
+  }
+  const zcclResult_t ended = zcclGroupEnd();
+  if (result == zcclSuccess) {
+    result = ended;
+    failed = 0;
+  }
+  return fromZccl(result, calls[failed].function, calls[failed].comm);
+}
+
+ncclResult_t runOnHost(const Call& call) {
+  switch (call.operation) {
+    case Operation::kAllReduce:
+      return allReduce(call);
+    case Operation::kReduceScatter:
+      return reduceScatter(call);
+    case Operation::kAllGather:
+      return allGather(call);
+    case Operation::kBroadcast:
+      return broadcast(call);
+    case Operation::kReduce:
+      return reduce(call);
+    case Operation::kAllToAll:
+      return allToAll(call);
+    case Operation::kGather:
+      return gatherOrScatter(call, true);
+    case Operation::kScatter:
+      return gatherOrScatter(call, false);
+    case Operation::kSend:
+    case Operation::kRecv:
+      return runPointToPointOnHost(&call, 1);
+  }
+  return fail(ncclInternalError, "%s: unknown operation", call.function);
+}
+
+}  // namespace zccl::nccl

@@ -1,0 +1,133 @@
+// The drop-in's parts that need no communicator: the config reader over NCCL's layouts, the
+// policy's decisions, and the loader of the real NCCL (which must never take the drop-in for
+// it). Each loader case runs in a child process: the library is loaded once per process.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "nccl_compat/nccl_config.h"
+#include "nccl_compat/policy.h"
+#include "nccl_compat/real_nccl.h"
+
+namespace zccl::nccl {
+namespace {
+
+ncclConfig_v22800 initialConfig() {
+  ncclConfig_v22800 config{};
+  config.size = sizeof(config);
+  config.magic = kConfigMagic;
+  config.version = kImplementedVersion;
+  config.blocking = kConfigUndefInt;
+  return config;
+}
+
+TEST(NcclConfig, NullIsTheDefaults) {
+  CommSettings settings;
+  std::string error;
+  ASSERT_EQ(readConfig(nullptr, &settings, &error), ncclSuccess);
+  EXPECT_TRUE(settings.blocking);
+  EXPECT_TRUE(settings.rawConfig.empty());
+}
+
+TEST(NcclConfig, ReadsTheNewestLayoutAndKeepsItForTheRealNccl) {
+  ncclConfig_v22800 config = initialConfig();
+  config.blocking = 0;
+  config.commName = "trainer";
+  CommSettings settings;
+  std::string error;
+  ASSERT_EQ(readConfig(&config, &settings, &error), ncclSuccess) << error;
+  EXPECT_FALSE(settings.blocking);
+  EXPECT_EQ(settings.name, "trainer");
+  EXPECT_EQ(settings.rawConfig.size(), sizeof(config));
+}
+
+TEST(NcclConfig, AnOlderLayoutIsReadUpToItsSize) {
+  // NCCL 2.14's struct ends after netName: commName is not there and must not be read.
+  struct {
+    ncclConfig_v22800 prefix;
+  } storage{initialConfig()};
+  storage.prefix.size = offsetof(ncclConfig_v22800, splitShare);
+  storage.prefix.commName = reinterpret_cast<const char*>(0x1);  // would crash if read
+  CommSettings settings;
+  std::string error;
+  ASSERT_EQ(readConfig(&storage.prefix, &settings, &error), ncclSuccess) << error;
+  EXPECT_TRUE(settings.name.empty());
+  EXPECT_EQ(settings.rawConfig.size(), storage.prefix.size);
+}
+
+TEST(NcclConfig, WrongSizeMagicOrBlockingAreErrorsNamingTheField) {
+  CommSettings settings;
+  std::string error;
+  ncclConfig_v22800 config = initialConfig();
+  config.size = 3;
+  EXPECT_EQ(readConfig(&config, &settings, &error), ncclInvalidArgument);
+  EXPECT_NE(error.find("config->size=3"), std::string::npos) << error;
+  config = initialConfig();
+  config.magic = 0xdeadbeef;
+  EXPECT_EQ(readConfig(&config, &settings, &error), ncclInvalidArgument);
+  EXPECT_NE(error.find("config->magic=0xdeadbeef"), std::string::npos) << error;
+  config = initialConfig();
+  config.blocking = 7;
+  EXPECT_EQ(readConfig(&config, &settings, &error), ncclInvalidArgument);
+  EXPECT_NE(error.find("config->blocking=7"), std::string::npos) << error;
+}
+
+TEST(NcclPolicy, QuantizesOnlyFloatSumsAboveTheThreshold) {
+  Policy policy;
+  policy.allGather = zcclWireInt8;
+  policy.reduceScatter = zcclWireInt4;
+  policy.minBytes = 1024;
+  std::string reason;
+  EXPECT_EQ(wireFor(policy, Operation::kAllGather, ncclBfloat16, false, 4096, &reason),
+            zcclWireInt8);
+  EXPECT_EQ(reason, "ZCCL_NCCL_QUANT_ALLGATHER=int8");
+  EXPECT_EQ(wireFor(policy, Operation::kReduceScatter, ncclFloat32, true, 4096, &reason),
+            zcclWireInt4);
+  EXPECT_EQ(wireFor(policy, Operation::kReduceScatter, ncclFloat32, false, 4096, &reason),
+            zcclWireNone);  // max, min, prod
+  EXPECT_EQ(wireFor(policy, Operation::kReduceScatter, ncclInt32, true, 4096, &reason),
+            zcclWireNone);
+  EXPECT_EQ(wireFor(policy, Operation::kAllGather, ncclFloat32, false, 512, &reason), zcclWireNone);
+  EXPECT_NE(reason.find("ZCCL_NCCL_QUANT_MIN_BYTES=1024"), std::string::npos) << reason;
+  EXPECT_EQ(wireFor(policy, Operation::kAllReduce, ncclFloat32, true, 4096, &reason),
+            zcclWireNone);  // not asked for
+  EXPECT_EQ(wireFor(policy, Operation::kBroadcast, ncclFloat32, true, 4096, &reason), zcclWireNone);
+}
+
+// In a child: loads the real NCCL as the drop-in would, says what happened, exits 0 if it
+// loaded.
+void loadAndReport(const char* library) {
+  if (library != nullptr) setenv("ZCCL_NCCL_LIB", library, 1);
+  std::string error;
+  const RealNccl* real = realNccl(&error);
+  int version = 0;
+  if (real != nullptr) real->getVersion(&version);
+  std::fprintf(stderr, "%s\n",
+               real != nullptr ? ("loaded " + std::to_string(version)).c_str() : error.c_str());
+  std::exit(real != nullptr ? 0 : 1);
+}
+
+TEST(RealNccl, NeverTakesTheDropInForNccl) {
+  EXPECT_EXIT(loadAndReport(ZCCL_NCCL_DROP_IN), ::testing::ExitedWithCode(1),
+              "is zccl's NCCL drop-in itself, not NCCL");
+  EXPECT_EXIT(loadAndReport(ZCCL_NCCL_DROP_IN_AS_LIBNCCL), ::testing::ExitedWithCode(1),
+              "is zccl's NCCL drop-in itself, not NCCL");
+}
+
+TEST(RealNccl, ALibraryThatDoesNotLoadIsNamed) {
+  EXPECT_EXIT(loadAndReport("/nonexistent/libnccl.so.2"), ::testing::ExitedWithCode(1),
+              "ZCCL_NCCL_LIB=/nonexistent/libnccl.so.2: .*cannot open");
+}
+
+TEST(RealNccl, LoadsTheToolkitsNccl) {
+#ifdef ZCCL_REAL_NCCL
+  EXPECT_EXIT(loadAndReport(ZCCL_REAL_NCCL), ::testing::ExitedWithCode(0), "loaded 2[0-9]+");
+#else
+  GTEST_SKIP() << "no NCCL library was found at configure time";
+#endif
+}
+
+}  // namespace
+}  // namespace zccl::nccl
