@@ -14,7 +14,7 @@ SECOND_BUILD_DIR ?= build-$(SECOND_MPI)
 mpi_flags = $(if $(shell command -v mpicc.$(1)),-DMPI_C_COMPILER=mpicc.$(1) \
 	-DMPIEXEC_EXECUTABLE=$(shell command -v mpiexec.$(1)))
 
-.PHONY: all deps configure build demo test test-second-mpi test-sanitizers test-fuzz \
+.PHONY: all deps configure build demo test test-second-mpi test-sanitizers test-fuzz torch \
 	bench-link bench-zero install clean format tidy
 
 all: build
@@ -33,9 +33,18 @@ demo: build
 	cmake --build $(BUILD_DIR) --target demo
 
 # Every test: first the trees that check what the main one cannot (the second MPI, the
-# sanitizers, the fuzzers), then the main tree's suites, whose summary ends the run.
-test: build test-second-mpi test-sanitizers test-fuzz
+# sanitizers, the fuzzers), then the main tree's suites (the torch backend's included), whose
+# summary ends the run.
+test: build test-second-mpi test-sanitizers test-fuzz torch
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1
+
+# PyTorch's backend "zccl": a venv with the pinned torch from PyPI (made once, then reused)
+# and python/zccl_torch built against this build tree.
+TORCH_VERSION ?= 2.15.0
+TORCH_VENV ?= .venv-torch
+torch: build
+	ZCCL_DEPS_EXTRA=torch ./scripts/install-deps.sh
+	./scripts/torch-env.sh $(TORCH_VENV) $(TORCH_VERSION) $(BUILD_DIR)
 
 # The library and its multi-rank suites built and run against the second MPI.
 test-second-mpi: deps

@@ -46,6 +46,9 @@ packages=(
 )
 # ZCCL_DEPS_EXTRA=bench: what the testbed benchmarks plot with.
 [ "${ZCCL_DEPS_EXTRA:-}" = bench ] && packages+=(python3-matplotlib iproute2)
+# ZCCL_DEPS_EXTRA=torch: a venv and Python's headers, for the torch backend's extension (torch
+# itself comes from PyPI into the venv: scripts/torch-env.sh).
+[ "${ZCCL_DEPS_EXTRA:-}" = torch ] && packages+=(python3-venv python3-dev)
 
 missing=()
 for p in "${packages[@]}"; do

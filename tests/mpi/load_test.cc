@@ -120,8 +120,10 @@ TEST(Load, ThousandCommunicatorsLeaveNoDescriptorsOrThreads) {
   for (int wait = 0; wait < 100 && countEntries("/proc/self/task") > threads; ++wait) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  EXPECT_EQ(countEntries("/proc/self/fd"), descriptors);
-  EXPECT_EQ(countEntries("/proc/self/task"), threads);
+  // At most as many as before: the first rendezvous root may still have been alive when the
+  // baseline was taken (a leak of 1000 cycles shows as hundreds more).
+  EXPECT_LE(countEntries("/proc/self/fd"), descriptors);
+  EXPECT_LE(countEntries("/proc/self/task"), threads);
 }
 
 }  // namespace

@@ -1,0 +1,679 @@
+#include "backend.h"
+
+#include <ATen/core/ivalue.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+
+namespace zccl_torch {
+
+// One check for every zccl call: a failure becomes a Python RuntimeError carrying zccl's own
+// message (which names the argument, or the peers a timeout waited for).
+#define ZCCL_TORCH_CHECK(call, operation)                                                 \
+  do {                                                                                    \
+    const zcclResult_t zcclTorchResult = (call);                                          \
+    TORCH_CHECK(zcclTorchResult == zcclSuccess, "zccl backend: ", operation, " failed (", \
+                zcclGetErrorString(zcclTorchResult), "): ", zcclGetLastError(comm_));     \
+  } while (0)
+
+namespace {
+
+std::mutex registryMutex;
+std::map<std::string, ZcclBackend*>& registry() {
+  static auto* backends = new std::map<std::string, ZcclBackend*>();
+  return *backends;
+}
+
+// A zccl call completes before it returns, so a work is done when made, or, inside a
+// coalescing block, when the block ends.
+class ZcclWork : public c10d::Work {
+ public:
+  ZcclWork(c10d::OpType type, std::vector<at::Tensor> outputs)
+      : c10d::Work(-1, type), outputs_(std::move(outputs)) {
+    future_ =
+        c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  }
+  void complete(std::exception_ptr error) {
+    if (error) {
+      future_->setError(error);
+    } else {
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+    finish(error);
+  }
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+bool isFloat(const at::Tensor& tensor) {
+  const auto type = tensor.scalar_type();
+  return type == at::kFloat || type == at::kHalf || type == at::kBFloat16;
+}
+
+// The zccl type of a tensor that is reduced: every type zccl reduces, else an error naming it.
+zcclDataType_t reducedType(const at::Tensor& tensor, const char* operation) {
+  switch (tensor.scalar_type()) {
+    case at::kFloat:
+      return zcclFloat32;
+    case at::kDouble:
+      return zcclFloat64;
+    case at::kHalf:
+      return zcclFloat16;
+    case at::kBFloat16:
+      return zcclBfloat16;
+    case at::kChar:
+      return zcclInt8;
+    case at::kByte:
+      return zcclUint8;
+    case at::kInt:
+      return zcclInt32;
+    case at::kLong:
+      return zcclInt64;
+    default:
+      TORCH_CHECK(false, "zccl backend: ", operation, " cannot reduce tensors of dtype ",
+                  tensor.scalar_type(),
+                  " (float32/64, float16, bfloat16, int8, uint8, int32 and int64 can be reduced)");
+  }
+}
+
+// Tensors that are only moved travel as their bytes, whatever their type.
+size_t byteCount(const at::Tensor& tensor) { return tensor.numel() * tensor.element_size(); }
+
+zcclRedOp_t zcclOpOf(const c10d::ReduceOp& op, const char* operation) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return zcclSum;
+    case c10d::ReduceOp::PREMUL_SUM:
+      return zcclSum;  // the factor is applied first
+    case c10d::ReduceOp::AVG:
+      return zcclAvg;
+    case c10d::ReduceOp::PRODUCT:
+      return zcclProd;
+    case c10d::ReduceOp::MIN:
+      return zcclMin;
+    case c10d::ReduceOp::MAX:
+      return zcclMax;
+    default:
+      TORCH_CHECK(false, "zccl backend: ", operation, " with ReduceOp ", static_cast<int>(op.op_),
+                  " (BAND, BOR or BXOR) is not supported: zccl reduces with SUM, AVG, PRODUCT, "
+                  "MIN, MAX and PREMUL_SUM");
+  }
+}
+
+// PREMUL_SUM: the input scaled by its factor (a copy: the caller's input stays as it was).
+at::Tensor premultiplied(const at::Tensor& input, const c10d::ReduceOp& op) {
+  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return input;
+  const auto* supplement = dynamic_cast<const c10d::PreMulSumSupplement*>(op.supplement_.get());
+  TORCH_CHECK(supplement != nullptr, "zccl backend: PREMUL_SUM without its factor");
+  if (supplement->tensor_factor.defined()) {
+    return input.mul(supplement->tensor_factor.to(input.device()));
+  }
+  return input.mul(supplement->double_factor);
+}
+
+void checkTensor(const at::Tensor& tensor, const char* operation, const char* argument) {
+  TORCH_CHECK(tensor.device().is_cpu(), "zccl backend: ", operation, ": ", argument,
+              " is on device ", tensor.device(),
+              "; this build of zccl serves CPU tensors only (no device path yet)");
+  TORCH_CHECK(tensor.is_contiguous(), "zccl backend: ", operation, ": ", argument,
+              " is not contiguous");
+  TORCH_CHECK(!tensor.is_sparse(), "zccl backend: ", operation, ": ", argument, " is sparse");
+}
+
+const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* operation,
+                         const char* argument) {
+  TORCH_CHECK(tensors.size() == 1, "zccl backend: ", operation, " takes one tensor in ", argument,
+              " per process, got ", tensors.size());
+  checkTensor(tensors[0], operation, argument);
+  return tensors[0];
+}
+
+at::Tensor flatCat(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> flat;
+  flat.reserve(tensors.size());
+  for (const auto& tensor : tensors) flat.push_back(tensor.reshape({-1}));
+  return at::cat(flat);
+}
+
+void copyOut(const at::Tensor& flat, std::vector<at::Tensor>& outputs) {
+  int64_t offset = 0;
+  for (auto& output : outputs) {
+    output.copy_(flat.narrow(0, offset, output.numel()).view(output.sizes()));
+    offset += output.numel();
+  }
+}
+
+zcclCollOptions optionsWith(zcclWireFormat_t wire) {
+  zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+  options.wireFormat = wire;
+  return options;
+}
+
+}  // namespace
+
+struct ZcclBackend::Deferred {
+  c10::intrusive_ptr<ZcclWork> work;
+  bool pointToPoint;
+  std::function<void()> body;
+};
+
+ZcclBackend::ZcclBackend(const c10::intrusive_ptr<c10d::Store>& store,
+                         const BackendOptions& options)
+    : c10d::Backend(options.rank, options.size),
+      policy_(options.policy),
+      groupName_(options.groupName) {
+  zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+  // Nodes come from host identities: zccl_torch maps ZCCL_RANKS_PER_NODE to them by global
+  // rank, which zccl's emulation (consecutive ranks of each communicator) cannot see.
+  config.ranksPerNode = 0;
+  // The group's timeout bounds a silent peer unless ZCCL_TIMEOUT_S says otherwise.
+  if (std::getenv("ZCCL_TIMEOUT_S") == nullptr && options.timeout.count() > 0) {
+    config.timeoutSeconds = static_cast<double>(options.timeout.count()) / 1000.0;
+  }
+  const zcclStore bridge = storeOf(store.get());
+  ZCCL_TORCH_CHECK(zcclCommInitStore(&comm_, options.size, options.rank, &bridge, "zccl", &config),
+                   "creating the communicator");
+  std::lock_guard<std::mutex> lock(registryMutex);
+  registry()[groupName_] = this;
+}
+
+ZcclBackend::~ZcclBackend() {
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    auto found = registry().find(groupName_);
+    if (found != registry().end() && found->second == this) registry().erase(found);
+  }
+  if (comm_ != nullptr) zcclCommDestroy(comm_);
+}
+
+void ZcclBackend::abort() {
+  if (comm_ != nullptr) zcclCommAbort(comm_);
+  comm_ = nullptr;
+}
+
+void ZcclBackend::shutdown() {
+  if (comm_ != nullptr) zcclCommDestroy(comm_);
+  comm_ = nullptr;
+}
+
+ZcclBackend* backendNamed(const std::string& groupName) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  auto found = registry().find(groupName);
+  return found == registry().end() ? nullptr : found->second;
+}
+
+std::vector<std::pair<std::string, zcclComm_t>> liveCommsByName() {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  std::vector<std::pair<std::string, zcclComm_t>> comms;
+  for (const auto& [name, backend] : registry()) {
+    if (backend->comm() != nullptr) comms.emplace_back(name, backend->comm());
+  }
+  return comms;
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::run(c10d::OpType type, const char* operation,
+                                                std::vector<at::Tensor> outputs, bool pointToPoint,
+                                                std::function<void()> body) {
+  TORCH_CHECK(comm_ != nullptr, "zccl backend: ", operation,
+              " on a process group that was shut down or aborted");
+  auto work = c10::make_intrusive<ZcclWork>(type, std::move(outputs));
+  if (coalesced_ != nullptr) {
+    coalesced_->push_back(Deferred{work, pointToPoint, std::move(body)});
+    return work;
+  }
+  body();  // errors propagate to the caller as they are
+  work->complete(nullptr);
+  return work;
+}
+
+void ZcclBackend::startCoalescing() {
+  TORCH_CHECK(coalesced_ == nullptr, "zccl backend: startCoalescing inside a coalescing block");
+  coalesced_ = new std::vector<Deferred>();
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::endCoalescing() {
+  TORCH_CHECK(coalesced_ != nullptr, "zccl backend: endCoalescing without startCoalescing");
+  std::unique_ptr<std::vector<Deferred>> deferred(coalesced_);
+  coalesced_ = nullptr;
+  std::vector<at::Tensor> outputs;
+  for (const auto& item : *deferred) {
+    for (const auto& tensor : item.work->result()) outputs.push_back(tensor);
+  }
+  auto finishAll = [&](std::exception_ptr error) {
+    for (auto& item : *deferred) item.work->complete(error);
+  };
+  try {
+    ZCCL_TORCH_CHECK(zcclGroupStart(), "the sends and receives of a coalescing block");
+    for (auto& item : *deferred) {
+      if (item.pointToPoint) item.body();
+    }
+    ZCCL_TORCH_CHECK(zcclGroupEnd(), "the sends and receives of a coalescing block");
+    for (auto& item : *deferred) {
+      if (!item.pointToPoint) item.body();
+    }
+  } catch (...) {
+    finishAll(std::current_exception());
+    throw;
+  }
+  finishAll(nullptr);
+  auto work = c10::make_intrusive<ZcclWork>(c10d::OpType::COALESCED, std::move(outputs));
+  work->complete(nullptr);
+  return work;
+}
+
+zcclWireFormat_t ZcclBackend::wireFor(zcclWireFormat_t requested, const at::Tensor& tensor,
+                                      bool reduction, const c10d::ReduceOp& op) const {
+  if (requested == zcclWireNone || !isFloat(tensor)) return zcclWireNone;
+  if (static_cast<int64_t>(byteCount(tensor)) < policy_.minBytes) return zcclWireNone;
+  if (reduction && op.op_ != c10d::ReduceOp::SUM && op.op_ != c10d::ReduceOp::AVG &&
+      op.op_ != c10d::ReduceOp::PREMUL_SUM) {
+    return zcclWireNone;
+  }
+  return requested;
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::broadcast(std::vector<at::Tensor>& tensors,
+                                                      const c10d::BroadcastOptions& opts) {
+  at::Tensor tensor = single(tensors, "broadcast", "tensors");
+  const int root = static_cast<int>(opts.rootRank);
+  return run(c10d::OpType::BROADCAST, "broadcast", {tensor}, false, [this, tensor, root] {
+    ZCCL_TORCH_CHECK(zcclBroadcast(tensor.data_ptr(), tensor.data_ptr(), byteCount(tensor),
+                                   zcclUint8, root, comm_, nullptr),
+                     "broadcast");
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce(std::vector<at::Tensor>& tensors,
+                                                      const c10d::AllreduceOptions& opts) {
+  at::Tensor tensor = single(tensors, "allreduce", "tensors");
+  const zcclDataType_t type = reducedType(tensor, "allreduce");
+  const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "allreduce");
+  const zcclCollOptions options =
+      optionsWith(wireFor(policy_.allReduce, tensor, true, opts.reduceOp));
+  const c10d::ReduceOp reduceOp = opts.reduceOp;
+  return run(c10d::OpType::ALLREDUCE, "allreduce", {tensor}, false,
+             [this, tensor, type, op, options, reduceOp] {
+               const at::Tensor input = premultiplied(tensor, reduceOp);
+               ZCCL_TORCH_CHECK(zcclAllReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
+                                                type, op, comm_, nullptr, &options),
+                                "allreduce");
+             });
+}
+
+// Tensors of one type travel as one buffer, one zccl all-reduce for the lot.
+c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "zccl backend: allreduce_coalesced of no tensors");
+  for (const auto& tensor : tensors) {
+    checkTensor(tensor, "allreduce_coalesced", "tensors");
+    TORCH_CHECK(tensor.scalar_type() == tensors[0].scalar_type(),
+                "zccl backend: allreduce_coalesced: tensors of dtypes ", tensors[0].scalar_type(),
+                " and ", tensor.scalar_type(), " (one dtype per call)");
+  }
+  const zcclDataType_t type = reducedType(tensors[0], "allreduce_coalesced");
+  const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "allreduce_coalesced");
+  const c10d::ReduceOp reduceOp = opts.reduceOp;
+  std::vector<at::Tensor> outputs = tensors;
+  return run(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", outputs, false,
+             [this, outputs, type, op, reduceOp]() mutable {
+               at::Tensor flat = premultiplied(flatCat(outputs), reduceOp).contiguous();
+               const zcclCollOptions options =
+                   optionsWith(wireFor(policy_.allReduce, flat, true, reduceOp));
+               ZCCL_TORCH_CHECK(zcclAllReduceEx(flat.data_ptr(), flat.data_ptr(), flat.numel(),
+                                                type, op, comm_, nullptr, &options),
+                                "allreduce_coalesced");
+               copyOut(flat, outputs);
+             });
+}
+
+// zccl has no reduce: a reduce-scatter of equal blocks (the count padded to a multiple of
+// the ranks), whose blocks the root then receives.
+c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce(std::vector<at::Tensor>& tensors,
+                                                   const c10d::ReduceOptions& opts) {
+  at::Tensor tensor = single(tensors, "reduce", "tensors");
+  const zcclDataType_t type = reducedType(tensor, "reduce");
+  const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "reduce");
+  const int root = static_cast<int>(opts.rootRank);
+  const c10d::ReduceOp reduceOp = opts.reduceOp;
+  return run(
+      c10d::OpType::REDUCE, "reduce", {tensor}, false,
+      [this, tensor, type, op, root, reduceOp]() mutable {
+        const int64_t ranks = getSize();
+        const int64_t block = (tensor.numel() + ranks - 1) / ranks;
+        at::Tensor padded = at::zeros({block * ranks}, tensor.options());
+        padded.narrow(0, 0, tensor.numel()).copy_(premultiplied(tensor.reshape({-1}), reduceOp));
+        at::Tensor mine = at::empty({block}, tensor.options());
+        ZCCL_TORCH_CHECK(
+            zcclReduceScatter(padded.data_ptr(), mine.data_ptr(), block, type, op, comm_, nullptr),
+            "reduce");
+        ZCCL_TORCH_CHECK(zcclGroupStart(), "reduce");
+        if (getRank() == root) {
+          for (int peer = 0; peer < ranks; ++peer) {
+            if (peer == root) continue;
+            ZCCL_TORCH_CHECK(
+                zcclRecv(padded[peer * block].data_ptr(), block, type, peer, comm_, nullptr),
+                "reduce");
+          }
+        } else {
+          ZCCL_TORCH_CHECK(zcclSend(mine.data_ptr(), block, type, root, comm_, nullptr), "reduce");
+        }
+        ZCCL_TORCH_CHECK(zcclGroupEnd(), "reduce");
+        if (getRank() == root) {
+          padded.narrow(0, root * block, block).copy_(mine);
+          tensor.copy_(padded.narrow(0, 0, tensor.numel()).view(tensor.sizes()));
+        }
+      });
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                            const c10d::AllgatherOptions&) {
+  checkTensor(input, "all_gather_into_tensor", "input");
+  checkTensor(output, "all_gather_into_tensor", "output");
+  TORCH_CHECK(output.numel() == input.numel() * getSize(),
+              "zccl backend: all_gather_into_tensor: output has ", output.numel(),
+              " elements, expected input's ", input.numel(), " x ", getSize(), " ranks");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(),
+              "zccl backend: all_gather_into_tensor: input is ", input.scalar_type(), ", output ",
+              output.scalar_type());
+  const zcclWireFormat_t wire = wireFor(policy_.allGather, input, false, c10d::ReduceOp::SUM);
+  return run(c10d::OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output}, false,
+             [this, output, input, wire] {
+               const zcclCollOptions options = optionsWith(wire);
+               const bool exactBytes = wire == zcclWireNone;
+               ZCCL_TORCH_CHECK(
+                   zcclAllGatherEx(input.data_ptr(), output.data_ptr(),
+                                   exactBytes ? byteCount(input) : input.numel(),
+                                   exactBytes ? zcclUint8 : reducedType(input, "all_gather"), comm_,
+                                   nullptr, &options),
+                   "all_gather_into_tensor");
+             });
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                      std::vector<at::Tensor>& inputs,
+                                                      const c10d::AllgatherOptions& opts) {
+  at::Tensor input = single(inputs, "allgather", "input_tensor");
+  TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
+              "zccl backend: allgather: tensor_list must hold one tensor per rank (", getSize(),
+              ")");
+  for (const auto& output : outputs[0]) {
+    TORCH_CHECK(output.numel() == input.numel() && output.scalar_type() == input.scalar_type(),
+                "zccl backend: allgather: every output must match the input's ", input.numel(),
+                " elements of ", input.scalar_type());
+  }
+  at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());
+  std::vector<at::Tensor> targets = outputs[0];
+  at::Tensor source = input.reshape({-1});
+  auto gathered = _allgather_base(flat, source, opts);
+  copyOut(flat, targets);
+  return gathered;
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK(outputLists.size() == static_cast<size_t>(getSize()),
+              "zccl backend: allgather_coalesced: one output list per rank expected");
+  at::Tensor flatInput = flatCat(inputs);
+  at::Tensor flat = at::empty({flatInput.numel() * getSize()}, flatInput.options());
+  auto gathered = _allgather_base(flat, flatInput, opts);
+  for (int rank = 0; rank < getSize(); ++rank) {
+    copyOut(flat.narrow(0, rank * flatInput.numel(), flatInput.numel()), outputLists[rank]);
+  }
+  return gathered;
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(),
+              "zccl backend: allgather_into_tensor_coalesced: ", outputs.size(), " outputs for ",
+              inputs.size(), " inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) _allgather_base(outputs[i], inputs[i], opts);
+  auto work = c10::make_intrusive<ZcclWork>(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs);
+  work->complete(nullptr);
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  checkTensor(input, "reduce_scatter_tensor", "input");
+  checkTensor(output, "reduce_scatter_tensor", "output");
+  TORCH_CHECK(input.numel() == output.numel() * getSize(),
+              "zccl backend: reduce_scatter_tensor: input has ", input.numel(),
+              " elements, expected output's ", output.numel(), " x ", getSize(), " ranks");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(),
+              "zccl backend: reduce_scatter_tensor: input is ", input.scalar_type(), ", output ",
+              output.scalar_type());
+  const zcclDataType_t type = reducedType(input, "reduce_scatter_tensor");
+  const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "reduce_scatter_tensor");
+  const zcclCollOptions options =
+      optionsWith(wireFor(policy_.reduceScatter, input, true, opts.reduceOp));
+  const c10d::ReduceOp reduceOp = opts.reduceOp;
+  return run(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output}, false,
+             [this, output, input, type, op, options, reduceOp] {
+               const at::Tensor source = premultiplied(input, reduceOp);
+               ZCCL_TORCH_CHECK(
+                   zcclReduceScatterEx(source.data_ptr(), output.data_ptr(), output.numel(), type,
+                                       op, comm_, nullptr, &options),
+                   "reduce_scatter_tensor");
+             });
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  at::Tensor output = single(outputs, "reduce_scatter", "output");
+  TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
+              "zccl backend: reduce_scatter: input_list must hold one tensor per rank (", getSize(),
+              ")");
+  for (const auto& input : inputs[0]) {
+    TORCH_CHECK(input.numel() == output.numel() && input.scalar_type() == output.scalar_type(),
+                "zccl backend: reduce_scatter: every input must match the output's ",
+                output.numel(), " elements of ", output.scalar_type());
+  }
+  at::Tensor flat = flatCat(inputs[0]);
+  at::Tensor result = output.view({-1});  // contiguous: the same storage
+  return _reduce_scatter_base(result, flat, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(),
+              "zccl backend: reduce_scatter_tensor_coalesced: ", outputs.size(), " outputs for ",
+              inputs.size(), " inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) _reduce_scatter_base(outputs[i], inputs[i], opts);
+  auto work = c10::make_intrusive<ZcclWork>(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs);
+  work->complete(nullptr);
+  return work;
+}
+
+// Equal splits are zccl's all-to-all; uneven ones are one group of sends and receives.
+c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                          std::vector<int64_t>& outputSplitSizes,
+                                                          std::vector<int64_t>& inputSplitSizes,
+                                                          const c10d::AllToAllOptions&) {
+  checkTensor(input, "all_to_all_single", "input");
+  checkTensor(output, "all_to_all_single", "output");
+  const int ranks = getSize();
+  const int64_t rowBytes = input.dim() == 0
+                               ? input.element_size()
+                               : byteCount(input) / std::max<int64_t>(1, input.size(0));
+  auto offsets = [&](const std::vector<int64_t>& splits, const at::Tensor& tensor,
+                     const char* argument) {
+    std::vector<int64_t> sizes = splits;
+    if (sizes.empty()) {
+      TORCH_CHECK(tensor.dim() > 0 && tensor.size(0) % ranks == 0,
+                  "zccl backend: all_to_all_single: ", argument, " of ",
+                  tensor.dim() > 0 ? tensor.size(0) : 0, " rows does not divide by ", ranks,
+                  " ranks (pass split sizes)");
+      sizes.assign(ranks, tensor.size(0) / ranks);
+    }
+    TORCH_CHECK(static_cast<int>(sizes.size()) == ranks,
+                "zccl backend: all_to_all_single: ", argument, " split sizes has ", sizes.size(),
+                " entries for ", ranks, " ranks");
+    TORCH_CHECK(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == tensor.size(0),
+                "zccl backend: all_to_all_single: ", argument, " split sizes do not sum to its ",
+                tensor.size(0), " rows");
+    return sizes;
+  };
+  const std::vector<int64_t> sendRows = offsets(inputSplitSizes, input, "input");
+  const std::vector<int64_t> recvRows = offsets(outputSplitSizes, output, "output");
+  const bool equal = inputSplitSizes.empty() && outputSplitSizes.empty();
+  return run(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {output}, false,
+             [this, output, input, sendRows, recvRows, rowBytes, equal, ranks] {
+               auto* send = static_cast<const char*>(input.data_ptr());
+               auto* recv = static_cast<char*>(output.data_ptr());
+               if (equal) {
+                 ZCCL_TORCH_CHECK(
+                     zcclAllToAll(send, recv, sendRows[0] * rowBytes, zcclUint8, comm_, nullptr),
+                     "all_to_all_single");
+                 return;
+               }
+               ZCCL_TORCH_CHECK(zcclGroupStart(), "all_to_all_single");
+               int64_t sendOffset = 0;
+               int64_t recvOffset = 0;
+               for (int peer = 0; peer < ranks; ++peer) {
+                 ZCCL_TORCH_CHECK(zcclSend(send + sendOffset * rowBytes, sendRows[peer] * rowBytes,
+                                           zcclUint8, peer, comm_, nullptr),
+                                  "all_to_all_single");
+                 ZCCL_TORCH_CHECK(zcclRecv(recv + recvOffset * rowBytes, recvRows[peer] * rowBytes,
+                                           zcclUint8, peer, comm_, nullptr),
+                                  "all_to_all_single");
+                 sendOffset += sendRows[peer];
+                 recvOffset += recvRows[peer];
+               }
+               ZCCL_TORCH_CHECK(zcclGroupEnd(), "all_to_all_single");
+             });
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall(std::vector<at::Tensor>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllToAllOptions&) {
+  TORCH_CHECK(
+      static_cast<int>(outputs.size()) == getSize() && static_cast<int>(inputs.size()) == getSize(),
+      "zccl backend: all_to_all: one input and one output tensor per rank (", getSize(), ")");
+  for (const auto& tensor : inputs) checkTensor(tensor, "all_to_all", "input_tensor_list");
+  for (const auto& tensor : outputs) checkTensor(tensor, "all_to_all", "output_tensor_list");
+  return run(c10d::OpType::ALLTOALL, "all_to_all", outputs, false, [this, outputs, inputs] {
+    ZCCL_TORCH_CHECK(zcclGroupStart(), "all_to_all");
+    for (int peer = 0; peer < getSize(); ++peer) {
+      ZCCL_TORCH_CHECK(zcclSend(inputs[peer].data_ptr(), byteCount(inputs[peer]), zcclUint8, peer,
+                                comm_, nullptr),
+                       "all_to_all");
+      ZCCL_TORCH_CHECK(zcclRecv(outputs[peer].data_ptr(), byteCount(outputs[peer]), zcclUint8, peer,
+                                comm_, nullptr),
+                       "all_to_all");
+    }
+    ZCCL_TORCH_CHECK(zcclGroupEnd(), "all_to_all");
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                   std::vector<at::Tensor>& inputs,
+                                                   const c10d::GatherOptions& opts) {
+  at::Tensor input = single(inputs, "gather", "tensor");
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> targets;
+  if (getRank() == root) {
+    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
+                "zccl backend: gather: gather_list must hold one tensor per rank at the root");
+    targets = outputs[0];
+    for (const auto& target : targets) {
+      checkTensor(target, "gather", "gather_list");
+      TORCH_CHECK(byteCount(target) == byteCount(input),
+                  "zccl backend: gather: every gather_list tensor must match the input's size");
+    }
+  }
+  return run(c10d::OpType::GATHER, "gather", targets, true, [this, input, targets, root] {
+    ZCCL_TORCH_CHECK(zcclGroupStart(), "gather");
+    if (getRank() == root) {
+      for (int peer = 0; peer < getSize(); ++peer) {
+        if (peer == root) continue;
+        ZCCL_TORCH_CHECK(
+            zcclRecv(targets[peer].data_ptr(), byteCount(input), zcclUint8, peer, comm_, nullptr),
+            "gather");
+      }
+    } else {
+      ZCCL_TORCH_CHECK(
+          zcclSend(input.data_ptr(), byteCount(input), zcclUint8, root, comm_, nullptr), "gather");
+    }
+    ZCCL_TORCH_CHECK(zcclGroupEnd(), "gather");
+    if (getRank() == root) targets[root].copy_(input.view(targets[root].sizes()));
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::scatter(std::vector<at::Tensor>& outputs,
+                                                    std::vector<std::vector<at::Tensor>>& inputs,
+                                                    const c10d::ScatterOptions& opts) {
+  at::Tensor output = single(outputs, "scatter", "tensor");
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> sources;
+  if (getRank() == root) {
+    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
+                "zccl backend: scatter: scatter_list must hold one tensor per rank at the root");
+    sources = inputs[0];
+    for (const auto& source : sources) {
+      checkTensor(source, "scatter", "scatter_list");
+      TORCH_CHECK(byteCount(source) == byteCount(output),
+                  "zccl backend: scatter: every scatter_list tensor must match the output's size");
+    }
+  }
+  return run(c10d::OpType::SCATTER, "scatter", {output}, true, [this, output, sources, root] {
+    ZCCL_TORCH_CHECK(zcclGroupStart(), "scatter");
+    if (getRank() == root) {
+      for (int peer = 0; peer < getSize(); ++peer) {
+        if (peer == root) continue;
+        ZCCL_TORCH_CHECK(
+            zcclSend(sources[peer].data_ptr(), byteCount(output), zcclUint8, peer, comm_, nullptr),
+            "scatter");
+      }
+    } else {
+      ZCCL_TORCH_CHECK(
+          zcclRecv(output.data_ptr(), byteCount(output), zcclUint8, root, comm_, nullptr),
+          "scatter");
+    }
+    ZCCL_TORCH_CHECK(zcclGroupEnd(), "scatter");
+    if (getRank() == root) output.copy_(sources[root].view(output.sizes()));
+  });
+}
+
+// Tags are not matched: messages between two ranks arrive in the order they were posted.
+c10::intrusive_ptr<c10d::Work> ZcclBackend::send(std::vector<at::Tensor>& tensors, int dstRank,
+                                                 int) {
+  at::Tensor tensor = single(tensors, "send", "tensor");
+  return run(c10d::OpType::SEND, "send", {tensor}, true, [this, tensor, dstRank] {
+    ZCCL_TORCH_CHECK(
+        zcclSend(tensor.data_ptr(), byteCount(tensor), zcclUint8, dstRank, comm_, nullptr), "send");
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                                 int) {
+  at::Tensor tensor = single(tensors, "recv", "tensor");
+  return run(c10d::OpType::RECV, "recv", {tensor}, true, [this, tensor, srcRank] {
+    ZCCL_TORCH_CHECK(
+        zcclRecv(tensor.data_ptr(), byteCount(tensor), zcclUint8, srcRank, comm_, nullptr), "recv");
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ZcclBackend::barrier(const c10d::BarrierOptions&) {
+  return run(c10d::OpType::BARRIER, "barrier", {}, false, [this] {
+    int32_t token = 0;
+    ZCCL_TORCH_CHECK(zcclAllReduce(&token, &token, 1, zcclInt32, zcclSum, comm_, nullptr),
+                     "barrier");
+  });
+}
+
+}  // namespace zccl_torch

@@ -1,0 +1,126 @@
+// torch.distributed's c10d::Backend over zccl's public C API: every operation maps to a zccl
+// collective (or to zccl's grouped sends and receives where zccl has no collective of that
+// shape), on CPU tensors, run to completion on the calling thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <vector>
+
+#include "zccl/zccl.h"
+
+namespace zccl_torch {
+
+// What the backend sends on the wire, per operation; lossless unless set (zccl_torch.set_policy
+// or ZCCL_TORCH_QUANT_*). Quantized formats apply to float tensors of at least minBytes, and
+// for reductions to sum and avg only; anything else stays exact.
+struct Policy {
+  zcclWireFormat_t allGather = zcclWireNone;
+  zcclWireFormat_t reduceScatter = zcclWireNone;
+  zcclWireFormat_t allReduce = zcclWireNone;
+  int64_t minBytes = 0;
+};
+
+struct BackendOptions {
+  int rank = 0;
+  int size = 1;
+  std::string groupName;
+  std::chrono::milliseconds timeout{0};
+  Policy policy;
+};
+
+class ZcclBackend : public c10d::Backend {
+ public:
+  // Collective over the group's ranks: the rendezvous goes through the group's c10d store.
+  ZcclBackend(const c10::intrusive_ptr<c10d::Store>& store, const BackendOptions& options);
+  ~ZcclBackend() override;
+
+  const std::string getBackendName() const override { return "zccl"; }
+  zcclComm_t comm() const { return comm_; }
+  void setPolicy(const Policy& policy) { policy_ = policy; }
+  const Policy& policy() const { return policy_; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& outputSplitSizes,
+                                               std::vector<int64_t>& inputSplitSizes,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  // batch_isend_irecv and torch's coalescing manager: what is issued between these runs at
+  // endCoalescing, the sends and receives as one zccl group (so rings cannot deadlock), then
+  // the collectives in order.
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  bool supportsSplitting() const override { return false; }
+  void abort() override;
+  void shutdown() override;
+
+ private:
+  // Runs `body` now, or at endCoalescing; the returned work completes when it has run.
+  c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, const char* operation,
+                                     std::vector<at::Tensor> outputs, bool pointToPoint,
+                                     std::function<void()> body);
+  zcclWireFormat_t wireFor(zcclWireFormat_t requested, const at::Tensor& tensor, bool reduction,
+                           const c10d::ReduceOp& op) const;
+
+  zcclComm_t comm_ = nullptr;
+  Policy policy_;
+  std::string groupName_;
+  struct Deferred;
+  std::vector<Deferred>* coalesced_ = nullptr;
+};
+
+// zcclStore callbacks over a c10d store (the group's PrefixStore).
+zcclStore storeOf(c10d::Store* store);
+
+// The live backends by group name, for zccl_torch.stats(group) and set_policy(group).
+ZcclBackend* backendNamed(const std::string& groupName);
+// The communicators of every live backend of this process, by group name.
+std::vector<std::pair<std::string, zcclComm_t>> liveCommsByName();
+
+}  // namespace zccl_torch
