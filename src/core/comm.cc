@@ -3,9 +3,11 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <unordered_set>
 
 #include "common/log.h"
@@ -294,10 +296,55 @@ void abortComm(zcclComm* comm) {
   handles().kept.emplace_back(comm);
 }
 
+// The settings that shape what goes on the wire must be the same on every rank (a rank with
+// another ZCCL_QUANT or ZCCL_ALGO than its peers would exchange messages they cannot read):
+// compared once at creation, and a difference fails it on every rank, naming the setting
+// and the ranks' values (collective over `transport`).
+Status agreeOnConfiguration(Transport& transport, const CommConfig& config) {
+  struct Setting {
+    const char* name;
+    int value;
+    const char* (*text)(int);  // the value's name, where it has one
+  };
+  const auto algorithm = [](int v) { return algorithmName(static_cast<Algorithm>(v)); };
+  const auto wire = [](int v) { return wireFormatName(static_cast<WireFormat>(v)); };
+  const CollectiveOptions& c = config.collective;
+  const std::array<Setting, 8> mine{{
+      {"ZCCL_ALGO (config.algorithm)", static_cast<int>(c.algorithm), algorithm},
+      {"ZCCL_QUANT (config.wireFormat)", static_cast<int>(c.wire), wire},
+      {"ZCCL_QUANT allow-* (config.wireFormat)", c.wireAllowedOnly ? 1 : 0, nullptr},
+      {"ZCCL_QUANT_SCHEME (config.quantScheme)", static_cast<int>(c.scheme), nullptr},
+      {"ZCCL_QUANT_GROUP (config.quantGroupSize)", static_cast<int>(c.groupSize), nullptr},
+      {"ZCCL_QUANT_STOCHASTIC (config.stochasticRounding)", static_cast<int>(c.rounding),
+       nullptr},
+      {"ZCCL_HIERARCHY (config.hierarchy)", static_cast<int>(c.hierarchy), nullptr},
+      {"ZCCL_CHECK (config.checkCalls)", config.checkCalls ? 1 : 0, nullptr},
+  }};
+  std::array<int, mine.size()> values{};
+  for (size_t i = 0; i < mine.size(); ++i) values[i] = mine[i].value;
+  std::vector<std::array<int, mine.size()>> all(static_cast<size_t>(transport.size()));
+  ZCCL_CHECK(transport.allGatherControl(values.data(), sizeof(values), all.data()));
+  for (size_t i = 0; i < mine.size(); ++i) {
+    for (int r = 1; r < transport.size(); ++r) {
+      const int theirs = all[static_cast<size_t>(r)][i];
+      if (theirs == all[0][i]) continue;
+      const auto show = [&](int v) {
+        return mine[i].text != nullptr ? std::string(mine[i].text(v)) : std::to_string(v);
+      };
+      return fail(Status::kInvalidUsage,
+                  "the ranks' configurations differ: %s is %s on rank 0 and %s on rank %d; it "
+                  "must be the same on every rank",
+                  mine[i].name, show(all[0][i]).c_str(), show(theirs).c_str(), r);
+    }
+  }
+  return Status::kSuccess;
+}
+
 Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, Status configured,
                   zcclComm** out) {
   uint64_t sequenceBase = 0;
   ZCCL_CHECK(agreeOnInit(*transport, configured, lastThreadError(), &sequenceBase));
+  ZCCL_CHECK(agreeOnConfiguration(*transport, config));
   auto comm = std::make_unique<zcclComm>();
   comm->config = config;
   comm->collectiveSequence = sequenceBase;
@@ -336,6 +383,7 @@ Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config,
   if (!child) return configured;
   uint64_t sequenceBase = 0;
   ZCCL_CHECK(agreeOnInit(*child, configured, why, &sequenceBase));
+  ZCCL_CHECK(agreeOnConfiguration(*child, resolved));
   auto comm = std::make_unique<zcclComm>();
   comm->config = resolved;
   comm->collectiveSequence = sequenceBase;

@@ -125,6 +125,23 @@ TEST_F(Errors, BadConfigAndEnvironment) {
 #endif
 }
 
+// Settings that shape the wire must agree: one rank with another wire format (its own
+// ZCCL_QUANT, say) fails the creation on every rank, naming the setting.
+TEST_F(Errors, ConfigurationsThatDifferBetweenRanks) {
+  zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+  if (worldRank() == worldSize() - 1) config.wireFormat = zcclWireInt8;
+  zcclComm_t comm = nullptr;
+  expectError(initWorldComm(&config, &comm), zcclInvalidUsage,
+              "ZCCL_QUANT (config.wireFormat) is none on rank 0 and int8", nullptr);
+  EXPECT_EQ(comm, nullptr);
+  config = ZCCL_CONFIG_INITIALIZER;
+  if (worldRank() == 0) setenv("ZCCL_HIERARCHY", "flat", 1);
+  expectError(initWorldComm(&config, &comm), zcclInvalidUsage, "ZCCL_HIERARCHY", nullptr);
+  unsetenv("ZCCL_HIERARCHY");
+  ASSERT_EQ(initWorldComm(&config, &comm), zcclSuccess) << zcclGetLastError(nullptr);
+  EXPECT_EQ(zcclCommDestroy(comm), zcclSuccess);
+}
+
 TEST_F(Errors, OutputPointers) {
   expectError(zcclCommCount(comm_, nullptr), zcclInvalidArgument, "count=NULL", comm_);
   expectError(zcclCommUserRank(comm_, nullptr), zcclInvalidArgument, "rank=NULL", comm_);
