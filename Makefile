@@ -87,7 +87,7 @@ test-fuzz: deps
 # time (bench/zero: zero.md, zero.png).
 bench-link: build
 	ZCCL_DEPS_EXTRA=bench ./scripts/install-deps.sh
-	MPIEXEC=$$(grep '^MPIEXEC_EXECUTABLE' $(BUILD_DIR)/CMakeCache.txt | cut -d= -f2) \
+	MPIEXEC=$$(grep '^MPIEXEC_EXECUTABLE:' $(BUILD_DIR)/CMakeCache.txt | cut -d= -f2) \
 		./scripts/testbed/bench-link.sh $(BUILD_DIR) bench/link
 
 bench-zero: build

@@ -26,7 +26,7 @@ runs() {
       "$TESTBED_EXEC" 0 "$MPIEXEC" -launcher ssh -launcher-exec "$TESTBED_SSH" \
         -hosts "${addrs[0]},${addrs[1]}" -n $((2 * PPN)) -ppn "$PPN" \
         -genv UCX_TLS sm,self,tcp -genv LD_PRELOAD "$OUT/finalize_progress.so" \
-        -genv ZCCL_INTER_NODE_GBPS "$GBPS" \
+        -genv ZCCL_INTER_NODE_GBPS "$GBPS" -genv ZCCL_TIMEOUT_S 600 \
         "$BUILD/perf/${collective}_perf" -b 1M -e 64M -f 4 -n 5 -w 1 -d bfloat16 -q "$wire" \
         "${extra[@]}" -J "$OUT/${RATE}_${PPN}ppn_${collective}_${name}.json"
     done

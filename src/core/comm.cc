@@ -168,15 +168,28 @@ Status buildClusterModel(zcclComm* comm) {
   struct Summary {
     int intraClass, interClass;
     double intraGBps, interGBps;
+    double quantizeRate, dequantizeRate;
   };
-  const Summary local{static_cast<int>(mine->intraNode), static_cast<int>(mine->interNode),
-                      mine->intraNodeGBps, mine->interNodeGBps};
+  // This process's quantization rates are measured; they differ between ranks (and runs), so
+  // they are agreed on with the links.
+  ClusterModel measured;
+  measureQuantRates(&measured);
+  const Summary local{static_cast<int>(mine->intraNode),
+                      static_cast<int>(mine->interNode),
+                      mine->intraNodeGBps,
+                      mine->interNodeGBps,
+                      measured.quantizeBytesPerSecond,
+                      measured.dequantizeBytesPerSecond};
   std::vector<Summary> all(static_cast<size_t>(comm->size()));
   ZCCL_CHECK(comm->transport->allGatherControl(&local, sizeof(Summary), all.data()));
-  // Every rank plans with the slowest link of each class in the job, so all plans agree.
+  // Every rank plans with the slowest link of each class and the slowest quantization in the
+  // job, so all plans agree (ranks that chose differently would exchange unreadable messages).
   NodeTopology slowest;
   slowest.intraNodeGBps = slowest.interNodeGBps = 1e300;
+  double quantizeRate = 1e300, dequantizeRate = 1e300;
   for (const Summary& s : all) {
+    quantizeRate = std::min(quantizeRate, s.quantizeRate);
+    dequantizeRate = std::min(dequantizeRate, s.dequantizeRate);
     if (s.intraGBps < slowest.intraNodeGBps) {
       slowest.intraNodeGBps = s.intraGBps;
       slowest.intraNode = static_cast<LinkClass>(s.intraClass);
@@ -189,7 +202,8 @@ Status buildClusterModel(zcclComm* comm) {
   const NodeMap& nodes = comm->nodes;
   const int perNode = std::max(1, comm->size() / nodes.numNodes());
   comm->cluster = clusterModel(slowest, nodes.numNodes(), perNode, nodes.isUniform());
-  measureQuantRates(&comm->cluster);
+  comm->cluster.quantizeBytesPerSecond = quantizeRate;
+  comm->cluster.dequantizeBytesPerSecond = dequantizeRate;
   return Status::kSuccess;
 }
 
@@ -315,8 +329,7 @@ Status agreeOnConfiguration(Transport& transport, const CommConfig& config) {
       {"ZCCL_QUANT allow-* (config.wireFormat)", c.wireAllowedOnly ? 1 : 0, nullptr},
       {"ZCCL_QUANT_SCHEME (config.quantScheme)", static_cast<int>(c.scheme), nullptr},
       {"ZCCL_QUANT_GROUP (config.quantGroupSize)", static_cast<int>(c.groupSize), nullptr},
-      {"ZCCL_QUANT_STOCHASTIC (config.stochasticRounding)", static_cast<int>(c.rounding),
-       nullptr},
+      {"ZCCL_QUANT_STOCHASTIC (config.stochasticRounding)", static_cast<int>(c.rounding), nullptr},
       {"ZCCL_HIERARCHY (config.hierarchy)", static_cast<int>(c.hierarchy), nullptr},
       {"ZCCL_CHECK (config.checkCalls)", config.checkCalls ? 1 : 0, nullptr},
   }};
