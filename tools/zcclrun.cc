@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
                           : s.root.empty() ? randomJobId()
                                            : "zcclrun " + s.root;
   std::vector<pid_t> pids;
+  pids.reserve(static_cast<size_t>(s.ranks));
   for (int r = 0; r < s.ranks; ++r) pids.push_back(launch(s, r, at, job));
   std::vector<bool> running(pids.size(), true);
   int remaining = s.ranks;

@@ -389,7 +389,8 @@ Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config
 Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config, zcclComm** out) {
   CommConfig resolved = parent->config;
   const Status configured = config != nullptr ? resolveConfig(config, &resolved) : Status::kSuccess;
-  const std::string why = lastThreadError();
+  // A copy: the split below sets the thread's error again.
+  const std::string why = lastThreadError();  // NOLINT(performance-unnecessary-copy-initialization)
   std::unique_ptr<Transport> child;
   ZCCL_CHECK(parent->transport->split(color, key, &child));
   *out = nullptr;
