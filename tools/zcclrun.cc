@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -49,19 +50,38 @@ volatile sig_atomic_t forwardedSignal = 0;
 void onSignal(int signal) { forwardedSignal = signal; }
 
 // A port nobody listens on now (the kernel's choice; the ranks bind it moments later).
-int freePort() {
+// A free port below the kernel's ephemeral range, so that no connection made meanwhile (the
+// ranks' own, UCX's) can draw it as its local port before the rendezvous listens on it.
+bool bindable(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in address{};
   address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    std::perror("zcclrun: choosing a port");
-    std::exit(1);
-  }
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
   close(fd);
-  return ntohs(address.sin_port);
+  return free;
+}
+
+int freePort() {
+  int ephemeralLow = 32768;
+  if (FILE* range = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(range, "%d", &ephemeralLow) != 1) ephemeralLow = 32768;
+    std::fclose(range);
+  }
+  const int low = 10000;
+  const int high = std::max(low + 1000, ephemeralLow) - 1;
+  std::random_device device;
+  std::uniform_int_distribution<int> pick(low, high);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = pick(device);
+    if (bindable(port)) return port;
+  }
+  std::fprintf(stderr, "zcclrun: no free port in %d-%d\n", low, high);
+  std::exit(1);
 }
 
 std::string randomJobId() {

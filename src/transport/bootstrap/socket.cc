@@ -204,7 +204,8 @@ Status resolveAddress(const std::string& hostPort, SocketAddress* address) {
   return Status::kSuccess;
 }
 
-Status listenOn(SocketAddress* address, int* fd) {
+Status listenOn(SocketAddress* address, int* fd, bool* addressInUse) {
+  if (addressInUse != nullptr) *addressInUse = false;
   const int s = socket(address->family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return fail(Status::kSystemError, "socket: %s", strerror(errno));
   const int one = 1;
@@ -212,6 +213,11 @@ Status listenOn(SocketAddress* address, int* fd) {
   if (bind(s, reinterpret_cast<const sockaddr*>(&address->storage), address->length) != 0 ||
       listen(s, 1024) != 0) {
     const std::string why = strerror(errno);
+    if (addressInUse != nullptr && errno == EADDRINUSE) {
+      *addressInUse = true;  // the caller retries, and reports if it gives up
+      close(s);
+      return Status::kSystemError;
+    }
     close(s);
     return fail(Status::kSystemError, "bootstrap: cannot listen on %s: %s", address->text().c_str(),
                 why.c_str());

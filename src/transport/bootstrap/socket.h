@@ -40,7 +40,9 @@ Status localInterfaceAddress(SocketAddress* address);
 Status resolveAddress(const std::string& hostPort, SocketAddress* address);
 
 // A listening socket bound to `address` (port 0: any), the port filled in.
-Status listenOn(SocketAddress* address, int* fd);
+// With addressInUse: a port held by another socket sets it and returns kSystemError without
+// reporting, for the caller to retry.
+Status listenOn(SocketAddress* address, int* fd, bool* addressInUse = nullptr);
 
 // Small messages leave at once (no Nagle).
 void setNoDelay(int fd);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -341,8 +342,25 @@ class Root {
 Status startRoot(SocketAddress* address, uint64_t nonce) {
   double timeout = 0;
   ZCCL_CHECK(bootstrapTimeout(1800, &timeout));
+  // A fixed port (a launcher's, or MASTER_PORT + 1) can be held for a moment by another
+  // socket: a connection that drew it as its ephemeral port, or this process's previous root
+  // still closing. Retried until the timeout; the ranks retry their connects meanwhile.
+  const auto start = std::chrono::steady_clock::now();
   int fd = -1;
-  ZCCL_CHECK(listenOn(address, &fd));
+  bool inUse = false;
+  Status listening = listenOn(address, &fd, &inUse);
+  while (
+      listening != Status::kSuccess && inUse && address->port() != 0 &&
+      (timeout <= 0 ||
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < timeout)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    listening = listenOn(address, &fd, &inUse);
+  }
+  if (inUse) {
+    return fail(Status::kSystemError, "bootstrap: cannot listen on %s: %s (for %.0f s)",
+                address->text().c_str(), strerror(EADDRINUSE), timeout);
+  }
+  ZCCL_CHECK(listening);
   std::thread([fd, nonce, timeout] { Root(fd, nonce, timeout).serve(); }).detach();
   return Status::kSuccess;
 }
