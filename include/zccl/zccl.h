@@ -264,12 +264,30 @@ ZCCL_API zcclResult_t zcclBroadcast(const void* sendbuff, void* recvbuff, size_t
 ZCCL_API zcclResult_t zcclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                                    zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream);
 /*
+ * Rooted collectives, as NCCL's. The buffer only the root uses (Reduce's and Gather's
+ * recvbuff, Scatter's sendbuff) may be anything, NULL included, on the other ranks.
+ * Reduce: a reduce-scatter then the blocks gathered at root, so it takes the paths an
+ * all-reduce takes (two-level, and quantized: zcclReduceEx below); in place when sendbuff ==
+ * recvbuff. Gather: in place when sendbuff == recvbuff + root * sendcount at the root.
+ * Scatter: in place when recvbuff == sendbuff + root * recvcount at the root.
+ */
+ZCCL_API zcclResult_t zcclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                 zcclDataType_t datatype, zcclRedOp_t op, int root, zcclComm_t comm,
+                                 zcclStream_t stream);
+ZCCL_API zcclResult_t zcclGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                 zcclDataType_t datatype, int root, zcclComm_t comm,
+                                 zcclStream_t stream);
+ZCCL_API zcclResult_t zcclScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                  zcclDataType_t datatype, int root, zcclComm_t comm,
+                                  zcclStream_t stream);
+/*
  * The same collectives with per-call options (wire format, hierarchy); options may be NULL.
  * A quantized all-gather (qwZ) quantizes each rank's block once and every rank, its own
  * block included, receives the dequantized values, so all ranks hold identical results.
  * A quantized reduce-scatter (qgZ) quantizes each contribution once per hop (flat: one hop;
  * two-level: intra-node, then inter-node) and reduces in float32; zcclAvg divides by the
- * number of ranks once. A quantized all-reduce is the two in sequence.
+ * number of ranks once. A quantized all-reduce is the two in sequence; a quantized reduce is
+ * the quantized reduce-scatter, then the reduced blocks gathered at the root exactly.
  */
 ZCCL_API zcclResult_t zcclAllGatherEx(const void* sendbuff, void* recvbuff, size_t sendcount,
                                       zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream,
@@ -280,6 +298,10 @@ ZCCL_API zcclResult_t zcclReduceScatterEx(const void* sendbuff, void* recvbuff, 
 ZCCL_API zcclResult_t zcclAllReduceEx(const void* sendbuff, void* recvbuff, size_t count,
                                       zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
                                       zcclStream_t stream, const zcclCollOptions* options);
+ZCCL_API zcclResult_t zcclReduceEx(const void* sendbuff, void* recvbuff, size_t count,
+                                   zcclDataType_t datatype, zcclRedOp_t op, int root,
+                                   zcclComm_t comm, zcclStream_t stream,
+                                   const zcclCollOptions* options);
 
 /*
  * Sub-communicators for hpZ: the ranks of my node (in rank order), and my local rank on

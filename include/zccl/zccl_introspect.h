@@ -12,9 +12,10 @@
 extern "C" {
 #endif
 
-typedef ZCCL_ENUM(zcclCollective_e){zcclCollAllGather = 0, zcclCollReduceScatter = 1,
-                                    zcclCollAllReduce = 2, zcclCollBroadcast = 3,
-                                    zcclCollAllToAll = 4,  zcclNumCollectives = 5} zcclCollective_t;
+typedef ZCCL_ENUM(zcclCollective_e){
+    zcclCollAllGather = 0, zcclCollReduceScatter = 1, zcclCollAllReduce = 2,
+    zcclCollBroadcast = 3, zcclCollAllToAll = 4,      zcclCollReduce = 5,
+    zcclCollGather = 6,    zcclCollScatter = 7,       zcclNumCollectives = 8} zcclCollective_t;
 
 /* The job as the planner models it. Strings are static; link classes are "SHM", "PCIE",
  * "NVLINK", "ETH" or "IB". Each class is the slowest any rank of the job reported. */

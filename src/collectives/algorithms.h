@@ -18,7 +18,12 @@ Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockByte
 // As allGatherRing, across nodes then inside them (needs ctx.levels).
 Status allGatherTwoLevel(Context& ctx, const void* send, void* recv, const BlockBytes& layout);
 
+// Every rank's block to a.root's a.recv; a.send is this rank's block, or nullptr at a root
+// whose block already sits in place.
+Status gatherDirect(Context& ctx, const CollectiveArgs& a);
+
 double allGatherRingCost(const CostTerms& t, Plan* plan);
+double gatherDirectCost(const CostTerms& t);
 double allGatherTwoLevelCost(const CostTerms& t, Plan* plan);
 // Direct: every rank sends each peer its block at once (also the one-hop quantized form).
 double reduceScatterDirectCost(const CostTerms& t, Plan* plan);

@@ -19,16 +19,16 @@ Status allGatherQuantized(Context& ctx, const CollectiveArgs& a, const Plan& pla
   char* messages = static_cast<char*>(buffer);
   const void* mine = a.send != nullptr ? a.send : out + blocks.offset(me) * es;
   if (blocks.size(me) > 0) {
-    ZCCL_CHECK(quantize(mine, a.type, blocks.size(me), senderParams(plan.quant, me, 0),
-                        messages + wire.offset(me), wire.size(me)));
+    ZCCL_CHECK(ctx.kernels.quantize(mine, a.type, blocks.size(me), senderParams(plan.quant, me, 0),
+                                    messages + wire.offset(me), wire.size(me)));
   }
   ZCCL_CHECK(plan.algorithm == Algorithm::kTwoLevel
                  ? allGatherTwoLevel(ctx, nullptr, messages, wire)
                  : allGatherRing(ctx, nullptr, messages, wire));
   for (int r = 0; r < blocks.parts; ++r) {
     if (blocks.size(r) == 0) continue;
-    ZCCL_CHECK(dequantize(messages + wire.offset(r), wire.size(r), out + blocks.offset(r) * es,
-                          a.type, blocks.size(r)));
+    ZCCL_CHECK(ctx.kernels.dequantize(messages + wire.offset(r), wire.size(r),
+                                      out + blocks.offset(r) * es, a.type, blocks.size(r)));
   }
   return Status::kSuccess;
 }
@@ -36,10 +36,10 @@ Status allGatherQuantized(Context& ctx, const CollectiveArgs& a, const Plan& pla
 }  // namespace
 
 extern const AlgorithmRow kAllGatherQuantizedRing{
-    Collective::kAllGather, Algorithm::kRing, true, 1, kHostOnly, true,
+    Collective::kAllGather, Algorithm::kRing, true, 1, kAnyMemory, true,
     allGatherQuantized,     allGatherRingCost};
 extern const AlgorithmRow kAllGatherQuantizedTwoLevel{
-    Collective::kAllGather, Algorithm::kTwoLevel, true, 2, kHostOnly, true,
+    Collective::kAllGather, Algorithm::kTwoLevel, true, 2, kAnyMemory, true,
     allGatherQuantized,     allGatherTwoLevelCost};
 
 }  // namespace zccl

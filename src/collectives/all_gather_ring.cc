@@ -1,7 +1,5 @@
 // Ring all-gather: n-1 steps; at step s each rank forwards the block it received at step
 // s-1 (its own at s=0) to the next rank. Every block crosses each ring link once.
-#include <cstring>
-
 #include "collectives/algorithms.h"
 
 namespace zccl {
@@ -20,9 +18,7 @@ Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockByte
       [&](int) {
         return Piece{static_cast<char*>(const_cast<void*>(send)), layout.size(me)};
       },
-      [&] {
-        if (layout.size(me) > 0) std::memcpy(out + layout.offset(me), send, layout.size(me));
-      });
+      [&] { return ctx.kernels.copy(out + layout.offset(me), send, layout.size(me)); });
 }
 
 double allGatherRingCost(const CostTerms& t, Plan* /*plan*/) {
@@ -39,6 +35,6 @@ Status run(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
 }  // namespace
 
 extern const AlgorithmRow kAllGatherRing{
-    Collective::kAllGather, Algorithm::kRing, false, 1, kHostOnly, true, run, allGatherRingCost};
+    Collective::kAllGather, Algorithm::kRing, false, 1, kAnyMemory, true, run, allGatherRingCost};
 
 }  // namespace zccl

@@ -3,8 +3,6 @@
 // each member forwards the blocks of its local rank from every node. Per rank:
 // inter-node (nodes - 1) blocks, intra-node (ranksPerNode - 1) * nodes blocks, against a
 // flat ring whose boundary ranks send (n - 1) blocks across nodes.
-#include <cstring>
-
 #include "collectives/algorithms.h"
 
 namespace zccl {
@@ -14,7 +12,7 @@ Status allGatherTwoLevel(Context& ctx, const void* send, void* recv, const Block
   const int me = ctx.transport.rank();
   char* out = static_cast<char*>(recv);
   if (send != nullptr && layout.size(me) > 0) {
-    std::memmove(out + layout.offset(me), send, layout.size(me));
+    ZCCL_CHECK(ctx.kernels.copy(out + layout.offset(me), send, layout.size(me)));
   }
   const auto blockOf = [&](int rank) {
     return Piece{out + layout.offset(rank), layout.size(rank)};
@@ -43,7 +41,7 @@ Status run(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
 }  // namespace
 
 extern const AlgorithmRow kAllGatherTwoLevel{
-    Collective::kAllGather, Algorithm::kTwoLevel, false, 2, kHostOnly, true, run,
+    Collective::kAllGather, Algorithm::kTwoLevel, false, 2, kAnyMemory, true, run,
     allGatherTwoLevelCost};
 
 }  // namespace zccl

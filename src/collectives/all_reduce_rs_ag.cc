@@ -27,7 +27,7 @@ Halves halvesOf(const Plan& plan, DataType type, MemoryKind memory) {
 }
 
 Status allReduce(Context& ctx, const CollectiveArgs& a, const Plan& plan) {
-  const Halves halves = halvesOf(plan, a.type, ctx.memory);
+  const Halves halves = halvesOf(plan, a.type, ctx.memory());
   const size_t es = elementSize(a.type);
   CollectiveArgs scatter = a;
   scatter.recv = static_cast<char*>(a.recv) + a.blocks.offset(ctx.transport.rank()) * es;
@@ -46,7 +46,7 @@ double allReduceCost(const CostTerms& t, Plan* plan) {
 constexpr AlgorithmRow allReduceRow(Algorithm algorithm, bool quantized, int levels,
                                     bool roundsOnce) {
   return AlgorithmRow{
-      Collective::kAllReduce, algorithm, quantized, levels, kHostOnly, roundsOnce, allReduce,
+      Collective::kAllReduce, algorithm, quantized, levels, kAnyMemory, roundsOnce, allReduce,
       allReduceCost};
 }
 

@@ -1,7 +1,5 @@
 // Pairwise all-to-all: at step s each rank sends to rank+s and receives from rank-s, so
 // every step is a permutation and no rank is flooded by all peers at once.
-#include <cstring>
-
 #include "collectives/algorithms.h"
 
 namespace zccl {
@@ -19,11 +17,11 @@ Status allToAllPairwise(Context& ctx, const CollectiveArgs& a, const Plan& /*pla
   if (a.send == a.recv && total > 0) {
     void* staging = nullptr;
     ZCCL_CHECK(ctx.scratch.get(kScratchStaging, total, &staging));
-    std::memcpy(staging, a.send, total);
+    ZCCL_CHECK(ctx.kernels.copy(staging, a.send, total));
     in = static_cast<const char*>(staging);
   }
   const size_t selfOffset = static_cast<size_t>(me) * blockBytes;
-  if (blockBytes > 0) std::memcpy(out + selfOffset, in + selfOffset, blockBytes);
+  ZCCL_CHECK(ctx.kernels.copy(out + selfOffset, in + selfOffset, blockBytes));
   for (int step = 1; step < n; ++step) {
     const int to = (me + step) % n;
     const int from = (me - step + n) % n;
@@ -42,7 +40,7 @@ double allToAllPairwiseCost(const CostTerms& t, Plan* /*plan*/) { return t.direc
 }  // namespace
 
 extern const AlgorithmRow kAllToAllPairwise{
-    Collective::kAllToAll, Algorithm::kPairwise, false, 1, kHostOnly, true,
+    Collective::kAllToAll, Algorithm::kPairwise, false, 1, kAnyMemory, true,
     allToAllPairwise,      allToAllPairwiseCost};
 
 }  // namespace zccl

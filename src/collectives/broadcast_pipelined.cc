@@ -3,7 +3,6 @@
 // the time approaches bytes / bandwidth rather than (n-1) * bytes / bandwidth.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "collectives/algorithms.h"
@@ -34,7 +33,7 @@ Status broadcastPipelined(Context& ctx, const CollectiveArgs& a, const Plan& pla
     for (size_t s = 0; next >= 0 && s < segments; ++s) {
       ZCCL_CHECK(t.postSend(source + s * segment, bytesOf(s), next, ctx.tag, &ticket));
     }
-    if (a.send != a.recv && bytes > 0) std::memcpy(out, a.send, bytes);
+    ZCCL_CHECK(ctx.kernels.copy(out, a.send, bytes));
     return t.waitAll();
   }
   std::vector<Ticket> received(segments);
@@ -71,7 +70,7 @@ double broadcastPipelinedCost(const CostTerms& t, Plan* plan) {
 }  // namespace
 
 extern const AlgorithmRow kBroadcastPipelined{
-    Collective::kBroadcast, Algorithm::kPipelined, false, 1, kHostOnly, true,
+    Collective::kBroadcast, Algorithm::kPipelined, false, 1, kAnyMemory, true,
     broadcastPipelined,     broadcastPipelinedCost};
 
 }  // namespace zccl

@@ -10,6 +10,7 @@
 #include "collectives/paths.h"
 #include "common/scratch.h"
 #include "common/types.h"
+#include "kernels/kernels.h"
 #include "transport/transport.h"
 
 namespace zccl {
@@ -28,6 +29,7 @@ enum ScratchSlot : size_t {
   kScratchQuantizedReceive = 4,
   kScratchPartial = 5,  // a two-level reduction's intra-node result
   kScratchInputs = 6,   // the input pointers of an ordered reduction
+  kScratchReduced = 7,  // a reduce's block of a rank other than the root
 };
 
 // An array of `count` input pointers from the scratch pool (no allocation per call).
@@ -70,8 +72,10 @@ struct Context {
   const NodeLevels* levels;  // nullptr when the nodes differ in size
   NativeCounters& native;
   const ClusterModel* cluster;  // nullptr: plan by rule, without a cost model
-  MemoryKind memory;            // where the call's buffers live
+  Kernels& kernels;             // of the memory the call's buffers live in
   int tag;                      // every message of this call, on every level's transport
+
+  MemoryKind memory() const { return kernels.memory(); }
 };
 
 // `count` elements cut into `parts` contiguous blocks; the first count % parts blocks hold
@@ -148,8 +152,8 @@ inline int ringBlock(int rank, int distance, int size) {
 // Ring all-gather of one unit per member of `t`: at step s each member forwards the unit it
 // received at step s-1 (its own at s=0) to the next. A unit is `pieces` byte ranges,
 // pieceOf(unit, k) -> {pointer, bytes}, one message each. This member's own unit is sent
-// from ownPiece(k) at step 0; `whileFirstStep` runs while that step is in flight (copying
-// the own unit into place overlaps the first transfer).
+// from ownPiece(k) at step 0; `whileFirstStep` (returning a Status) runs while that step is
+// in flight (copying the own unit into place overlaps the first transfer).
 template <typename PieceOf, typename OwnPiece, typename Work>
 Status ringAllGatherUnits(Transport& t, int tag, int pieces, PieceOf&& pieceOf, OwnPiece&& ownPiece,
                           Work&& whileFirstStep) {
@@ -166,18 +170,18 @@ Status ringAllGatherUnits(Transport& t, int tag, int pieces, PieceOf&& pieceOf, 
       const auto [data, bytes] = step == 0 ? ownPiece(k) : pieceOf(sendUnit, k);
       ZCCL_CHECK(t.postSend(data, bytes, ringNext(t), tag, &ticket));
     }
-    if (step == 0) whileFirstStep();
+    if (step == 0) ZCCL_CHECK(whileFirstStep());
     ZCCL_CHECK(t.waitAll());
   }
-  if (n == 1) whileFirstStep();
-  return Status::kSuccess;
+  return n == 1 ? whileFirstStep() : Status::kSuccess;
 }
 
 // The same with this member's unit already in place.
 template <typename PieceOf>
 Status ringAllGatherUnits(Transport& t, int tag, int pieces, PieceOf&& pieceOf) {
   return ringAllGatherUnits(
-      t, tag, pieces, pieceOf, [&](int k) { return pieceOf(t.rank(), k); }, [] {});
+      t, tag, pieces, pieceOf, [&](int k) { return pieceOf(t.rank(), k); },
+      [] { return Status::kSuccess; });
 }
 
 }  // namespace zccl

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/registry.h"
+#include "kernels/kernels.h"
 #include "quant/quantize.h"
 
 namespace zccl {
@@ -90,13 +91,15 @@ void measureQuantRates(ClusterModel* cluster) {
         body();
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       };
+      Kernels& host = hostKernels();
       const auto run = [&] {
-        quantize(data.data(), DataType::kFloat32, kCount, params, message.data(), message.size());
+        host.quantize(data.data(), DataType::kFloat32, kCount, params, message.data(),
+                      message.size());
       };
       run();  // warm the caches and page in the buffers
       const double q = time(run);
-      const double d =
-          time([&] { dequantizeAccumulate(message.data(), message.size(), acc.data(), kCount); });
+      const double d = time(
+          [&] { host.dequantizeAccumulate(message.data(), message.size(), acc.data(), kCount); });
       if (q > 0) quantizeRate = kCount * 4.0 / q;
       if (d > 0) dequantizeRate = kCount * 4.0 / d;
     }

@@ -2,10 +2,7 @@
 // in-place layouts (which MPI does not share) are staged through scratch, and kAvg is a sum
 // then a division. Their peers are hidden inside the engine, so their traffic is charged to
 // the native counters at the volume a bandwidth-optimal algorithm sends.
-#include <cstring>
-
 #include "collectives/algorithms.h"
-#include "common/reduce.h"
 
 namespace zccl {
 namespace {
@@ -14,7 +11,7 @@ namespace {
 Status stage(Context& ctx, const void* data, size_t bytes, const void** copy) {
   void* staging = nullptr;
   ZCCL_CHECK(ctx.scratch.get(kScratchStaging, bytes, &staging));
-  if (bytes > 0) std::memcpy(staging, data, bytes);
+  ZCCL_CHECK(ctx.kernels.copy(staging, data, bytes));
   *copy = staging;
   return Status::kSuccess;
 }
@@ -48,7 +45,9 @@ Status reduceScatterNative(Context& ctx, const CollectiveArgs& a, const Plan& /*
   const char* out = static_cast<const char*>(a.recv);
   if (out >= in && out < in + inBytes) ZCCL_CHECK(stage(ctx, send, inBytes, &send));
   ZCCL_CHECK(ctx.transport.nativeReduceScatter(send, a.recv, recvCount, a.type, wireOp(a.op)));
-  if (a.op == RedOp::kAvg) divideByCount(a.recv, recvCount, a.type, ctx.transport.size());
+  if (a.op == RedOp::kAvg) {
+    ZCCL_CHECK(ctx.kernels.divideByCount(a.recv, recvCount, a.type, ctx.transport.size()));
+  }
   return Status::kSuccess;
 }
 
@@ -57,7 +56,9 @@ Status allReduceNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan
   const size_t n = static_cast<size_t>(ctx.transport.size());
   charge(ctx, 2 * (count * elementSize(a.type) / n) * (n - 1));  // reduce-scatter + all-gather
   ZCCL_CHECK(ctx.transport.nativeAllReduce(a.send, a.recv, count, a.type, wireOp(a.op)));
-  if (a.op == RedOp::kAvg) divideByCount(a.recv, count, a.type, ctx.transport.size());
+  if (a.op == RedOp::kAvg) {
+    ZCCL_CHECK(ctx.kernels.divideByCount(a.recv, count, a.type, ctx.transport.size()));
+  }
   return Status::kSuccess;
 }
 
@@ -68,7 +69,7 @@ Status broadcastNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan
   // A chain from root: all but the last rank forward once.
   charge(ctx, (ctx.transport.rank() - a.root + ranks) % ranks < ranks - 1 ? bytes : 0);
   if (ctx.transport.rank() == a.root && a.send != a.recv && count > 0) {
-    std::memcpy(a.recv, a.send, bytes);
+    ZCCL_CHECK(ctx.kernels.copy(a.recv, a.send, bytes));
   }
   return ctx.transport.nativeBroadcast(a.recv, count, a.type, a.root);
 }

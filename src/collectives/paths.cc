@@ -14,6 +14,12 @@ const char* collectiveName(Collective collective) {
       return "broadcast";
     case Collective::kAllToAll:
       return "all-to-all";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
   }
   return "unknown";
 }
@@ -58,6 +64,7 @@ bool wireApplies(Collective collective, DataType type, RedOp op) {
       return floating;
     case Collective::kReduceScatter:
     case Collective::kAllReduce:
+    case Collective::kReduce:
       return floating && (op == RedOp::kSum || op == RedOp::kAvg);
     default:
       return false;

@@ -11,8 +11,17 @@
 
 namespace zccl {
 
-enum class Collective : int { kAllGather, kReduceScatter, kAllReduce, kBroadcast, kAllToAll };
-constexpr int kNumCollectives = 5;
+enum class Collective : int {
+  kAllGather,
+  kReduceScatter,
+  kAllReduce,
+  kBroadcast,
+  kAllToAll,
+  kReduce,
+  kGather,
+  kScatter,
+};
+constexpr int kNumCollectives = 8;
 
 // The first four mirror zcclAlgorithm_t; the others are chosen by the planner only.
 enum class Algorithm : int {
@@ -28,9 +37,6 @@ enum class Algorithm : int {
 // Mirror zcclWireFormat_t and zcclHierarchy_t.
 enum class WireFormat : int { kNone = 0, kInt8 = 1, kInt4 = 2 };
 enum class Hierarchy : int { kAuto = 0, kFlat = 1, kTwoLevel = 2 };
-
-// Where a collective's buffers live; an algorithm row names the kinds it runs on.
-enum class MemoryKind : int { kHost = 0, kDevice = 1 };
 
 struct CollectiveOptions {
   Algorithm algorithm = Algorithm::kAuto;

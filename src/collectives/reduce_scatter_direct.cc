@@ -3,7 +3,6 @@
 // precision and rounding once. The bytes each rank sends equal the ring's, but the result
 // does not depend on where the ring starts.
 #include "collectives/algorithms.h"
-#include "common/reduce.h"
 
 namespace zccl {
 namespace {
@@ -34,7 +33,7 @@ Status reduceScatterDirect(Context& ctx, const CollectiveArgs& a, const Plan& /*
         t.postSend(in + blocks.offset(peer) * es, blocks.size(peer) * es, peer, ctx.tag, &ticket));
   }
   ZCCL_CHECK(t.waitAll());
-  reduceOrdered(a.recv, inputs, n, mine, a.type, a.op);
+  ZCCL_CHECK(ctx.kernels.reduceOrdered(a.recv, inputs, n, mine, a.type, a.op));
   return Status::kSuccess;
 }
 
@@ -47,7 +46,7 @@ double reduceScatterDirectCost(const CostTerms& t, Plan* /*plan*/) {
 }
 
 extern const AlgorithmRow kReduceScatterDirect{
-    Collective::kReduceScatter, Algorithm::kDirect,     false, 1, kHostOnly, true,
+    Collective::kReduceScatter, Algorithm::kDirect,     false, 1, kAnyMemory, true,
     reduceScatterDirect,        reduceScatterDirectCost};
 
 }  // namespace zccl

@@ -2,8 +2,6 @@
 // block j of its input for rank j and sends it straight there (an all-to-all of messages),
 // then dequantizes the copies of its own block and sums them in float32, in rank order, its
 // own contribution unquantized. Each contribution is quantized exactly once.
-#include <cstring>
-
 #include "collectives/algorithms.h"
 #include "collectives/quantized.h"
 
@@ -40,27 +38,27 @@ Status reduceScatterQuantized1Hop(Context& ctx, const CollectiveArgs& a, const P
     const int peer = (me + distance) % n;  // each message leaves as soon as it is quantized
     if (blocks.size(peer) == 0) continue;
     char* message = outbox + outgoing.offset(peer);
-    ZCCL_CHECK(quantize(in + blocks.offset(peer) * es, type, blocks.size(peer), senderMine, message,
-                        outgoing.size(peer)));
+    ZCCL_CHECK(ctx.kernels.quantize(in + blocks.offset(peer) * es, type, blocks.size(peer),
+                                    senderMine, message, outgoing.size(peer)));
     ZCCL_CHECK(t.postSend(message, outgoing.size(peer), peer, ctx.tag, &ticket));
   }
   ZCCL_CHECK(t.waitAll());
   float* acc = static_cast<float*>(accBuffer);
-  std::memset(acc, 0, mine * sizeof(float));
+  ZCCL_CHECK(ctx.kernels.zeroFloats(acc, mine));
   for (int peer = 0; peer < n && mine > 0; ++peer) {
     if (peer == me) {
-      ZCCL_CHECK(accumulateAsFloat(in + blocks.offset(me) * es, type, mine, acc));
+      ZCCL_CHECK(ctx.kernels.accumulateAsFloat(in + blocks.offset(me) * es, type, mine, acc));
     } else {
-      ZCCL_CHECK(dequantizeAccumulate(inbox + peer * mineBytes, mineBytes, acc, mine));
+      ZCCL_CHECK(ctx.kernels.dequantizeAccumulate(inbox + peer * mineBytes, mineBytes, acc, mine));
     }
   }
-  return storeFloatAs(acc, mine, a.op == RedOp::kAvg ? n : 1, type, a.recv);
+  return ctx.kernels.storeFloatAs(acc, mine, a.op == RedOp::kAvg ? n : 1, type, a.recv);
 }
 
 }  // namespace
 
 extern const AlgorithmRow kReduceScatterQuantized1Hop{
-    Collective::kReduceScatter, Algorithm::kDirect,     true, 1, kHostOnly, true,
+    Collective::kReduceScatter, Algorithm::kDirect,     true, 1, kAnyMemory, true,
     reduceScatterQuantized1Hop, reduceScatterDirectCost};
 
 }  // namespace zccl

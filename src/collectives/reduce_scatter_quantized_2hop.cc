@@ -66,26 +66,26 @@ Status reduceScatterQuantized2Hop(Context& ctx, const CollectiveArgs& a, const P
     for (int node = 0; node < lv.numNodes; ++node) {
       const int owner = lv.rankAt(node, peer);
       if (blocks.size(owner) == 0) continue;
-      ZCCL_CHECK(quantize(in + blocks.offset(owner) * es, type, blocks.size(owner), hop1,
-                          next + messageAt(peer, node), messageOf(owner)));
+      ZCCL_CHECK(ctx.kernels.quantize(in + blocks.offset(owner) * es, type, blocks.size(owner),
+                                      hop1, next + messageAt(peer, node), messageOf(owner)));
     }
     ZCCL_CHECK(lv.node->postSend(next, messageAt(peer, lv.numNodes), peer, ctx.tag, &ticket));
     next += messageAt(peer, lv.numNodes);
   }
   ZCCL_CHECK(lv.node->waitAll());
-  std::memset(b.partial, 0, elementAt(lv.numNodes) * sizeof(float));
+  ZCCL_CHECK(ctx.kernels.zeroFloats(b.partial, elementAt(lv.numNodes)));
   for (int peer = 0; peer < lv.ranksPerNode; ++peer) {
     for (int node = 0; node < lv.numNodes; ++node) {
       const int owner = lv.rankAt(node, lv.myLocal);
       float* piece = b.partial + elementAt(node);
       if (blocks.size(owner) == 0) continue;
       if (peer == lv.myLocal) {
-        ZCCL_CHECK(
-            accumulateAsFloat(in + blocks.offset(owner) * es, type, blocks.size(owner), piece));
+        ZCCL_CHECK(ctx.kernels.accumulateAsFloat(in + blocks.offset(owner) * es, type,
+                                                 blocks.size(owner), piece));
       } else {
-        ZCCL_CHECK(
-            dequantizeAccumulate(b.inbox + peer * myBundleBytes + messageAt(lv.myLocal, node),
-                                 messageOf(owner), piece, blocks.size(owner)));
+        ZCCL_CHECK(ctx.kernels.dequantizeAccumulate(
+            b.inbox + peer * myBundleBytes + messageAt(lv.myLocal, node), messageOf(owner), piece,
+            blocks.size(owner)));
       }
     }
   }
@@ -104,27 +104,30 @@ Status reduceScatterQuantized2Hop(Context& ctx, const CollectiveArgs& a, const P
     const int node = (lv.myNode + distance) % lv.numNodes;
     const int owner = lv.rankAt(node, lv.myLocal);
     if (blocks.size(owner) == 0) continue;
-    ZCCL_CHECK(quantize(b.partial + elementAt(node), DataType::kFloat32, blocks.size(owner), hop2,
-                        next, messageOf(owner)));
+    ZCCL_CHECK(ctx.kernels.quantize(b.partial + elementAt(node), DataType::kFloat32,
+                                    blocks.size(owner), hop2, next, messageOf(owner)));
     ZCCL_CHECK(lv.cross->postSend(next, messageOf(owner), node, ctx.tag, &ticket));
     next += messageOf(owner);
   }
   ZCCL_CHECK(lv.cross->waitAll());
-  std::memset(b.total, 0, mine * sizeof(float));
+  ZCCL_CHECK(ctx.kernels.zeroFloats(b.total, mine));
   for (int node = 0; node < lv.numNodes && mine > 0; ++node) {
     if (node == lv.myNode) {
-      ZCCL_CHECK(accumulateAsFloat(b.partial + elementAt(node), DataType::kFloat32, mine, b.total));
+      ZCCL_CHECK(ctx.kernels.accumulateAsFloat(b.partial + elementAt(node), DataType::kFloat32,
+                                               mine, b.total));
     } else {
-      ZCCL_CHECK(dequantizeAccumulate(inbox + node * mineBytes, mineBytes, b.total, mine));
+      ZCCL_CHECK(
+          ctx.kernels.dequantizeAccumulate(inbox + node * mineBytes, mineBytes, b.total, mine));
     }
   }
-  return storeFloatAs(b.total, mine, a.op == RedOp::kAvg ? ctx.transport.size() : 1, type, a.recv);
+  return ctx.kernels.storeFloatAs(b.total, mine, a.op == RedOp::kAvg ? ctx.transport.size() : 1,
+                                  type, a.recv);
 }
 
 }  // namespace
 
 extern const AlgorithmRow kReduceScatterQuantized2Hop{
-    Collective::kReduceScatter, Algorithm::kTwoLevel,     true, 2, kHostOnly, true,
+    Collective::kReduceScatter, Algorithm::kTwoLevel,     true, 2, kAnyMemory, true,
     reduceScatterQuantized2Hop, reduceScatterTwoLevelCost};
 
 }  // namespace zccl

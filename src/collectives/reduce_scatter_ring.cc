@@ -2,11 +2,9 @@
 // (rank - s - 1) to the next rank and folds its own input into the partial it receives for
 // block (rank - s - 2); after n-1 steps the partial for its own block is complete.
 // Half-precision partial sums are rounded at every hop.
-#include <cstring>
 #include <utility>
 
 #include "collectives/algorithms.h"
-#include "common/reduce.h"
 
 namespace zccl {
 namespace {
@@ -33,17 +31,18 @@ Status reduceScatterRing(Context& ctx, const CollectiveArgs& a, const Plan& /*pl
     ZCCL_CHECK(t.postRecv(incoming, blocks.size(recvBlock) * es, ringPrev(t), ctx.tag, &ticket));
     ZCCL_CHECK(t.postSend(outgoing, blocks.size(sendBlock) * es, ringNext(t), ctx.tag, &ticket));
     ZCCL_CHECK(t.waitAll());
-    reduceInto(incoming, inputBlock(recvBlock), blocks.size(recvBlock), a.type, a.op);
+    ZCCL_CHECK(ctx.kernels.reduceInto(incoming, inputBlock(recvBlock), blocks.size(recvBlock),
+                                      a.type, a.op));
     std::swap(incoming, partial);
     outgoing = partial;
   }
   const size_t mine = blocks.size(t.rank());
   if (n == 1) {
-    std::memmove(a.recv, inputBlock(0), mine * es);
+    ZCCL_CHECK(ctx.kernels.copy(a.recv, inputBlock(0), mine * es));
   } else {
-    std::memcpy(a.recv, partial, mine * es);
+    ZCCL_CHECK(ctx.kernels.copy(a.recv, partial, mine * es));
   }
-  if (a.op == RedOp::kAvg) divideByCount(a.recv, mine, a.type, n);
+  if (a.op == RedOp::kAvg) ZCCL_CHECK(ctx.kernels.divideByCount(a.recv, mine, a.type, n));
   return Status::kSuccess;
 }
 
@@ -54,7 +53,7 @@ double reduceScatterRingCost(const CostTerms& t, Plan* /*plan*/) {
 }  // namespace
 
 extern const AlgorithmRow kReduceScatterRing{
-    Collective::kReduceScatter, Algorithm::kRing,     false, 1, kHostOnly, false,
+    Collective::kReduceScatter, Algorithm::kRing,     false, 1, kAnyMemory, false,
     reduceScatterRing,          reduceScatterRingCost};
 
 }  // namespace zccl

@@ -9,7 +9,6 @@
 #include <algorithm>
 
 #include "collectives/algorithms.h"
-#include "common/reduce.h"
 
 namespace zccl {
 namespace {
@@ -58,8 +57,8 @@ Status reduceScatterTwoLevel(Context& ctx, const CollectiveArgs& a, const Plan& 
     for (int peer = 0; peer < lv.ranksPerNode; ++peer) {
       inputs[peer] = peer == lv.myLocal ? inputBlock(owner) : region(peer) + pieceOffset(node);
     }
-    reduceOrdered(partial + pieceOffset(node), inputs, lv.ranksPerNode, blocks.size(owner), type,
-                  levelOp);
+    ZCCL_CHECK(ctx.kernels.reduceOrdered(partial + pieceOffset(node), inputs, lv.ranksPerNode,
+                                         blocks.size(owner), type, levelOp));
   }
 
   // Inter-node: every node's partial of my block.
@@ -80,8 +79,11 @@ Status reduceScatterTwoLevel(Context& ctx, const CollectiveArgs& a, const Plan& 
     inputs[node] = node == lv.myNode ? partial + pieceOffset(node)
                                      : static_cast<char*>(received) + node * mineBytes;
   }
-  reduceOrdered(a.recv, inputs, lv.numNodes, blocks.size(me), type, levelOp);
-  if (op == RedOp::kAvg) divideByCount(a.recv, blocks.size(me), type, ctx.transport.size());
+  ZCCL_CHECK(
+      ctx.kernels.reduceOrdered(a.recv, inputs, lv.numNodes, blocks.size(me), type, levelOp));
+  if (op == RedOp::kAvg) {
+    ZCCL_CHECK(ctx.kernels.divideByCount(a.recv, blocks.size(me), type, ctx.transport.size()));
+  }
   return Status::kSuccess;
 }
 
@@ -98,7 +100,7 @@ double reduceScatterTwoLevelCost(const CostTerms& t, Plan* /*plan*/) {
 }
 
 extern const AlgorithmRow kReduceScatterTwoLevel{
-    Collective::kReduceScatter, Algorithm::kTwoLevel,     false, 2, kHostOnly, false,
+    Collective::kReduceScatter, Algorithm::kTwoLevel,     false, 2, kAnyMemory, false,
     reduceScatterTwoLevel,      reduceScatterTwoLevelCost};
 
 }  // namespace zccl

@@ -12,6 +12,9 @@ extern const AlgorithmRow kAllReduceRing, kAllReduceDirect, kAllReduceTwoLevel,
     kAllReduceQuantized1Hop, kAllReduceQuantized2Hop, kAllReduceNative;
 extern const AlgorithmRow kBroadcastPipelined, kBroadcastNative;
 extern const AlgorithmRow kAllToAllPairwise, kAllToAllNative;
+extern const AlgorithmRow kReduceRing, kReduceDirect, kReduceTwoLevel, kReduceQuantized1Hop,
+    kReduceQuantized2Hop;
+extern const AlgorithmRow kGatherDirect, kScatterDirect;
 
 const std::vector<const AlgorithmRow*>& algorithmRows() {
   static const std::vector<const AlgorithmRow*> rows{
@@ -40,6 +43,15 @@ const std::vector<const AlgorithmRow*>& algorithmRows() {
 
       &kAllToAllPairwise,
       &kAllToAllNative,
+
+      &kReduceRing,
+      &kReduceDirect,
+      &kReduceTwoLevel,
+      &kReduceQuantized1Hop,
+      &kReduceQuantized2Hop,
+
+      &kGatherDirect,
+      &kScatterDirect,
   };
   return rows;
 }

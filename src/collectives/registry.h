@@ -44,6 +44,9 @@ struct AlgorithmRow {
 };
 
 constexpr unsigned kHostOnly = 1u << static_cast<int>(MemoryKind::kHost);
+// Algorithms that touch their buffers only through ctx.kernels and move them only through
+// ctx.transport run on any memory whose kernels and transport the context brings.
+constexpr unsigned kAnyMemory = kHostOnly | 1u << static_cast<int>(MemoryKind::kDevice);
 
 // Every row of the registry.
 const std::vector<const AlgorithmRow*>& algorithmRows();

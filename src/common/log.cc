@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/format.h"
+
 namespace zccl {
 namespace {
 
@@ -56,14 +58,13 @@ void logMessage(LogLevel level, const char* format, ...) {
     gethostname(name, sizeof(name) - 1);
     return std::string(name);
   }();
-  char message[2048];
   va_list args;
   va_start(args, format);
-  std::vsnprintf(message, sizeof(message), format, args);
+  const std::string message = formatList(format, args);
   va_end(args);
   // One fprintf per line so that lines of concurrent ranks do not interleave mid-line.
   std::fprintf(stderr, "%s:%d:%d zccl %s %s\n", host.c_str(), static_cast<int>(getpid()),
-               logRank.load(), levelName(level), message);
+               logRank.load(), levelName(level), message.c_str());
 }
 
 }  // namespace zccl

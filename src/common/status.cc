@@ -1,8 +1,8 @@
 #include "common/status.h"
 
 #include <cstdarg>
-#include <cstdio>
 
+#include "common/format.h"
 #include "common/log.h"
 
 namespace zccl {
@@ -33,10 +33,9 @@ const char* statusName(Status status) {
 }
 
 Status fail(Status status, const char* format, ...) {
-  char message[1024];
   va_list args;
   va_start(args, format);
-  std::vsnprintf(message, sizeof(message), format, args);
+  const std::string message = formatList(format, args);
   va_end(args);
   threadError = std::string(statusName(status)) + ": " + message;
   ZCCL_LOG(kWarn, "%s", threadError.c_str());

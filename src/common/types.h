@@ -23,6 +23,9 @@ enum class DataType : int {
 
 enum class RedOp : int { kSum = 0, kProd, kMax, kMin, kAvg, kCount };
 
+// Where a collective's buffers live.
+enum class MemoryKind : int { kHost = 0, kDevice = 1 };
+
 size_t elementSize(DataType type);
 const char* dataTypeName(DataType type);
 const char* redOpName(RedOp op);

@@ -13,6 +13,9 @@
 namespace zccl {
 namespace {
 
+// Which buffer only the root uses (the other ranks may pass anything, NULL included).
+enum class RootOnly { kNone, kSend, kRecv };
+
 struct CollectiveEntry {
   const char* function;  // named in messages
   const char* countName;
@@ -20,15 +23,21 @@ struct CollectiveEntry {
   bool sendHoldsAllBlocks;  // sendbuff is count x ranks elements
   bool recvHoldsAllBlocks;  // recvbuff is count x ranks elements
   bool takesOp;
-  bool takesRoot;  // broadcast: sendbuff is read on the root only
+  RootOnly rootOnly;
+
+  bool takesRoot() const { return rootOnly != RootOnly::kNone; }
 };
 
 constexpr CollectiveEntry kEntries[kNumCollectives] = {
-    {"zcclAllGather", "sendcount", Collective::kAllGather, false, true, false, false},
-    {"zcclReduceScatter", "recvcount", Collective::kReduceScatter, true, false, true, false},
-    {"zcclAllReduce", "count", Collective::kAllReduce, false, false, true, false},
-    {"zcclBroadcast", "count", Collective::kBroadcast, false, false, false, true},
-    {"zcclAllToAll", "count", Collective::kAllToAll, true, true, false, false},
+    {"zcclAllGather", "sendcount", Collective::kAllGather, false, true, false, RootOnly::kNone},
+    {"zcclReduceScatter", "recvcount", Collective::kReduceScatter, true, false, true,
+     RootOnly::kNone},
+    {"zcclAllReduce", "count", Collective::kAllReduce, false, false, true, RootOnly::kNone},
+    {"zcclBroadcast", "count", Collective::kBroadcast, false, false, false, RootOnly::kSend},
+    {"zcclAllToAll", "count", Collective::kAllToAll, true, true, false, RootOnly::kNone},
+    {"zcclReduce", "count", Collective::kReduce, false, false, true, RootOnly::kRecv},
+    {"zcclGather", "sendcount", Collective::kGather, false, true, false, RootOnly::kRecv},
+    {"zcclScatter", "recvcount", Collective::kScatter, true, false, false, RootOnly::kSend},
 };
 
 struct CollectiveCall {
@@ -56,7 +65,7 @@ Status checkCall(const CollectiveEntry& entry, const CollectiveCall& call) {
                 entry.function);
   }
   if (entry.takesOp) ZCCL_CHECK(checkOp(call.op));
-  if (entry.takesRoot) ZCCL_CHECK(checkPeer("root", call.root, call.comm->size()));
+  if (entry.takesRoot()) ZCCL_CHECK(checkPeer("root", call.root, call.comm->size()));
   return Status::kSuccess;
 }
 
@@ -121,7 +130,7 @@ Status agreeOnCall(zcclComm* comm, const CollectiveEntry& entry, const Collectiv
       {"count", static_cast<int64_t>(call.count), showNumber},
       {"datatype", call.datatype, showType},
       {"op", entry.takesOp ? call.op : 0, showOp},
-      {"root", entry.takesRoot ? call.root : 0, showNumber},
+      {"root", entry.takesRoot() ? call.root : 0, showNumber},
       {"algorithm", static_cast<int64_t>(options.algorithm), showAlgorithm},
       {"wire format", static_cast<int64_t>(options.wire) + (options.wireAllowedOnly ? 8 : 0),
        showWire},
@@ -131,8 +140,8 @@ Status agreeOnCall(zcclComm* comm, const CollectiveEntry& entry, const Collectiv
            (options.rounding == Rounding::kStochastic ? 2 : 0) |
            (options.scheme == QuantScheme::kAsymmetric ? 1 : 0),
        showQuantization},
-      // A broadcast's root and its other ranks differ in form by nature.
-      {"in-place", entry.takesRoot ? 0 : static_cast<int64_t>(inPlace), showYesNo},
+      // A rooted collective's root and its other ranks differ in form by nature.
+      {"in-place", entry.takesRoot() ? 0 : static_cast<int64_t>(inPlace), showYesNo},
   };
   constexpr size_t kFields = sizeof(fields) / sizeof(fields[0]);
   int64_t mine[kFields];
@@ -174,11 +183,13 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
                         call.datatype, &sendBytes));
   ZCCL_CHECK(checkBytes(entry.countName, call.count, entry.recvHoldsAllBlocks ? ranks : 1,
                         call.datatype, &recvBytes));
-  const bool readsSend = !entry.takesRoot || comm->rank() == call.root;
-  if (readsSend) ZCCL_CHECK(checkBuffer("sendbuff", call.sendbuff, call.count));
-  ZCCL_CHECK(checkBuffer("recvbuff", call.recvbuff, call.count));
+  const bool isRoot = comm->rank() == call.root;
+  const bool readsSend = entry.rootOnly != RootOnly::kSend || isRoot;
+  const bool writesRecv = entry.rootOnly != RootOnly::kRecv || isRoot;
+  if (readsSend) ZCCL_CHECK(checkBuffer("sendbuff", call.sendbuff, entry.countName, call.count));
+  if (writesRecv) ZCCL_CHECK(checkBuffer("recvbuff", call.recvbuff, entry.countName, call.count));
   bool inPlace = false;
-  if (readsSend) {
+  if (readsSend && writesRecv) {
     // In place when this rank's block of the larger buffer is the smaller one.
     const ptrdiff_t blockBytes = static_cast<ptrdiff_t>(std::min(sendBytes, recvBytes));
     const ptrdiff_t direction = static_cast<ptrdiff_t>(entry.recvHoldsAllBlocks) -
@@ -196,7 +207,7 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
                             toType(call.datatype),
                             toOp(call.op),
                             call.root};
-  Context ctx = comm->nextCollective(MemoryKind::kHost);
+  Context ctx = comm->nextCollective(hostKernels());
   const Status status = runCollective(ctx, entry.collective, args, options);
   // A call that failed past its checks may have left messages in flight, and its peers
   // may be gone: nothing pending survives it, and the communicator takes no more work.
@@ -270,6 +281,30 @@ zcclResult_t zcclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                           zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream) {
   return zccl::run(Collective::kAllToAll,
                    {sendbuff, recvbuff, count, datatype, zcclSum, 0, comm, stream, nullptr});
+}
+
+zcclResult_t zcclReduceEx(const void* sendbuff, void* recvbuff, size_t count,
+                          zcclDataType_t datatype, zcclRedOp_t op, int root, zcclComm_t comm,
+                          zcclStream_t stream, const zcclCollOptions* options) {
+  return zccl::run(Collective::kReduce,
+                   {sendbuff, recvbuff, count, datatype, op, root, comm, stream, options});
+}
+
+zcclResult_t zcclReduce(const void* sendbuff, void* recvbuff, size_t count, zcclDataType_t datatype,
+                        zcclRedOp_t op, int root, zcclComm_t comm, zcclStream_t stream) {
+  return zcclReduceEx(sendbuff, recvbuff, count, datatype, op, root, comm, stream, nullptr);
+}
+
+zcclResult_t zcclGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                        zcclDataType_t datatype, int root, zcclComm_t comm, zcclStream_t stream) {
+  return zccl::run(Collective::kGather,
+                   {sendbuff, recvbuff, sendcount, datatype, zcclSum, root, comm, stream, nullptr});
+}
+
+zcclResult_t zcclScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                         zcclDataType_t datatype, int root, zcclComm_t comm, zcclStream_t stream) {
+  return zccl::run(Collective::kScatter,
+                   {sendbuff, recvbuff, recvcount, datatype, zcclSum, root, comm, stream, nullptr});
 }
 
 }  // extern "C"

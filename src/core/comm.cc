@@ -44,12 +44,12 @@ std::string zcclComm::exitedRanks() const {
   return gone;
 }
 
-zccl::Context zcclComm::nextCollective(zccl::MemoryKind memory) {
+zccl::Context zcclComm::nextCollective(zccl::Kernels& kernels) {
   // Tag 0 is zcclSend/zcclRecv's; collectives cycle through 1..maxTag.
   const int tag =
       1 + static_cast<int>(collectiveSequence++ % static_cast<uint64_t>(transport->maxTag()));
   return zccl::Context{*transport, scratch, hasLevels() ? &levels : nullptr, native, &cluster,
-                       memory,     tag};
+                       kernels,    tag};
 }
 
 std::vector<zccl::Transport*> zcclComm::transports(bool withOwned) {

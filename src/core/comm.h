@@ -45,7 +45,7 @@ struct zcclComm {
   std::atomic<int> activeCalls{0};
 
   // The context of the next collective call (which takes the next tag).
-  zccl::Context nextCollective(zccl::MemoryKind memory);
+  zccl::Context nextCollective(zccl::Kernels& kernels);
   // Every transport of this communicator (levels included) and, withOwned, of the
   // sub-communicators it owns.
   std::vector<zccl::Transport*> transports(bool withOwned);

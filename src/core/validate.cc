@@ -31,9 +31,9 @@ Status checkStream(zcclStream_t stream) {
   return Status::kSuccess;
 }
 
-Status checkBuffer(const char* name, const void* buffer, size_t count) {
+Status checkBuffer(const char* name, const void* buffer, const char* countName, size_t count) {
   if (buffer == nullptr && count > 0) {
-    return fail(Status::kInvalidArgument, "%s=NULL with count=%zu", name, count);
+    return fail(Status::kInvalidArgument, "%s=NULL with %s=%zu", name, countName, count);
   }
   return Status::kSuccess;
 }

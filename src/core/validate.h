@@ -12,7 +12,7 @@ Status checkType(zcclDataType_t type);
 Status checkOp(zcclRedOp_t op);
 // Host buffers only: a stream must not be given.
 Status checkStream(zcclStream_t stream);
-Status checkBuffer(const char* name, const void* buffer, size_t count);
+Status checkBuffer(const char* name, const void* buffer, const char* countName, size_t count);
 Status checkPeer(const char* name, int peer, int ranks);
 // count * multiplier * elementSize(type) fits in size_t; *bytes gets the product.
 Status checkBytes(const char* name, size_t count, size_t multiplier, zcclDataType_t type,

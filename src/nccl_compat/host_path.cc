@@ -90,8 +90,7 @@ void scale(ncclDataType_t datatype, const void* scalar, const void* input, void*
   }
 }
 
-// What zccl reduces: sendbuff itself, or a copy scaled by a PreMulSum's scalar and/or padded
-// to paddedCount elements (the padding's results are discarded, so its values do not matter).
+// What zccl reduces: sendbuff itself, or a copy scaled by a PreMulSum's scalar.
 struct ReductionInput {
   const void* data = nullptr;
   std::vector<unsigned char> scratch;
@@ -113,28 +112,19 @@ ncclResult_t scalarOf(const Call& call, const PreMulSum& operation, const void**
   return ncclSuccess;
 }
 
-ncclResult_t reductionInput(const Call& call, size_t count, size_t paddedCount,
-                            ReductionInput* input) {
-  PreMulSum operation{};
-  const bool scaled = call.op >= ncclNumOps;
-  if (scaled) {
-    NCCL_CHECK(findPreMulSum(call.comm, call.op, call.datatype, call.function, &operation));
-  } else {
+// A PreMulSum is a sum of inputs scaled here first (into scratch).
+ncclResult_t reductionInput(const Call& call, size_t count, ReductionInput* input) {
+  if (call.op < ncclNumOps) {
     input->op = static_cast<zcclRedOp_t>(call.op);
-  }
-  if (!scaled && paddedCount == count) {
     input->data = call.sendbuff;
     return ncclSuccess;
   }
-  const size_t width = typeBytes(call.datatype);
-  input->scratch.assign(paddedCount * width, 0);
-  if (scaled) {
-    const void* scalar = nullptr;
-    NCCL_CHECK(scalarOf(call, operation, &scalar));
-    scale(call.datatype, scalar, call.sendbuff, input->scratch.data(), count);
-  } else if (count > 0) {
-    std::memcpy(input->scratch.data(), call.sendbuff, count * width);
-  }
+  PreMulSum operation{};
+  NCCL_CHECK(findPreMulSum(call.comm, call.op, call.datatype, call.function, &operation));
+  input->scratch.assign(count * typeBytes(call.datatype), 0);
+  const void* scalar = nullptr;
+  NCCL_CHECK(scalarOf(call, operation, &scalar));
+  scale(call.datatype, scalar, call.sendbuff, input->scratch.data(), count);
   input->data = input->scratch.data();
   return ncclSuccess;
 }
@@ -197,7 +187,7 @@ ncclResult_t allReduce(const Call& call) {
   zcclDataType_t type = zcclUint8;
   NCCL_CHECK(hostType(call, true, &type));
   ReductionInput input;
-  NCCL_CHECK(reductionInput(call, call.count, call.count, &input));
+  NCCL_CHECK(reductionInput(call, call.count, &input));
   const zcclCollOptions options =
       quantizable(call, zcclCollAllReduce, type, input.op, call.count * typeBytes(call.datatype));
   return fromZccl(zcclAllReduceEx(input.data, call.recvbuff, call.count, type, input.op,
@@ -210,7 +200,7 @@ ncclResult_t reduceScatter(const Call& call) {
   NCCL_CHECK(hostType(call, true, &type));
   const size_t total = call.count * static_cast<size_t>(call.comm->nranks);
   ReductionInput input;
-  NCCL_CHECK(reductionInput(call, total, total, &input));
+  NCCL_CHECK(reductionInput(call, total, &input));
   const zcclCollOptions options =
       quantizable(call, zcclCollReduceScatter, type, input.op, total * typeBytes(call.datatype));
   return fromZccl(zcclReduceScatterEx(input.data, call.recvbuff, call.count, type, input.op,
@@ -254,77 +244,28 @@ ncclResult_t allToAll(const Call& call) {
       call.function, call.comm);
 }
 
-// Transfers between root and every other rank as one zccl group: root receives (gather) or
-// sends (scatter) block r of buffer to or from rank r, and every other rank the reverse.
-ncclResult_t exchangeWithRoot(const Call& call, zcclDataType_t type, size_t blockCount,
-                              bool rootReceives, unsigned char* rootBuffer, void* rankBuffer) {
-  const size_t blockBytes = blockCount * typeBytes(call.datatype);
-  zcclComm_t host = call.comm->host;
-  zcclResult_t result = zcclGroupStart();
-  if (call.comm->rank != call.root) {
-    if (result == zcclSuccess) {
-      result = rootReceives ? zcclSend(rankBuffer, blockCount, type, call.root, host, nullptr)
-                            : zcclRecv(rankBuffer, blockCount, type, call.root, host, nullptr);
-    }
-  } else {
-    for (int peer = 0; peer < call.comm->nranks && result == zcclSuccess; ++peer) {
-      if (peer == call.root) continue;
-      unsigned char* block = rootBuffer + static_cast<size_t>(peer) * blockBytes;
-      result = rootReceives ? zcclRecv(block, blockCount, type, peer, host, nullptr)
-                            : zcclSend(block, blockCount, type, peer, host, nullptr);
-    }
-  }
-  const zcclResult_t ended = zcclGroupEnd();
-  return fromZccl(result != zcclSuccess ? result : ended, call.function, call.comm);
-}
-
-// Reduce = reduce-scatter of blocks of ceil(count / n), then the blocks gathered at root: the
-// bytes of a ring reduce, not those of an all-reduce.
 ncclResult_t reduce(const Call& call) {
   zcclDataType_t type = zcclUint8;
   NCCL_CHECK(hostType(call, true, &type));
-  const size_t ranks = static_cast<size_t>(call.comm->nranks);
-  const size_t width = typeBytes(call.datatype);
-  const size_t block = (call.count + ranks - 1) / ranks;
   ReductionInput input;
-  NCCL_CHECK(reductionInput(call, call.count, block * ranks, &input));
-  logDecision(call, "zccl reduce-scatter, then the blocks gathered at the root", "exact",
-              call.count * width);
-  std::vector<unsigned char> mine(block * width);
-  NCCL_CHECK(fromZccl(
-      zcclReduceScatter(input.data, mine.data(), block, type, input.op, call.comm->host, nullptr),
-      call.function, call.comm));
-  const bool root = call.comm->rank == call.root;
-  std::vector<unsigned char> whole(root ? block * ranks * width : 0);
-  NCCL_CHECK(exchangeWithRoot(call, type, block, true, whole.data(), mine.data()));
-  if (!root) return ncclSuccess;
-  std::memcpy(whole.data() + static_cast<size_t>(call.root) * block * width, mine.data(),
-              block * width);
-  if (call.count > 0) std::memcpy(call.recvbuff, whole.data(), call.count * width);
-  return ncclSuccess;
+  NCCL_CHECK(reductionInput(call, call.count, &input));
+  const size_t bytes = call.count * typeBytes(call.datatype);
+  logDecision(call, planText(call, zcclCollReduce, type, input.op, bytes, nullptr), "exact", bytes);
+  return fromZccl(zcclReduce(input.data, call.recvbuff, call.count, type, input.op, call.root,
+                             call.comm->host, nullptr),
+                  call.function, call.comm);
 }
 
 ncclResult_t gatherOrScatter(const Call& call, bool gather) {
   zcclDataType_t type = zcclUint8;
   NCCL_CHECK(hostType(call, false, &type));
-  const size_t blockBytes = call.count * typeBytes(call.datatype);
-  logDecision(call, "zccl grouped sends and receives with the root", "exact",
-              blockBytes * static_cast<size_t>(call.comm->nranks));
-  unsigned char* rootBuffer =
-      static_cast<unsigned char*>(gather ? call.recvbuff : const_cast<void*>(call.sendbuff));
-  void* rankBuffer = gather ? const_cast<void*>(call.sendbuff) : call.recvbuff;
-  NCCL_CHECK(exchangeWithRoot(call, type, call.count, gather, rootBuffer, rankBuffer));
-  if (call.comm->rank != call.root || blockBytes == 0) return ncclSuccess;
-  // The root's own block (in place when it already sits where it belongs).
-  unsigned char* ownBlock = rootBuffer + static_cast<size_t>(call.root) * blockBytes;
-  if (ownBlock != rankBuffer) {
-    if (gather) {
-      std::memmove(ownBlock, rankBuffer, blockBytes);
-    } else {
-      std::memmove(rankBuffer, ownBlock, blockBytes);
-    }
-  }
-  return ncclSuccess;
+  const size_t bytes = call.count * typeBytes(call.datatype) * call.comm->nranks;
+  const zcclCollective_t collective = gather ? zcclCollGather : zcclCollScatter;
+  logDecision(call, planText(call, collective, type, zcclSum, bytes, nullptr), "exact", bytes);
+  const auto run = gather ? zcclGather : zcclScatter;
+  return fromZccl(
+      run(call.sendbuff, call.recvbuff, call.count, type, call.root, call.comm->host, nullptr),
+      call.function, call.comm);
 }
 
 zcclResult_t pointToPoint(const Call& call, zcclDataType_t type) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <unordered_set>
 
+#include "common/format.h"
 #include "common/log.h"
 
 namespace zccl::nccl {
@@ -43,13 +44,11 @@ const std::string& lastError() { return threadLastError; }
 void setLastError(const std::string& message) { threadLastError = message; }
 
 ncclResult_t fail(ncclResult_t result, const char* format, ...) {
-  char message[1024];
   va_list args;
   va_start(args, format);
-  std::vsnprintf(message, sizeof(message), format, args);
+  threadLastError = formatList(format, args);
   va_end(args);
-  threadLastError = message;
-  ZCCL_LOG(kWarn, "%s", message);
+  ZCCL_LOG(kWarn, "%s", threadLastError.c_str());
   return result;
 }
 

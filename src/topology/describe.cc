@@ -1,8 +1,8 @@
 #include "topology/describe.h"
 
 #include <cstdarg>
-#include <cstdio>
-#include <vector>
+
+#include "common/format.h"
 
 namespace zccl {
 namespace {
@@ -12,15 +12,7 @@ void appendf(std::string* out, const char* format, ...) __attribute__((format(pr
 void appendf(std::string* out, const char* format, ...) {
   va_list args;
   va_start(args, format);
-  va_list copy;
-  va_copy(copy, args);
-  const int length = std::vsnprintf(nullptr, 0, format, copy);
-  va_end(copy);
-  if (length > 0) {
-    std::vector<char> text(static_cast<size_t>(length) + 1);
-    std::vsnprintf(text.data(), text.size(), format, args);
-    out->append(text.data(), static_cast<size_t>(length));
-  }
+  out->append(formatList(format, args));
   va_end(args);
 }
 

@@ -165,6 +165,53 @@ class Collectives : public ::testing::Test {
         describe("all-to-all", c, type, zcclSum, count, inPlace));
   }
 
+  // recv is significant at the root only: elsewhere the test passes NULL.
+  void checkReduce(const NamedComm& c, zcclDataType_t type, zcclRedOp_t op, size_t count,
+                   bool inPlace, int root) {
+    const size_t es = sizeOf(type);
+    std::vector<char> send(count * es + 1), recv(count * es + 1);
+    fill(type, op, rank_, send.data(), 0, count);
+    void* recvPtr = rank_ != root ? nullptr : inPlace ? send.data() : recv.data();
+    ASSERT_EQ(zcclReduce(send.data(), recvPtr, count, type, op, root, c.comm, nullptr), zcclSuccess)
+        << zcclGetLastError(c.comm);
+    if (rank_ != root) return;
+    expectElements(
+        type, op, recvPtr, count, [&](size_t i) { return reference(type, op, n_, i); },
+        describe("reduce", c, type, op, count, inPlace) + " root=" + std::to_string(root));
+  }
+
+  void checkGather(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace, int root) {
+    const size_t es = sizeOf(type);
+    std::vector<char> send(count * es + 1), recv(count * n_ * es + 1);
+    const bool rootInPlace = inPlace && rank_ == root;
+    void* sendPtr = rootInPlace ? recv.data() + rank_ * count * es : send.data();
+    fill(type, zcclSum, rank_, sendPtr, 0, count);
+    void* recvPtr = rank_ == root ? recv.data() : nullptr;
+    ASSERT_EQ(zcclGather(sendPtr, recvPtr, count, type, root, c.comm, nullptr), zcclSuccess)
+        << zcclGetLastError(c.comm);
+    if (rank_ != root) return;
+    expectElements(
+        type, zcclSum, recv.data(), count * n_,
+        [&](size_t i) { return inputValue(type, zcclSum, int(i / count), i % count); },
+        describe("gather", c, type, zcclSum, count, inPlace) + " root=" + std::to_string(root));
+  }
+
+  // Rank r's block of the root's buffer holds the root's inputs [r * count, (r+1) * count).
+  void checkScatter(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace, int root) {
+    const size_t es = sizeOf(type);
+    std::vector<char> send(count * n_ * es + 1), recv(count * es + 1);
+    if (rank_ == root) fill(type, zcclSum, root, send.data(), 0, count * n_);
+    const bool rootInPlace = inPlace && rank_ == root;
+    void* recvPtr = rootInPlace ? send.data() + rank_ * count * es : recv.data();
+    const void* sendPtr = rank_ == root ? send.data() : nullptr;
+    ASSERT_EQ(zcclScatter(sendPtr, recvPtr, count, type, root, c.comm, nullptr), zcclSuccess)
+        << zcclGetLastError(c.comm);
+    expectElements(
+        type, zcclSum, recvPtr, count,
+        [&](size_t i) { return inputValue(type, zcclSum, root, rank_ * count + i); },
+        describe("scatter", c, type, zcclSum, count, inPlace) + " root=" + std::to_string(root));
+  }
+
   static std::vector<NamedComm> comms_;
   const int rank_ = worldRank();
   const int n_ = worldSize();
@@ -214,6 +261,31 @@ TEST_F(Collectives, AllToAll) {
         for (bool inPlace : {false, true}) checkAllToAll(c, type, count, inPlace);
 }
 
+TEST_F(Collectives, Reduce) {
+  for (const auto& c : comms_)
+    for (auto type : kTypes)
+      for (auto op : kOps)
+        for (size_t count : kCounts)
+          for (bool inPlace : {false, true})
+            for (int root : {0, n_ - 1}) checkReduce(c, type, op, count, inPlace, root);
+}
+
+TEST_F(Collectives, Gather) {
+  for (const auto& c : comms_)
+    for (auto type : kTypes)
+      for (size_t count : kCounts)
+        for (bool inPlace : {false, true})
+          for (int root : {0, n_ - 1}) checkGather(c, type, count, inPlace, root);
+}
+
+TEST_F(Collectives, Scatter) {
+  for (const auto& c : comms_)
+    for (auto type : kTypes)
+      for (size_t count : kCounts)
+        for (bool inPlace : {false, true})
+          for (int root : {0, n_ - 1}) checkScatter(c, type, count, inPlace, root);
+}
+
 // At least 16 MiB per buffer, with counts that divide by nothing, for every type; zccl's
 // own algorithms and the native one.
 TEST_F(Collectives, LargeBuffers) {
@@ -227,6 +299,9 @@ TEST_F(Collectives, LargeBuffers) {
       checkAllGather(c, type, perRank, false);
       checkBroadcast(c, type, count, true, n_ - 1);
       checkAllToAll(c, type, perRank, false);
+      checkReduce(c, type, zcclSum, count, false, n_ - 1);
+      checkGather(c, type, perRank, true, 0);
+      checkScatter(c, type, perRank, false, n_ - 1);
     }
   }
 }

@@ -41,7 +41,7 @@ TEST_F(Errors, NullComm) {
 
 TEST_F(Errors, NullBufferWithElements) {
   expectError(zcclAllGather(nullptr, b_.data(), 4, zcclFloat32, comm_, nullptr),
-              zcclInvalidArgument, "sendbuff=NULL with count=4", comm_);
+              zcclInvalidArgument, "sendbuff=NULL with sendcount=4", comm_);
   expectError(zcclBroadcast(a_.data(), nullptr, 3, zcclFloat32, 0, comm_, nullptr),
               zcclInvalidArgument, "recvbuff=NULL with count=3", comm_);
   // Count 0 with null buffers is a valid no-op.
@@ -73,6 +73,25 @@ TEST_F(Errors, PeerAndRootOutOfRange) {
               "peer=-1", comm_);
   expectError(zcclBroadcast(a_.data(), a_.data(), 4, zcclFloat32, n + 5, comm_, nullptr),
               zcclInvalidArgument, "root=" + std::to_string(n + 5), comm_);
+  expectError(zcclReduce(a_.data(), a_.data(), 4, zcclFloat32, zcclSum, -2, comm_, nullptr),
+              zcclInvalidArgument, "root=-2", comm_);
+  expectError(zcclGather(a_.data(), b_.data(), 4, zcclFloat32, n, comm_, nullptr),
+              zcclInvalidArgument, "root=" + std::to_string(n), comm_);
+  expectError(zcclScatter(b_.data(), a_.data(), 4, zcclFloat32, n, comm_, nullptr),
+              zcclInvalidArgument, "root=" + std::to_string(n), comm_);
+}
+
+// The buffers every rank uses are checked on every rank; the root's own only on the root.
+TEST_F(Errors, RootedCollectivesCheckTheBuffersEachRankUses) {
+  expectError(zcclGather(nullptr, b_.data(), 3, zcclFloat32, 0, comm_, nullptr),
+              zcclInvalidArgument, "sendbuff=NULL with sendcount=3", comm_);
+  expectError(zcclScatter(b_.data(), nullptr, 3, zcclFloat32, 0, comm_, nullptr),
+              zcclInvalidArgument, "recvbuff=NULL with recvcount=3", comm_);
+  expectError(zcclReduce(nullptr, a_.data(), 3, zcclFloat32, zcclMax, 0, comm_, nullptr),
+              zcclInvalidArgument, "sendbuff=NULL with count=3", comm_);
+  expectError(zcclReduce(a_.data(), a_.data(), 3, zcclInt32, static_cast<zcclRedOp_t>(9), 0, comm_,
+                         nullptr),
+              zcclInvalidArgument, "op=9", comm_);
 }
 
 TEST_F(Errors, StreamWithHostMemory) {

@@ -345,6 +345,15 @@ TEST_F(ZeroPlusPlus, PlainFlatAndTwoLevelAreExact) {
       }
     }
 
+    const int root = layout_.n - 1;
+    std::vector<float> reduced(count);
+    ASSERT_EQ(zcclReduceEx(mine.data(), layout_.me == root ? reduced.data() : nullptr, count,
+                           zcclFloat32, zcclSum, root, comm_, nullptr, &options),
+              zcclSuccess)
+        << zcclGetLastError(comm_);
+    for (size_t i = 0; layout_.me == root && i < count; ++i)
+      ASSERT_EQ(reduced[i], sumOver(layout_.n, exactValue, i)) << what << " reduce " << i;
+
     const size_t big = 1000003;
     std::vector<float> data(big);
     for (size_t i = 0; i < big; ++i) data[i] = exactValue(layout_.me, i);
@@ -424,6 +433,46 @@ TEST_F(ZeroPlusPlus, StochasticQuantizedReduceScatterIsWithinItsBound) {
   for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
     checkQuantizedReduceScatter(zcclFloat32, Wire{zcclWireInt4, zcclQuantSymmetric, 256, true},
                                 zcclSum, hierarchy, 5003);
+  }
+}
+
+// A quantized reduce is the quantized reduce-scatter with its blocks gathered exactly: at the
+// root every owner's block stays within that owner's reduce-scatter bound.
+TEST_F(ZeroPlusPlus, QuantizedReduceIsWithinTheReduceScatterBound) {
+  const size_t count = 30011;
+  const zcclDataType_t type = zcclFloat32;
+  const Wire wire{zcclWireInt4, zcclQuantSymmetric, 512, false};
+  const int root = layout_.n - 1;
+  for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
+    std::vector<float> send(count), result(count);
+    for (size_t i = 0; i < count; ++i)
+      send[i] = static_cast<float>(inputValue(type, layout_.me, i));
+    const zcclCollOptions options = wire.options(hierarchy);
+    ASSERT_EQ(zcclReduceEx(send.data(), result.data(), count, type, zcclSum, root, comm_, nullptr,
+                           &options),
+              zcclSuccess)
+        << zcclGetLastError(comm_);
+    if (layout_.me != root) continue;
+    const Blocks blocks{count, layout_.n};
+    size_t wrong = 0;
+    size_t quantized = 0;  // elements off by more than float32 rounding: the wire was INT4
+    for (int owner = 0; owner < layout_.n; ++owner) {
+      const auto bound =
+          reduceScatterBound(type, wire, blocks, owner, hierarchy == zcclHierarchyTwoLevel);
+      for (size_t j = 0; j < blocks.size(owner); ++j) {
+        const size_t i = blocks.offset(owner) + j;
+        const double want = exactSum(type, i);
+        if (std::fabs(result[i] - want) > 0x1p-20 * std::fabs(want)) ++quantized;
+        const double allowed =
+            bound[j] + 0x1p-23 * std::fabs(want) + outputRounding(type, want, bound[j]);
+        if (!(std::fabs(result[i] - want) <= allowed) && wrong++ == 0) {
+          ADD_FAILURE() << "element " << i << ": got " << result[i] << ", exact " << want
+                        << ", allowed " << allowed;
+        }
+      }
+    }
+    EXPECT_EQ(wrong, 0u) << (hierarchy == zcclHierarchyFlat ? "flat" : "two-level");
+    EXPECT_GT(quantized, count / 2) << "the reduce did not take the INT4 wire";
   }
 }
 

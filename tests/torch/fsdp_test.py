@@ -10,13 +10,7 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "torch"))
 import fsdp_train  # noqa: E402
 import zccl_torch  # noqa: E402
-
-failures = []
-
-
-def expect(condition: bool, message: str) -> None:
-    if not condition:
-        failures.append(message)
+from verdict import expect, finish  # noqa: E402
 
 
 def final(result: dict) -> float:
@@ -57,11 +51,7 @@ def main() -> None:
               f"ZeRO-3 final {final(zero3):.4f}, ZeRO++ {final(zeropp):.4f}; cross-node bytes "
               f"per step {zero3['inter_node_bytes_per_step']:.0f} / "
               f"{zeropp['inter_node_bytes_per_step']:.0f} = {ratio:.2f}x", flush=True)
-    for failure in failures:
-        print(f"rank {rank}: FAIL {failure}", flush=True)
-    print(f"rank {rank}: {'FAILED' if failures else 'passed'}", flush=True)
-    dist.destroy_process_group()
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -4,15 +4,14 @@ world group and on sub-groups. Integers must equal gloo's exactly; floats within
 of their type per rank (zccl and gloo may add in different orders)."""
 import contextlib
 import os
-import sys
 
 import torch
 import torch.distributed as dist
 
 import zccl_torch  # noqa: F401  registers "zccl"
+from verdict import failures, finish
 
 DTYPES = [torch.float32, torch.bfloat16, torch.int64]
-failures = []
 
 
 def inputs(rank: int, case: int, numel: int, dtype: torch.dtype) -> torch.Tensor:
@@ -262,11 +261,7 @@ def main() -> None:
             test_group(f"group {ranks}", pair, sorted(ranks))
     test_bad_use()
     test_mismatched_sizes()
-    for failure in failures:
-        print(f"rank {me}: FAIL {failure}", flush=True)
-    print(f"rank {me}: {'FAILED' if failures else 'passed'}", flush=True)
-    dist.destroy_process_group()
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -138,6 +138,24 @@ const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* ope
   return tensors[0];
 }
 
+// The root's list of one tensor per rank for gather or scatter, each of `mine`'s size; empty
+// on the other ranks, which pass none.
+std::vector<at::Tensor> rootList(const std::vector<std::vector<at::Tensor>>& lists, bool isRoot,
+                                 int ranks, const at::Tensor& mine, const char* operation,
+                                 const char* argument) {
+  if (!isRoot) return {};
+  TORCH_CHECK(lists.size() == 1 && static_cast<int>(lists[0].size()) == ranks,
+              "zccl backend: ", operation, ": ", argument, " must hold one tensor per rank (",
+              ranks, ") at the root");
+  for (const auto& tensor : lists[0]) {
+    checkTensor(tensor, operation, argument);
+    TORCH_CHECK(byteCount(tensor) == byteCount(mine), "zccl backend: ", operation, ": every ",
+                argument, " tensor must have this rank's tensor's ", byteCount(mine),
+                " bytes, one has ", byteCount(tensor));
+  }
+  return lists[0];
+}
+
 at::Tensor flatCat(const std::vector<at::Tensor>& tensors) {
   std::vector<at::Tensor> flat;
   flat.reserve(tensors.size());
@@ -336,8 +354,7 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce_coalesced(
              });
 }
 
-// zccl has no reduce: a reduce-scatter of equal blocks (the count padded to a multiple of
-// the ranks), whose blocks the root then receives.
+// In place at the root; the other ranks' tensors are left as they were.
 c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce(std::vector<at::Tensor>& tensors,
                                                    const c10d::ReduceOptions& opts) {
   at::Tensor tensor = single(tensors, "reduce", "tensors");
@@ -345,34 +362,13 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce(std::vector<at::Tensor>& tens
   const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "reduce");
   const int root = static_cast<int>(opts.rootRank);
   const c10d::ReduceOp reduceOp = opts.reduceOp;
-  return run(
-      c10d::OpType::REDUCE, "reduce", {tensor}, false,
-      [this, tensor, type, op, root, reduceOp]() mutable {
-        const int64_t ranks = getSize();
-        const int64_t block = (tensor.numel() + ranks - 1) / ranks;
-        at::Tensor padded = at::zeros({block * ranks}, tensor.options());
-        padded.narrow(0, 0, tensor.numel()).copy_(premultiplied(tensor.reshape({-1}), reduceOp));
-        at::Tensor mine = at::empty({block}, tensor.options());
-        ZCCL_TORCH_CHECK(
-            zcclReduceScatter(padded.data_ptr(), mine.data_ptr(), block, type, op, comm_, nullptr),
-            "reduce");
-        ZCCL_TORCH_CHECK(zcclGroupStart(), "reduce");
-        if (getRank() == root) {
-          for (int peer = 0; peer < ranks; ++peer) {
-            if (peer == root) continue;
-            ZCCL_TORCH_CHECK(
-                zcclRecv(padded[peer * block].data_ptr(), block, type, peer, comm_, nullptr),
-                "reduce");
-          }
-        } else {
-          ZCCL_TORCH_CHECK(zcclSend(mine.data_ptr(), block, type, root, comm_, nullptr), "reduce");
-        }
-        ZCCL_TORCH_CHECK(zcclGroupEnd(), "reduce");
-        if (getRank() == root) {
-          padded.narrow(0, root * block, block).copy_(mine);
-          tensor.copy_(padded.narrow(0, 0, tensor.numel()).view(tensor.sizes()));
-        }
-      });
+  return run(c10d::OpType::REDUCE, "reduce", {tensor}, false,
+             [this, tensor, type, op, root, reduceOp] {
+               const at::Tensor input = premultiplied(tensor, reduceOp);
+               ZCCL_TORCH_CHECK(zcclReduce(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
+                                           type, op, root, comm_, nullptr),
+                                "reduce");
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -585,32 +581,17 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::gather(std::vector<std::vector<at::T
                                                    const c10d::GatherOptions& opts) {
   at::Tensor input = single(inputs, "gather", "tensor");
   const int root = static_cast<int>(opts.rootRank);
-  std::vector<at::Tensor> targets;
-  if (getRank() == root) {
-    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
-                "zccl backend: gather: gather_list must hold one tensor per rank at the root");
-    targets = outputs[0];
-    for (const auto& target : targets) {
-      checkTensor(target, "gather", "gather_list");
-      TORCH_CHECK(byteCount(target) == byteCount(input),
-                  "zccl backend: gather: every gather_list tensor must match the input's size");
-    }
-  }
-  return run(c10d::OpType::GATHER, "gather", targets, true, [this, input, targets, root] {
-    ZCCL_TORCH_CHECK(zcclGroupStart(), "gather");
-    if (getRank() == root) {
-      for (int peer = 0; peer < getSize(); ++peer) {
-        if (peer == root) continue;
-        ZCCL_TORCH_CHECK(
-            zcclRecv(targets[peer].data_ptr(), byteCount(input), zcclUint8, peer, comm_, nullptr),
-            "gather");
-      }
-    } else {
-      ZCCL_TORCH_CHECK(
-          zcclSend(input.data_ptr(), byteCount(input), zcclUint8, root, comm_, nullptr), "gather");
-    }
-    ZCCL_TORCH_CHECK(zcclGroupEnd(), "gather");
-    if (getRank() == root) targets[root].copy_(input.view(targets[root].sizes()));
+  std::vector<at::Tensor> targets =
+      rootList(outputs, getRank() == root, getSize(), input, "gather", "gather_list");
+  // zccl gathers into one buffer at the root, split into gather_list afterwards.
+  return run(c10d::OpType::GATHER, "gather", targets, true, [this, input, targets, root]() mutable {
+    const bool isRoot = getRank() == root;
+    at::Tensor flat =
+        isRoot ? at::empty({input.numel() * getSize()}, input.options()) : at::Tensor();
+    ZCCL_TORCH_CHECK(zcclGather(input.data_ptr(), isRoot ? flat.data_ptr() : nullptr,
+                                byteCount(input), zcclUint8, root, comm_, nullptr),
+                     "gather");
+    if (isRoot) copyOut(flat, targets);
   });
 }
 
@@ -619,33 +600,14 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::scatter(std::vector<at::Tensor>& out
                                                     const c10d::ScatterOptions& opts) {
   at::Tensor output = single(outputs, "scatter", "tensor");
   const int root = static_cast<int>(opts.rootRank);
-  std::vector<at::Tensor> sources;
-  if (getRank() == root) {
-    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
-                "zccl backend: scatter: scatter_list must hold one tensor per rank at the root");
-    sources = inputs[0];
-    for (const auto& source : sources) {
-      checkTensor(source, "scatter", "scatter_list");
-      TORCH_CHECK(byteCount(source) == byteCount(output),
-                  "zccl backend: scatter: every scatter_list tensor must match the output's size");
-    }
-  }
+  const std::vector<at::Tensor> sources =
+      rootList(inputs, getRank() == root, getSize(), output, "scatter", "scatter_list");
+  // zccl scatters from one buffer: the root's scatter_list joined.
   return run(c10d::OpType::SCATTER, "scatter", {output}, true, [this, output, sources, root] {
-    ZCCL_TORCH_CHECK(zcclGroupStart(), "scatter");
-    if (getRank() == root) {
-      for (int peer = 0; peer < getSize(); ++peer) {
-        if (peer == root) continue;
-        ZCCL_TORCH_CHECK(
-            zcclSend(sources[peer].data_ptr(), byteCount(output), zcclUint8, peer, comm_, nullptr),
-            "scatter");
-      }
-    } else {
-      ZCCL_TORCH_CHECK(
-          zcclRecv(output.data_ptr(), byteCount(output), zcclUint8, root, comm_, nullptr),
-          "scatter");
-    }
-    ZCCL_TORCH_CHECK(zcclGroupEnd(), "scatter");
-    if (getRank() == root) output.copy_(sources[root].view(output.sizes()));
+    const at::Tensor flat = getRank() == root ? flatCat(sources) : at::Tensor();
+    ZCCL_TORCH_CHECK(zcclScatter(flat.defined() ? flat.data_ptr() : nullptr, output.data_ptr(),
+                                 byteCount(output), zcclUint8, root, comm_, nullptr),
+                     "scatter");
   });
 }
 

@@ -1,0 +1,66 @@
+// The host implementation of Kernels: the CPU functions of common/ and quant/, which finish
+// before they return.
+#include <cstring>
+
+#include "common/reduce.h"
+#include "kernels/kernels.h"
+
+namespace zccl {
+namespace {
+
+class HostKernels final : public Kernels {
+ public:
+  MemoryKind memory() const override { return MemoryKind::kHost; }
+
+  Status copy(void* to, const void* from, size_t bytes) override {
+    if (bytes > 0 && to != from) std::memmove(to, from, bytes);
+    return Status::kSuccess;
+  }
+  Status zeroFloats(float* data, size_t count) override {
+    if (count > 0) std::memset(data, 0, count * sizeof(float));
+    return Status::kSuccess;
+  }
+
+  Status reduceInto(void* inout, const void* in, size_t count, DataType type, RedOp op) override {
+    zccl::reduceInto(inout, in, count, type, op);
+    return Status::kSuccess;
+  }
+  Status reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count,
+                       DataType type, RedOp op) override {
+    zccl::reduceOrdered(out, inputs, numInputs, count, type, op);
+    return Status::kSuccess;
+  }
+  Status divideByCount(void* data, size_t count, DataType type, int divisor) override {
+    zccl::divideByCount(data, count, type, divisor);
+    return Status::kSuccess;
+  }
+
+  Status quantize(const void* in, DataType type, size_t count, const QuantParams& params, void* out,
+                  size_t capacity) override {
+    return zccl::quantize(in, type, count, params, out, capacity);
+  }
+  Status dequantize(const void* message, size_t bytes, void* out, DataType type,
+                    size_t count) override {
+    return zccl::dequantize(message, bytes, out, type, count);
+  }
+  Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulator,
+                              size_t count) override {
+    return zccl::dequantizeAccumulate(message, bytes, accumulator, count);
+  }
+  Status accumulateAsFloat(const void* x, DataType type, size_t count,
+                           float* accumulator) override {
+    return zccl::accumulateAsFloat(x, type, count, accumulator);
+  }
+  Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out) override {
+    return zccl::storeFloatAs(values, count, divisor, type, out);
+  }
+};
+
+}  // namespace
+
+Kernels& hostKernels() {
+  static HostKernels kernels;
+  return kernels;
+}
+
+}  // namespace zccl

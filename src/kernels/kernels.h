@@ -1,0 +1,52 @@
+// The steps of an algorithm that touch data (copying, zeroing, reducing, quantizing), behind
+// one interface with an implementation per kind of memory, so that each algorithm is written
+// once and runs on host or device buffers alike. Algorithms call these and nothing else on
+// their buffers; the transport moves the bytes.
+//
+// Every operation has the semantics of its host function (common/reduce.h, quant/quantize.h)
+// and must give byte-identical results. A device implementation queues its work on the
+// collective's stream, the stream its transport copies or sends on, so what a kernel wrote
+// is complete before it travels.
+#pragma once
+
+#include <cstddef>
+
+#include "common/status.h"
+#include "common/types.h"
+#include "quant/quantize.h"
+
+namespace zccl {
+
+class Kernels {
+ public:
+  virtual ~Kernels() = default;
+
+  virtual MemoryKind memory() const = 0;
+
+  // memmove: the ranges may overlap.
+  virtual Status copy(void* to, const void* from, size_t bytes) = 0;
+  // `count` float32 zeros: a float32 accumulator's start.
+  virtual Status zeroFloats(float* data, size_t count) = 0;
+
+  virtual Status reduceInto(void* inout, const void* in, size_t count, DataType type, RedOp op) = 0;
+  // `inputs` is a host array of pointers into this memory.
+  virtual Status reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count,
+                               DataType type, RedOp op) = 0;
+  virtual Status divideByCount(void* data, size_t count, DataType type, int divisor) = 0;
+
+  virtual Status quantize(const void* in, DataType type, size_t count, const QuantParams& params,
+                          void* out, size_t capacity) = 0;
+  virtual Status dequantize(const void* message, size_t bytes, void* out, DataType type,
+                            size_t count) = 0;
+  virtual Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulator,
+                                      size_t count) = 0;
+  virtual Status accumulateAsFloat(const void* x, DataType type, size_t count,
+                                   float* accumulator) = 0;
+  virtual Status storeFloatAs(float* values, size_t count, int divisor, DataType type,
+                              void* out) = 0;
+};
+
+// The kernels of host memory: the CPU's (SIMD where the CPU has it), synchronous.
+Kernels& hostKernels();
+
+}  // namespace zccl
