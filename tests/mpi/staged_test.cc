@@ -1,0 +1,378 @@
+// Every algorithm on device memory through the staged transport, on an emulated device: the
+// device's memory is host memory registered as the device's, its kernels are the host's
+// behind a check that every pointer they get is the device's, and its copier checks that
+// each copy goes between the device and host staging memory. What runs is the library's own
+// device path below the API (the registry's rows for device memory, the Kernels interface, a
+// device scratch pool, the staged transport cutting messages into chunks), so a collective
+// that touched device memory other than through its kernels, or a staging buffer handed to a
+// kernel, fails here; and each result must be byte-identical to the same call on host memory
+// through the public API, with the same bytes on the wire.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "collectives/collectives.h"
+#include "core/comm.h"
+#include "support/comms.h"
+#include "testsupport/values.h"
+#include "transport/staged/staged_transport.h"
+
+namespace zccl_test {
+namespace {
+
+using zccl::Collective;
+using zccl::Status;
+
+// Host memory that stands for a device's: allocations are recorded, and owns() tells them
+// from any other memory.
+class EmulatedDeviceMemory {
+ public:
+  void* allocate(size_t bytes) {
+    auto* data = new char[bytes > 0 ? bytes : 1];
+    regions_[data] = bytes;
+    return data;
+  }
+  void release(void* data) {
+    regions_.erase(static_cast<char*>(data));
+    delete[] static_cast<char*>(data);
+  }
+  bool owns(const void* data, size_t bytes) const {
+    if (bytes == 0) return true;
+    const char* p = static_cast<const char*>(data);
+    auto it = regions_.upper_bound(const_cast<char*>(p));
+    if (it == regions_.begin()) return false;
+    --it;
+    return p >= it->first && p + bytes <= it->first + it->second;
+  }
+
+ private:
+  std::map<char*, size_t> regions_;
+};
+
+// The host kernels, refusing any buffer that is not the device's.
+class EmulatedDeviceKernels final : public zccl::Kernels {
+ public:
+  explicit EmulatedDeviceKernels(const EmulatedDeviceMemory& memory) : memory_(memory) {}
+  zccl::MemoryKind memory() const override { return zccl::MemoryKind::kDevice; }
+
+  Status copy(void* to, const void* from, size_t bytes) override {
+    ZCCL_CHECK(device(to, bytes, "copy to"));
+    ZCCL_CHECK(device(from, bytes, "copy from"));
+    return host().copy(to, from, bytes);
+  }
+  Status zeroFloats(float* data, size_t count) override {
+    ZCCL_CHECK(device(data, count * 4, "zeroFloats"));
+    return host().zeroFloats(data, count);
+  }
+  Status reduceInto(void* inout, const void* in, size_t count, zccl::DataType type,
+                    zccl::RedOp op) override {
+    const size_t bytes = count * zccl::elementSize(type);
+    ZCCL_CHECK(device(inout, bytes, "reduceInto inout"));
+    ZCCL_CHECK(device(in, bytes, "reduceInto in"));
+    return host().reduceInto(inout, in, count, type, op);
+  }
+  Status reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count,
+                       zccl::DataType type, zccl::RedOp op) override {
+    const size_t bytes = count * zccl::elementSize(type);
+    ZCCL_CHECK(device(out, bytes, "reduceOrdered out"));
+    for (int i = 0; i < numInputs; ++i) ZCCL_CHECK(device(inputs[i], bytes, "reduceOrdered in"));
+    return host().reduceOrdered(out, inputs, numInputs, count, type, op);
+  }
+  Status divideByCount(void* data, size_t count, zccl::DataType type, int divisor) override {
+    ZCCL_CHECK(device(data, count * zccl::elementSize(type), "divideByCount"));
+    return host().divideByCount(data, count, type, divisor);
+  }
+  Status quantize(const void* in, zccl::DataType type, size_t count,
+                  const zccl::QuantParams& params, void* out, size_t capacity) override {
+    ZCCL_CHECK(device(in, count * zccl::elementSize(type), "quantize in"));
+    ZCCL_CHECK(device(out, zccl::quantizedBytes(count, params), "quantize out"));
+    return host().quantize(in, type, count, params, out, capacity);
+  }
+  Status dequantize(const void* message, size_t bytes, void* out, zccl::DataType type,
+                    size_t count) override {
+    ZCCL_CHECK(device(message, bytes, "dequantize message"));
+    ZCCL_CHECK(device(out, count * zccl::elementSize(type), "dequantize out"));
+    return host().dequantize(message, bytes, out, type, count);
+  }
+  Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulator,
+                              size_t count) override {
+    ZCCL_CHECK(device(message, bytes, "dequantizeAccumulate message"));
+    ZCCL_CHECK(device(accumulator, count * 4, "dequantizeAccumulate accumulator"));
+    return host().dequantizeAccumulate(message, bytes, accumulator, count);
+  }
+  Status accumulateAsFloat(const void* x, zccl::DataType type, size_t count,
+                           float* accumulator) override {
+    ZCCL_CHECK(device(x, count * zccl::elementSize(type), "accumulateAsFloat x"));
+    ZCCL_CHECK(device(accumulator, count * 4, "accumulateAsFloat accumulator"));
+    return host().accumulateAsFloat(x, type, count, accumulator);
+  }
+  Status storeFloatAs(float* values, size_t count, int divisor, zccl::DataType type,
+                      void* out) override {
+    ZCCL_CHECK(device(values, count * 4, "storeFloatAs values"));
+    ZCCL_CHECK(device(out, count * zccl::elementSize(type), "storeFloatAs out"));
+    return host().storeFloatAs(values, count, divisor, type, out);
+  }
+
+ private:
+  static zccl::Kernels& host() { return zccl::hostKernels(); }
+  Status device(const void* data, size_t bytes, const char* what) const {
+    if (memory_.owns(data, bytes)) return Status::kSuccess;
+    return zccl::fail(Status::kInternalError, "%s: %p (%zu bytes) is not device memory", what, data,
+                      bytes);
+  }
+  const EmulatedDeviceMemory& memory_;
+};
+
+// Synchronous copies that check their direction; counts the chunks it staged.
+class EmulatedCopier final : public zccl::DeviceCopier {
+ public:
+  explicit EmulatedCopier(const EmulatedDeviceMemory& memory) : memory_(memory) {}
+
+  Status toHost(void* host, const void* device, size_t bytes, CopyId* id) override {
+    return move(host, device, bytes, device, host, id);
+  }
+  Status toDevice(void* device, const void* host, size_t bytes, CopyId* id) override {
+    return move(device, host, bytes, device, host, id);
+  }
+  Status waitCopy(CopyId id) override {
+    return id < copies_ ? Status::kSuccess
+                        : zccl::fail(Status::kInternalError, "unknown copy %zu", id);
+  }
+  Status waitAllCopies() override { return Status::kSuccess; }
+  void* allocateHost(size_t bytes) override { return new char[bytes]; }
+  void freeHost(void* data) override { delete[] static_cast<char*>(data); }
+
+  size_t copies() const { return copies_; }
+
+ private:
+  Status move(void* to, const void* from, size_t bytes, const void* device, const void* host,
+              CopyId* id) {
+    if (!memory_.owns(device, bytes) || memory_.owns(host, bytes)) {
+      return zccl::fail(Status::kInternalError,
+                        "a staging copy between %p and %p is not "
+                        "between the device and the host",
+                        device, host);
+    }
+    std::memcpy(to, from, bytes);
+    *id = copies_++;
+    return Status::kSuccess;
+  }
+  const EmulatedDeviceMemory& memory_;
+  size_t copies_ = 0;
+};
+
+constexpr size_t kChunkBytes = 4096;  // small, so that messages travel in many chunks
+
+struct Case {
+  Collective collective;
+  zcclDataType_t type;
+  zcclRedOp_t op;
+  size_t count;  // per rank, as the public call takes it
+  zcclWireFormat_t wire;
+  zcclHierarchy_t hierarchy;
+  int root;
+};
+
+class Staged : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    comm_ = makeComm(zcclAlgoAuto);
+    ASSERT_NE(comm_, nullptr);
+    zcclComm* comm = comm_;
+    const zccl::StagedOptions options{kChunkBytes};
+    staged_ = zccl::makeStagedTransport(*comm->transport, copier_, options);
+    if (comm->hasLevels()) {
+      stagedNode_ = zccl::makeStagedTransport(*comm->nodeTransport, copier_, options);
+      stagedCross_ = zccl::makeStagedTransport(*comm->crossTransport, copier_, options);
+      levels_ = comm->levels;
+      levels_.node = stagedNode_.get();
+      levels_.cross = stagedCross_.get();
+    }
+  }
+  void TearDown() override {
+    staged_.reset();
+    stagedNode_.reset();
+    stagedCross_.reset();
+    EXPECT_EQ(zcclCommDestroy(comm_), zcclSuccess);
+  }
+
+  // Per-rank send and receive sizes in elements (the public API's buffers).
+  static void sizes(const Case& c, int n, size_t* send, size_t* recv) {
+    const size_t all = c.count * static_cast<size_t>(n);
+    switch (c.collective) {
+      case Collective::kAllGather:
+      case Collective::kGather:
+        *send = c.count, *recv = all;
+        return;
+      case Collective::kReduceScatter:
+      case Collective::kScatter:
+        *send = all, *recv = c.count;
+        return;
+      case Collective::kAllToAll:
+        *send = all, *recv = all;
+        return;
+      default:
+        *send = c.count, *recv = c.count;
+    }
+  }
+
+  static double inputValue(int rank, size_t i) {
+    return static_cast<double>(static_cast<int>((rank * 7 + i * 13) % 17) - 8) / 4;
+  }
+
+  std::vector<char> input(const Case& c, size_t elements) const {
+    std::vector<char> data(elements * sizeOf(c.type));
+    for (size_t i = 0; i < elements; ++i) store(c.type, data.data(), i, inputValue(rank_, i));
+    return data;
+  }
+
+  zcclCollOptions optionsOf(const Case& c) const {
+    zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+    options.wireFormat = c.wire;
+    options.hierarchy = c.hierarchy;
+    options.seed = 99;
+    return options;
+  }
+
+  // The same call on host memory through the public API.
+  zcclResult_t runOnHost(const Case& c, const void* send, void* recv) {
+    const zcclCollOptions options = optionsOf(c);
+    switch (c.collective) {
+      case Collective::kAllGather:
+        return zcclAllGatherEx(send, recv, c.count, c.type, comm_, nullptr, &options);
+      case Collective::kReduceScatter:
+        return zcclReduceScatterEx(send, recv, c.count, c.type, c.op, comm_, nullptr, &options);
+      case Collective::kAllReduce:
+        return zcclAllReduceEx(send, recv, c.count, c.type, c.op, comm_, nullptr, &options);
+      case Collective::kBroadcast:
+        return zcclBroadcast(send, recv, c.count, c.type, c.root, comm_, nullptr);
+      case Collective::kAllToAll:
+        return zcclAllToAll(send, recv, c.count, c.type, comm_, nullptr);
+      case Collective::kReduce:
+        return zcclReduceEx(send, recv, c.count, c.type, c.op, c.root, comm_, nullptr, &options);
+      case Collective::kGather:
+        return zcclGather(send, recv, c.count, c.type, c.root, comm_, nullptr);
+      case Collective::kScatter:
+        return zcclScatter(send, recv, c.count, c.type, c.root, comm_, nullptr);
+    }
+    return zcclInternalError;
+  }
+
+  // The call on emulated device memory, below the API: the device's kernels, scratch pool
+  // and staged transports in the context.
+  Status runOnDevice(const Case& c, const void* send, void* recv) {
+    zcclComm* comm = comm_;
+    zccl::CollectiveOptions options;
+    const zcclCollOptions asked = optionsOf(c);
+    ZCCL_CHECK(zccl::resolveCollOptions(&asked, comm->config, &options));
+    const int n = comm->size();
+    const bool blocked =
+        c.collective == Collective::kAllGather || c.collective == Collective::kReduceScatter ||
+        c.collective == Collective::kAllToAll || c.collective == Collective::kGather ||
+        c.collective == Collective::kScatter;
+    const zccl::CollectiveArgs args{send,
+                                    recv,
+                                    zccl::Partition{c.count * (blocked ? n : 1), n},
+                                    static_cast<zccl::DataType>(c.type),
+                                    static_cast<zccl::RedOp>(c.op),
+                                    c.root};
+    const int tag = comm->nextCollective(kernels_).tag;
+    zccl::Context ctx{*staged_,     scratch_,       comm->hasLevels() ? &levels_ : nullptr,
+                      comm->native, &comm->cluster, kernels_,
+                      tag};
+    return zccl::runCollective(ctx, c.collective, args, options);
+  }
+
+  uint64_t bytesSent() const {
+    zcclStats stats;
+    EXPECT_EQ(zcclCommGetStats(comm_, &stats), zcclSuccess);
+    uint64_t total = 0;
+    for (uint64_t bytes : stats.bytesSent) total += bytes;
+    return total;
+  }
+
+  void check(const Case& c, const std::string& what) {
+    SCOPED_TRACE(what);
+    const int n = worldSize();
+    size_t sendCount = 0, recvCount = 0;
+    sizes(c, n, &sendCount, &recvCount);
+    const size_t es = sizeOf(c.type);
+    const std::vector<char> in = input(c, sendCount);
+    std::vector<char> hostOut(recvCount * es + 1, 0);
+    const uint64_t before = bytesSent();
+    ASSERT_EQ(runOnHost(c, in.data(), hostOut.data()), zcclSuccess) << zcclGetLastError(comm_);
+    const uint64_t hostBytes = bytesSent() - before;
+
+    char* deviceIn = static_cast<char*>(memory_.allocate(in.size()));
+    char* deviceOut = static_cast<char*>(memory_.allocate(recvCount * es + 1));
+    std::memcpy(deviceIn, in.data(), in.size());
+    std::memset(deviceOut, 0, recvCount * es + 1);
+    const size_t stagedBefore = copier_.copies();
+    const Status status = runOnDevice(c, deviceIn, deviceOut);
+    const uint64_t deviceBytes = bytesSent() - before - hostBytes;
+    EXPECT_EQ(status, Status::kSuccess) << zccl::lastThreadError();
+    EXPECT_EQ(std::memcmp(deviceOut, hostOut.data(), recvCount * es + 1), 0)
+        << "the device result differs from the host's";
+    EXPECT_EQ(deviceBytes, hostBytes) << "bytes on the wire";
+    if (hostBytes > 0) {
+      EXPECT_GT(copier_.copies(), stagedBefore) << "nothing was staged";
+    }
+    memory_.release(deviceIn);
+    memory_.release(deviceOut);
+  }
+
+  zcclComm_t comm_ = nullptr;
+  EmulatedDeviceMemory memory_;
+  EmulatedDeviceKernels kernels_{memory_};
+  EmulatedCopier copier_{memory_};
+  zccl::ScratchPool scratch_{
+      zccl::ScratchAllocator{[this](size_t bytes) { return memory_.allocate(bytes); },
+                             [this](void* data) { memory_.release(data); }}};
+  std::unique_ptr<zccl::Transport> staged_, stagedNode_, stagedCross_;
+  zccl::NodeLevels levels_;
+  const int rank_ = worldRank();
+};
+
+const char* nameOf(Collective collective) { return zccl::collectiveName(collective); }
+
+TEST_F(Staged, EveryCollectiveEqualsTheHostPathByteForByte) {
+  const int last = worldSize() - 1;
+  const Collective all[] = {Collective::kAllGather, Collective::kReduceScatter,
+                            Collective::kAllReduce, Collective::kBroadcast,
+                            Collective::kAllToAll,  Collective::kReduce,
+                            Collective::kGather,    Collective::kScatter};
+  for (Collective collective : all) {
+    for (zcclDataType_t type : {zcclFloat32, zcclBfloat16, zcclInt64}) {
+      for (size_t count : {size_t{1}, size_t{1000}, size_t{30011}}) {
+        const Case c{collective, type, zcclSum, count, zcclWireNone, zcclHierarchyAuto, last};
+        check(c, std::string(nameOf(collective)) + " " + std::to_string(count));
+      }
+    }
+  }
+}
+
+// qwZ and qgZ, one hop and two: quantized on the device, only compressed bytes staged.
+TEST_F(Staged, QuantizedPathsEqualTheHostPathByteForByte) {
+  std::vector<zcclHierarchy_t> hierarchies{zcclHierarchyFlat};
+  if (static_cast<zcclComm*>(comm_)->hasLevels()) hierarchies.push_back(zcclHierarchyTwoLevel);
+  for (zcclHierarchy_t hierarchy : hierarchies) {
+    for (Collective collective : {Collective::kAllGather, Collective::kReduceScatter,
+                                  Collective::kAllReduce, Collective::kReduce}) {
+      for (zcclWireFormat_t wire : {zcclWireInt8, zcclWireInt4}) {
+        for (zcclRedOp_t op : {zcclSum, zcclAvg}) {
+          const Case c{collective, zcclBfloat16, op, 20011, wire, hierarchy, 0};
+          check(c, std::string(nameOf(collective)) + (wire == zcclWireInt8 ? " int8" : " int4") +
+                       (hierarchy == zcclHierarchyFlat ? " flat" : " two-level") +
+                       (op == zcclSum ? " sum" : " avg"));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zccl_test
