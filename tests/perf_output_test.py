@@ -20,8 +20,12 @@ FACTORS = {
     "alltoall": lambda n: (n - 1) / n,
     "broadcast": lambda n: 1.0,
     "sendrecv": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "gather": lambda n: (n - 1) / n,
+    "scatter": lambda n: (n - 1) / n,
 }
-QUANTIZABLE = {"all_reduce", "all_gather", "reduce_scatter"}
+QUANTIZABLE = {"all_reduce", "all_gather", "reduce_scatter", "reduce"}
+ROOTED = {"broadcast", "reduce", "gather", "scatter"}
 ROW = re.compile(r"^\s+\d+\s+\d+\s+\S+\s+\S+\s+-?\d+\s")
 
 failures = []
@@ -87,6 +91,8 @@ def main():
     for name in FACTORS:
         for ranks in (2, 3):
             run_case(mpiexec, perf_dir, name, ranks, ["-B", "-U"] if ranks == 2 else [])
+            if name in ROOTED:
+                run_case(mpiexec, perf_dir, name, ranks, ["-r", str(ranks - 1), "-B"])
             if name in QUANTIZABLE:
                 run_case(mpiexec, perf_dir, name, ranks, ["-q", "int8", "-d", "bfloat16"])
         run_case(zcclrun, perf_dir, name, 3, [])  # without MPI

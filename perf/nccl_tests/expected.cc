@@ -14,14 +14,17 @@ using zccl_test::store;
 
 Shape shapeOf(Collective c, size_t bytes, size_t elementSize, int n) {
   size_t count = bytes / elementSize;
-  const bool divided =
-      c == Collective::kAllGather || c == Collective::kReduceScatter || c == Collective::kAllToAll;
+  const bool divided = c == Collective::kAllGather || c == Collective::kReduceScatter ||
+                       c == Collective::kAllToAll || c == Collective::kGather ||
+                       c == Collective::kScatter;
   if (divided) count = count / n * n;
   const size_t share = count / n;
   switch (c) {
     case Collective::kAllGather:
+    case Collective::kGather:
       return Shape{count, share, count, share};
     case Collective::kReduceScatter:
+    case Collective::kScatter:
       return Shape{count, count, share, share};
     case Collective::kAllToAll:
       return Shape{count, count, count, share};
@@ -55,7 +58,12 @@ double expectedValue(const Layout& job, const Settings& s, const Shape& shape, z
   const size_t share = shape.argument;
   switch (job.collective) {
     case Collective::kAllGather:
+    case Collective::kGather:
       return inputValue(type, op, static_cast<int>(i / share), i % share, job.ranks);
+    case Collective::kScatter:
+      return inputValue(type, op, s.root, job.rank * share + i, job.ranks);
+    case Collective::kReduce:
+      return reduced(job, type, op, i);
     case Collective::kReduceScatter:
       return reduced(job, type, op, job.rank * share + i);
     case Collective::kAllReduce:
@@ -103,6 +111,9 @@ double quantizedBound(const Layout& job, const Settings& s, zcclRedOp_t op) {
 
 size_t countWrong(const Layout& job, const Settings& s, const Shape& shape, zcclDataType_t type,
                   zcclRedOp_t op, const void* result, bool quantized) {
+  const bool resultAtRootOnly =
+      job.collective == Collective::kReduce || job.collective == Collective::kGather;
+  if (resultAtRootOnly && job.rank != s.root) return 0;
   const size_t elements = shape.recvElements;
   const double bound = quantized ? quantizedBound(job, s, op) : 0;
   size_t wrong = 0;

@@ -64,11 +64,13 @@ Placement place(const Job& job, const Shape& shape, zcclDataType_t type, Buffers
   if (!inPlace) return Placement{send, recv, send, recv};
   const size_t es = sizeOf(type);
   switch (job.collective) {
-    case Collective::kAllGather: {
+    case Collective::kAllGather:
+    case Collective::kGather: {
       char* mine = recv + job.rank * shape.argument * es;
       return Placement{mine, recv, mine, recv};
     }
-    case Collective::kReduceScatter: {
+    case Collective::kReduceScatter:
+    case Collective::kScatter: {
       char* mine = send + job.rank * shape.argument * es;
       return Placement{send, mine, send, mine};
     }
@@ -91,6 +93,13 @@ zcclResult_t runOnce(const Job& job, zcclComm_t comm, const zcclCollOptions* opt
       return zcclAllToAll(p.send, p.recv, count, type, comm, nullptr);
     case Collective::kBroadcast:
       return zcclBroadcast(p.send, p.recv, count, type, job.settings.root, comm, nullptr);
+    case Collective::kReduce:
+      return zcclReduceEx(p.send, p.recv, count, type, op, job.settings.root, comm, nullptr,
+                          options);
+    case Collective::kGather:
+      return zcclGather(p.send, p.recv, count, type, job.settings.root, comm, nullptr);
+    case Collective::kScatter:
+      return zcclScatter(p.send, p.recv, count, type, job.settings.root, comm, nullptr);
     case Collective::kSendRecv: {
       zcclGroupStart();
       const zcclResult_t sent =
@@ -261,7 +270,7 @@ void printPreamble(const Job& job) {
 void printRow(const Job& job, const Row& row) {
   if (job.rank != 0) return;
   const bool op = hasOp(job.collective);
-  const int root = job.collective == Collective::kBroadcast ? job.settings.root : -1;
+  const int root = hasRoot(job.collective) ? job.settings.root : -1;
   std::string inPlace = hasInPlace(job.collective) ? formatMeasurement(row.inPlace)
                                                    : "      N/A     N/A     N/A    N/A";
   std::string baselines;

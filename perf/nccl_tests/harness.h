@@ -4,7 +4,17 @@
 
 namespace zccl_perf {
 
-enum class Collective { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kBroadcast, kSendRecv };
+enum class Collective {
+  kAllGather,
+  kReduceScatter,
+  kAllReduce,
+  kAllToAll,
+  kBroadcast,
+  kSendRecv,
+  kReduce,
+  kGather,
+  kScatter,
+};
 
 // Runs the binary for `collective`; returns the process exit status (non-zero when a check
 // failed or an argument was wrong).

@@ -28,11 +28,23 @@ const char* collectiveName(Collective c) {
       return "broadcast";
     case Collective::kSendRecv:
       return "sendrecv";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
   }
   return "?";
 }
 
-bool hasOp(Collective c) { return c == Collective::kReduceScatter || c == Collective::kAllReduce; }
+bool hasOp(Collective c) {
+  return c == Collective::kReduceScatter || c == Collective::kAllReduce || c == Collective::kReduce;
+}
+bool hasRoot(Collective c) {
+  return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
+         c == Collective::kScatter;
+}
 bool quantizable(Collective c) { return hasOp(c) || c == Collective::kAllGather; }
 bool hasInPlace(Collective c) { return c != Collective::kSendRecv; }
 
@@ -44,6 +56,8 @@ double busFactor(Collective c, int n) {
     case Collective::kAllGather:
     case Collective::kReduceScatter:
     case Collective::kAllToAll:
+    case Collective::kGather:
+    case Collective::kScatter:
       return static_cast<double>(n - 1) / n;
     default:
       return 1.0;
@@ -145,7 +159,7 @@ void printUsage(const char* program) {
       "  -d, --datatype T         int8 uint8 int32 uint32 int64 uint64 half bfloat16 float\n"
       "                           double, or all (default float)\n"
       "  -o, --op OP              sum prod max min avg, or all (default sum)\n"
-      "  -r, --root R             broadcast root (default 0)\n"
+      "  -r, --root R             root of broadcast, reduce, gather, scatter (default 0)\n"
       "  -a, --average 0|1|2|3    time across ranks: rank 0, mean, min, max (default 3)\n"
       "  -T, --timeout S          give up on a silent peer after S seconds\n"
       "  -J, --output_file FILE   also write the results as JSON\n"

@@ -38,6 +38,8 @@ extern const char* const kHierarchyNames[3];
 
 const char* collectiveName(Collective c);
 bool hasOp(Collective c);
+// Broadcast, reduce, gather, scatter: -r names the root.
+bool hasRoot(Collective c);
 bool quantizable(Collective c);
 bool hasInPlace(Collective c);
 // nccl-tests' bus bandwidth factor.

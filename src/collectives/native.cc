@@ -83,6 +83,40 @@ Status allToAllNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*
   return ctx.transport.nativeAllToAll(send, a.recv, a.blocks.size(0), a.type);
 }
 
+// A ring reduce's volume: the reduce-scatter's, then one block to the root.
+Status reduceNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
+  const int me = ctx.transport.rank();
+  const size_t es = elementSize(a.type);
+  const size_t n = static_cast<size_t>(ctx.transport.size());
+  charge(ctx, a.blocks.count * es / n * (n - 1) + (me == a.root ? 0 : a.blocks.size(me) * es));
+  ZCCL_CHECK(
+      ctx.transport.nativeReduce(a.send, a.recv, a.blocks.count, a.type, wireOp(a.op), a.root));
+  if (a.op == RedOp::kAvg && me == a.root) {
+    ZCCL_CHECK(ctx.kernels.divideByCount(a.recv, a.blocks.count, a.type, ctx.transport.size()));
+  }
+  return Status::kSuccess;
+}
+
+// Every rank but the root sends its block; the root's own block stays (send == nullptr: in
+// place, which MPI spells MPI_IN_PLACE).
+Status gatherNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
+  const size_t block = a.blocks.size(0);
+  const bool root = ctx.transport.rank() == a.root;
+  charge(ctx, root ? 0 : block * elementSize(a.type));
+  return ctx.transport.nativeGather(a.send, a.recv, block, a.type, a.root);
+}
+
+Status scatterNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
+  const size_t block = a.blocks.size(0);
+  const size_t es = elementSize(a.type);
+  const int me = ctx.transport.rank();
+  const bool root = me == a.root;
+  charge(ctx, root ? block * es * static_cast<size_t>(ctx.transport.size() - 1) : 0);
+  const bool inPlace =
+      root && static_cast<const char*>(a.send) + static_cast<size_t>(me) * block * es == a.recv;
+  return ctx.transport.nativeScatter(a.send, inPlace ? nullptr : a.recv, block, a.type, a.root);
+}
+
 constexpr AlgorithmRow nativeRow(Collective collective,
                                  Status (*run)(Context&, const CollectiveArgs&, const Plan&)) {
   return AlgorithmRow{collective, Algorithm::kNative, false, 1, kHostOnly, false, run, nullptr};
@@ -96,5 +130,8 @@ extern const AlgorithmRow kReduceScatterNative =
 extern const AlgorithmRow kAllReduceNative = nativeRow(Collective::kAllReduce, allReduceNative);
 extern const AlgorithmRow kBroadcastNative = nativeRow(Collective::kBroadcast, broadcastNative);
 extern const AlgorithmRow kAllToAllNative = nativeRow(Collective::kAllToAll, allToAllNative);
+extern const AlgorithmRow kReduceNative = nativeRow(Collective::kReduce, reduceNative);
+extern const AlgorithmRow kGatherNative = nativeRow(Collective::kGather, gatherNative);
+extern const AlgorithmRow kScatterNative = nativeRow(Collective::kScatter, scatterNative);
 
 }  // namespace zccl

@@ -13,8 +13,8 @@ extern const AlgorithmRow kAllReduceRing, kAllReduceDirect, kAllReduceTwoLevel,
 extern const AlgorithmRow kBroadcastPipelined, kBroadcastNative;
 extern const AlgorithmRow kAllToAllPairwise, kAllToAllNative;
 extern const AlgorithmRow kReduceRing, kReduceDirect, kReduceTwoLevel, kReduceQuantized1Hop,
-    kReduceQuantized2Hop;
-extern const AlgorithmRow kGatherDirect, kScatterDirect;
+    kReduceQuantized2Hop, kReduceNative;
+extern const AlgorithmRow kGatherDirect, kGatherNative, kScatterDirect, kScatterNative;
 
 const std::vector<const AlgorithmRow*>& algorithmRows() {
   static const std::vector<const AlgorithmRow*> rows{
@@ -49,9 +49,13 @@ const std::vector<const AlgorithmRow*>& algorithmRows() {
       &kReduceTwoLevel,
       &kReduceQuantized1Hop,
       &kReduceQuantized2Hop,
+      &kReduceNative,
 
       &kGatherDirect,
+      &kGatherNative,
+
       &kScatterDirect,
+      &kScatterNative,
   };
   return rows;
 }

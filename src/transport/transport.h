@@ -61,6 +61,14 @@ class Transport {
                                  RedOp op) = 0;
   virtual Status nativeBroadcast(void* data, size_t count, DataType type, int root) = 0;
   virtual Status nativeAllToAll(const void* send, void* recv, size_t count, DataType type) = 0;
+  // Rooted: recv (reduce, gather) or send (scatter) is read on the root only. In place at the
+  // root: reduce with send == recv, gather with send == nullptr, scatter with recv == nullptr.
+  virtual Status nativeReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                              int root) = 0;
+  virtual Status nativeGather(const void* send, void* recv, size_t count, DataType type,
+                              int root) = 0;
+  virtual Status nativeScatter(const void* send, void* recv, size_t count, DataType type,
+                               int root) = 0;
 
   // Cancels what is pending without waiting for peers (abort, timeout, a failed call) and
   // gives the engine a bounded grace to confirm it. True when nothing pending is left; else

@@ -270,6 +270,39 @@ class MpiTransport final : public Transport {
     return waitCollective(request);
   }
 
+  Status nativeReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                      int root) override {
+    ZCCL_CHECK(checkNativeCount(count));
+    WorldErrorsReturn errorsReturn;
+    MPI_Request request;
+    const bool inPlace = rank_ == root && send == recv;
+    ZCCL_MPI_CHECK(MPI_Ireduce(inPlace ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
+                               mpiType(type), mpiOp(type, op), root, comm_, &request));
+    return waitCollective(request);
+  }
+
+  Status nativeGather(const void* send, void* recv, size_t count, DataType type,
+                      int root) override {
+    ZCCL_CHECK(checkNativeCount(count));
+    WorldErrorsReturn errorsReturn;
+    MPI_Request request;
+    ZCCL_MPI_CHECK(MPI_Igather(send == nullptr ? MPI_IN_PLACE : send, static_cast<int>(count),
+                               mpiType(type), recv, static_cast<int>(count), mpiType(type), root,
+                               comm_, &request));
+    return waitCollective(request);
+  }
+
+  Status nativeScatter(const void* send, void* recv, size_t count, DataType type,
+                       int root) override {
+    ZCCL_CHECK(checkNativeCount(count));
+    WorldErrorsReturn errorsReturn;
+    MPI_Request request;
+    ZCCL_MPI_CHECK(MPI_Iscatter(send, static_cast<int>(count), mpiType(type),
+                                recv == nullptr ? MPI_IN_PLACE : recv, static_cast<int>(count),
+                                mpiType(type), root, comm_, &request));
+    return waitCollective(request);
+  }
+
   bool abandon() override {
     broken_ = true;
     if (requests_.empty()) return true;  // nothing in flight: the communicator can be freed

@@ -163,6 +163,11 @@ class StagedTransport final : public Transport {
   }
   Status nativeBroadcast(void*, size_t, DataType, int) override { return noNative(); }
   Status nativeAllToAll(const void*, void*, size_t, DataType) override { return noNative(); }
+  Status nativeReduce(const void*, void*, size_t, DataType, RedOp, int) override {
+    return noNative();
+  }
+  Status nativeGather(const void*, void*, size_t, DataType, int) override { return noNative(); }
+  Status nativeScatter(const void*, void*, size_t, DataType, int) override { return noNative(); }
 
   bool abandon() override {
     const bool settled = host_.abandon();
