@@ -23,6 +23,29 @@ step() {  # step NAME COMMAND...: runs it, records PASS / FAIL / SKIP (exit 77)
   esac
   return 0
 }
+# ctest_step NAME CTEST_ARGS...: ctest exits 0 when its tests skip (exit 77), so the summary
+# reads its report: PASS when a test passed (naming those that skipped), SKIP when all
+# skipped, FAIL when one failed or none matched.
+ctest_step() {
+  local name=$1
+  shift
+  echo "=== $name: ctest $*"
+  local log status passed skipped
+  log=$(ctest --test-dir "$build" --output-on-failure "$@" 2>&1)
+  status=$?
+  echo "$log"
+  passed=$(grep -c "Test *#.* Passed" <<<"$log")
+  skipped=$(grep -c "Test *#.*Skipped" <<<"$log")
+  if [ "$status" -ne 0 ]; then
+    record "$name" "FAIL (exit $status)"
+  elif [ "$passed" -gt 0 ]; then
+    record "$name" "PASS ($passed passed, $skipped skipped)"
+  elif [ "$skipped" -gt 0 ]; then
+    record "$name" "SKIP"
+  else
+    record "$name" "FAIL (no test ran)"
+  fi
+}
 
 nvidia-smi -L || echo "gpu-check: nvidia-smi found no GPU; the GPU tests will skip"
 gtest_flags=()
@@ -32,10 +55,9 @@ step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DZCCL_WITH_CUD
 step build cmake --build "$build" -j "$(nproc)"
 
 # The CUDA quantization kernels against the CPU's, byte for byte.
-step "quant_cuda (kernels = CPU bytes)" ctest --test-dir "$build" -R '^quant_cuda$' \
-  --output-on-failure
+ctest_step "quant_cuda (kernels = CPU bytes)" -R '^quant_cuda$'
 # The NCCL drop-in on host memory, as in CI, and its unit tests (the real-NCCL loader).
-step "NCCL drop-in, host memory" ctest --test-dir "$build" -R '^nccl_' --output-on-failure
+ctest_step "NCCL drop-in, host memory" -R '^nccl_'
 # PyTorch's ProcessGroupNCCL with the drop-in preloaded, 1 rank on the GPU: device memory
 # goes through the shim to the real NCCL.
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
@@ -46,7 +68,8 @@ else
 fi
 
 echo
-echo "=== gpu-check summary ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+echo "=== gpu-check summary (${gpu:-no GPU visible}; $(mpiexec --version 2>&1 | head -1))"
 printf '%s\n' "${results[@]}"
 printf '%s\n' "${results[@]}" | grep -q FAIL && exit 1
 exit 0
