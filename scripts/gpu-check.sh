@@ -69,7 +69,9 @@ fi
 
 echo
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
-echo "=== gpu-check summary (${gpu:-no GPU visible}; $(mpiexec --version 2>&1 | head -1))"
+mpiexec=$(sed -n 's/^MPIEXEC_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
+echo "=== gpu-check summary (${gpu:-no GPU visible}; ${mpiexec:-mpiexec}:" \
+  "$("${mpiexec:-mpiexec}" --version 2>&1 | head -1))"
 printf '%s\n' "${results[@]}"
 printf '%s\n' "${results[@]}" | grep -q FAIL && exit 1
 exit 0
