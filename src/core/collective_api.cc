@@ -40,6 +40,14 @@ constexpr CollectiveEntry kEntries[kNumCollectives] = {
     {"zcclScatter", "recvcount", Collective::kScatter, true, false, false, RootOnly::kSend},
 };
 
+constexpr bool entriesFollowCollectives() {
+  for (int i = 0; i < kNumCollectives; ++i) {
+    if (static_cast<int>(kEntries[i].collective) != i) return false;
+  }
+  return true;
+}
+static_assert(entriesFollowCollectives(), "kEntries is indexed by Collective");
+
 struct CollectiveCall {
   const void* sendbuff;
   void* recvbuff;
