@@ -86,11 +86,14 @@ ZCCL_HOST_DEVICE inline GroupScale chooseScale(const GroupStats& s, int bits, Qu
   const float levels = static_cast<float>(scheme == QuantScheme::kSymmetric
                                               ? codeHigh(bits, scheme)
                                               : codeHigh(bits, scheme) - codeLow(bits, scheme));
-  // +0.0f turns -0 into +0, so that every kernel set stores the same bits.
+  // +0.0f turns -0 into +0, so that every kernel set stores the same bits: SIMD and CUDA
+  // reductions may find either zero as a group's min or max (an all-zero group's range
+  // would otherwise be -0 - +0 = -0, a scale with its sign bit set on one device only).
   const float lo = s.min + 0.0f;
+  const float hi = s.max + 0.0f;
   const double rangeExact = scheme == QuantScheme::kSymmetric
                                 ? static_cast<double>(s.absmax)
-                                : static_cast<double>(s.max) - static_cast<double>(lo);
+                                : static_cast<double>(hi) - static_cast<double>(lo);
   const float rangeFloat = static_cast<float>(rangeExact);
   const float p = rangeFloat > 0.0f && rangeFloat < 0x1p-60f ? 0x1p64f : 1.0f;
   const float range = static_cast<float>(rangeExact * p);
@@ -98,7 +101,7 @@ ZCCL_HOST_DEVICE inline GroupScale chooseScale(const GroupStats& s, int bits, Qu
   g.prescale = p;
   g.scale = static_cast<float>(rangeExact * p / levels / p);
   g.inv = range > 0.0f ? static_cast<float>(levels / (rangeExact * p)) : 0.0f;
-  g.offset = scheme == QuantScheme::kSymmetric ? 0.0f : lo * 0.5f + (s.max + 0.0f) * 0.5f;
+  g.offset = scheme == QuantScheme::kSymmetric ? 0.0f : lo * 0.5f + hi * 0.5f;
   g.prescaledOffset = g.offset * p;
   // Near FLT_MAX the rounded scale can make the extreme codes decode to Inf: step the
   // (positive) scale down one ulp at a time.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "quant/group_math.h"
 #include "quant/kernels.h"
 #include "quant/quantize.h"
 
@@ -283,6 +284,33 @@ TEST(Quant, HalfPrecisionInputAndOutput) {
       const double halfUlp = std::ldexp(std::fabs(wide[i]), type == DataType::kFloat16 ? -11 : -8) +
                              std::ldexp(1.0, -24);
       ASSERT_LE(std::fabs(got - wide[i]), halfUlp) << i;
+    }
+  }
+}
+
+// Groups of zeros of either sign store +0.0 scales and offsets whatever sign the kernel set's
+// min and max come out with (SIMD and CUDA reductions order -0 and +0 differently), so that
+// messages compare byte for byte across kernel sets and devices.
+TEST(Quant, SignedZeroGroupsStorePositiveZeroParameters) {
+  constexpr uint32_t kGroup = 32;
+  std::vector<float> x(3 * kGroup, -0.0f);  // all -0, then -0/+0 alternating, then +0/-0
+  for (size_t i = kGroup; i < x.size(); ++i)
+    x[i] = ((i / kGroup == 1) == (i % 2 == 0)) ? -0.0f : 0.0f;
+  std::vector<uint16_t> half(x.size());
+  for (size_t i = 0; i < x.size(); ++i) half[i] = toFloat16(x[i]).bits;
+  for (QuantScheme scheme : {QuantScheme::kSymmetric, QuantScheme::kAsymmetric}) {
+    for (int bits : {8, 4}) {
+      const QuantParams p{bits, scheme, kGroup, Rounding::kNearestEven, 0};
+      for (auto [type, input] : {std::pair<DataType, const void*>{DataType::kFloat32, x.data()},
+                                 {DataType::kFloat16, half.data()}}) {
+        const auto m = quantizeOrDie(input, type, x.size(), p);
+        const QuantLayout layout = quantLayoutOf(x.size(), bits, scheme, kGroup);
+        for (size_t at = layout.parametersOffset; at < layout.totalBytes; ++at) {
+          ASSERT_EQ(m[at], 0) << "parameter byte " << at - layout.parametersOffset << ", "
+                              << dataTypeName(type) << (bits == 8 ? " int8" : " int4")
+                              << (scheme == QuantScheme::kSymmetric ? " sym" : " asym");
+        }
+      }
     }
   }
 }
