@@ -56,6 +56,8 @@ step build cmake --build "$build" -j "$(nproc)"
 
 # The CUDA quantization kernels against the CPU's, byte for byte.
 ctest_step "quant_cuda (kernels = CPU bytes)" -R '^quant_cuda$'
+# The CUDA reductions against the CPU's, byte for byte.
+ctest_step "reduce_cuda (reductions = CPU bytes)" -R '^reduce_cuda$'
 # The NCCL drop-in on host memory, as in CI, and its unit tests (the real-NCCL loader).
 ctest_step "NCCL drop-in, host memory" -R '^nccl_'
 # PyTorch's ProcessGroupNCCL with the drop-in preloaded, 1 rank on the GPU: device memory

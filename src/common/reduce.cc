@@ -2,80 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
-#include "common/half.h"
+#include "common/reduce_math.h"
 
 namespace zccl {
 namespace {
-
-// Storage type T is reduced in Accumulator type; Traits converts between them.
-template <typename T>
-struct Traits {
-  using Accumulator = T;
-  static Accumulator load(T value) { return value; }
-  static T store(Accumulator value) { return value; }
-};
-template <>
-struct Traits<float16_t> {
-  using Accumulator = float;
-  static float load(float16_t value) { return toFloat(value); }
-  static float16_t store(float value) { return toFloat16(value); }
-};
-template <>
-struct Traits<bfloat16_t> {
-  using Accumulator = float;
-  static float load(bfloat16_t value) { return toFloat(value); }
-  static bfloat16_t store(float value) { return toBfloat16(value); }
-};
-
-template <typename A>
-A applyOp(RedOp op, A a, A b) {
-  if constexpr (std::is_integral_v<A>) {
-    using U = std::make_unsigned_t<A>;
-    switch (op) {
-      case RedOp::kSum:
-      case RedOp::kAvg:
-        return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
-      // Promote to at least unsigned int so that narrow types cannot overflow a signed int.
-      case RedOp::kProd:
-        return static_cast<A>(static_cast<std::common_type_t<U, unsigned>>(a) *
-                              static_cast<std::common_type_t<U, unsigned>>(b));
-      case RedOp::kMax:
-        return std::max(a, b);
-      case RedOp::kMin:
-        return std::min(a, b);
-      case RedOp::kCount:
-        break;
-    }
-  } else {
-    switch (op) {
-      case RedOp::kSum:
-      case RedOp::kAvg:
-        return a + b;
-      case RedOp::kProd:
-        return a * b;
-      case RedOp::kMax:
-        return (a > b || a != a) ? a : b;
-      case RedOp::kMin:
-        return (a < b || a != a) ? a : b;
-      case RedOp::kCount:
-        break;
-    }
-  }
-  return a;
-}
-
-// Division by a rank count that may not fit the narrow type itself (int8 with 200 ranks).
-template <typename A>
-A divideBy(A value, int divisor) {
-  if constexpr (std::is_integral_v<A>) {
-    using Wide = std::conditional_t<std::is_signed_v<A>, int64_t, uint64_t>;
-    return static_cast<A>(static_cast<Wide>(value) / static_cast<Wide>(divisor));
-  } else {
-    return value / static_cast<A>(divisor);
-  }
-}
 
 // The op is a template parameter so that each inner loop is branch-free and vectorizes.
 template <typename T, RedOp Op>

@@ -8,13 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/host_device.h"
 #include "quant/quantize.h"
-
-#ifdef __CUDACC__
-#define ZCCL_HOST_DEVICE __host__ __device__
-#else
-#define ZCCL_HOST_DEVICE
-#endif
 
 namespace zccl {
 

@@ -8,6 +8,7 @@
 
 #include <climits>
 
+#include "common/cuda_status.h"
 #include "quant/group_math.h"
 #include "quant/quantize_cuda.h"
 
@@ -15,17 +16,6 @@ namespace zccl {
 namespace {
 
 constexpr int kThreads = 256;
-
-Status cudaFailure(cudaError_t error, const char* what) {
-  return fail(Status::kSystemError, "%s: CUDA error %d (%s)", what, static_cast<int>(error),
-              cudaGetErrorString(error));
-}
-
-#define ZCCL_CUDA_CHECK(call)                                                         \
-  do {                                                                                \
-    const cudaError_t zccl_cuda_error_ = (call);                                      \
-    if (zccl_cuda_error_ != cudaSuccess) return cudaFailure(zccl_cuda_error_, #call); \
-  } while (0)
 
 __device__ float loadFloat(const float* p, size_t i) { return p[i]; }
 __device__ float loadFloat(const __half* p, size_t i) { return __half2float(p[i]); }

@@ -11,29 +11,12 @@
 #include <vector>
 
 #include "common/half.h"
+#include "gpu/cuda_test_support.h"
 #include "quant/quantize.h"
 #include "quant/quantize_cuda.h"
 
 namespace zccl {
 namespace {
-
-#define ASSERT_CUDA(call) ASSERT_EQ(cudaSuccess, (call)) << #call
-
-// A device buffer that frees itself.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (cudaMalloc(&data_, bytes > 0 ? bytes : 1) != cudaSuccess) data_ = nullptr;
-  }
-  ~DeviceBuffer() { cudaFree(data_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return data_; }
-
- private:
-  void* data_ = nullptr;
-  size_t bytes_;
-};
 
 class QuantCuda : public ::testing::Test {
  protected:
@@ -61,23 +44,6 @@ std::vector<unsigned char> makeInput(DataType type, size_t count, uint32_t seed)
     }
   }
   return bytes;
-}
-
-bool sameValue(const unsigned char* a, const unsigned char* b, DataType type) {
-  if (type == DataType::kFloat32) {
-    float x, y;
-    std::memcpy(&x, a, 4);
-    std::memcpy(&y, b, 4);
-    return (std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, 4) == 0;
-  }
-  uint16_t x, y;
-  std::memcpy(&x, a, 2);
-  std::memcpy(&y, b, 2);
-  const uint16_t exponent = type == DataType::kFloat16 ? 0x7c00 : 0x7f80;
-  const auto isNan = [&](uint16_t v) {
-    return (v & exponent) == exponent && (v & ~exponent & 0x7fff);
-  };
-  return (isNan(x) && isNan(y)) || x == y;
 }
 
 TEST_F(QuantCuda, MessagesAndDecodedValuesMatchTheCpuReference) {

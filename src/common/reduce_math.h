@@ -1,0 +1,84 @@
+// The element arithmetic of every reduction, shared by the CPU (common/reduce.cc) and the
+// CUDA kernels (kernels/reduce_cuda.cu) so that both give the same bits: integers wrap like
+// unsigned arithmetic of their width, half precision is computed in float32, max/min
+// propagate NaN, an average divides once.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "common/half.h"
+#include "common/host_device.h"
+#include "common/types.h"
+
+namespace zccl {
+
+// Storage type T is reduced in Accumulator type; Traits converts between them.
+template <typename T>
+struct Traits {
+  using Accumulator = T;
+  ZCCL_HOST_DEVICE static Accumulator load(T value) { return value; }
+  ZCCL_HOST_DEVICE static T store(Accumulator value) { return value; }
+};
+template <>
+struct Traits<float16_t> {
+  using Accumulator = float;
+  ZCCL_HOST_DEVICE static float load(float16_t value) { return toFloat(value); }
+  ZCCL_HOST_DEVICE static float16_t store(float value) { return toFloat16(value); }
+};
+template <>
+struct Traits<bfloat16_t> {
+  using Accumulator = float;
+  ZCCL_HOST_DEVICE static float load(bfloat16_t value) { return toFloat(value); }
+  ZCCL_HOST_DEVICE static bfloat16_t store(float value) { return toBfloat16(value); }
+};
+
+template <typename A>
+ZCCL_HOST_DEVICE A applyOp(RedOp op, A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    // Promote to at least unsigned int so that narrow types cannot overflow a signed int.
+    using Wide = std::common_type_t<U, unsigned>;
+    switch (op) {
+      case RedOp::kSum:
+      case RedOp::kAvg:
+        return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+      case RedOp::kProd:
+        return static_cast<A>(static_cast<Wide>(a) * static_cast<Wide>(b));
+      case RedOp::kMax:
+        return a < b ? b : a;
+      case RedOp::kMin:
+        return b < a ? b : a;
+      case RedOp::kCount:
+        break;
+    }
+  } else {
+    switch (op) {
+      case RedOp::kSum:
+      case RedOp::kAvg:
+        return a + b;
+      case RedOp::kProd:
+        return a * b;
+      case RedOp::kMax:
+        return (a > b || a != a) ? a : b;
+      case RedOp::kMin:
+        return (a < b || a != a) ? a : b;
+      case RedOp::kCount:
+        break;
+    }
+  }
+  return a;
+}
+
+// Division by a rank count that may not fit the narrow type itself (int8 with 200 ranks).
+template <typename A>
+ZCCL_HOST_DEVICE A divideBy(A value, int divisor) {
+  if constexpr (std::is_integral_v<A>) {
+    using Wide = std::conditional_t<std::is_signed_v<A>, int64_t, uint64_t>;
+    return static_cast<A>(static_cast<Wide>(value) / static_cast<Wide>(divisor));
+  } else {
+    return value / static_cast<A>(divisor);
+  }
+}
+
+}  // namespace zccl
