@@ -47,6 +47,24 @@ ctest_step() {
   fi
 }
 
+# gtest_step NAME COMMAND...: a GoogleTest run whose tests skipped reads SKIP.
+gtest_step() {
+  local name=$1
+  shift
+  echo "=== $name: $*"
+  local log status
+  log=$("$@" 2>&1)
+  status=$?
+  echo "$log"
+  if [ "$status" -ne 0 ]; then
+    record "$name" "FAIL (exit $status)"
+  elif grep -q "^\[  SKIPPED \]" <<<"$log"; then
+    record "$name" "SKIP"
+  else
+    record "$name" PASS
+  fi
+}
+
 nvidia-smi -L || echo "gpu-check: nvidia-smi found no GPU; the GPU tests will skip"
 gtest_flags=()
 [ -d "$root/.carry/googletest" ] && gtest_flags=(-DZCCL_GTEST_SOURCE_DIR="$root/.carry/googletest")
@@ -58,6 +76,12 @@ step build cmake --build "$build" -j "$(nproc)"
 ctest_step "quant_cuda (kernels = CPU bytes)" -R '^quant_cuda$'
 # The CUDA reductions against the CPU's, byte for byte.
 ctest_step "reduce_cuda (reductions = CPU bytes)" -R '^reduce_cuda$'
+# Every collective on device memory through the staged transport, 3 ranks sharing the GPU
+# (and as 2 nodes x 2): byte-identical to the host path.
+gtest_step "staged collectives, 3 ranks on one GPU" "$build/zcclrun" -n 3 \
+  "$build/tests/staged_test" --gtest_filter='*/cuda'
+gtest_step "staged collectives, 2 nodes x 2 on one GPU" env ZCCL_RANKS_PER_NODE=2 \
+  "$build/zcclrun" -n 4 "$build/tests/staged_test" --gtest_filter='*/cuda'
 # The NCCL drop-in on host memory, as in CI, and its unit tests (the real-NCCL loader).
 ctest_step "NCCL drop-in, host memory" -R '^nccl_'
 # PyTorch's ProcessGroupNCCL with the drop-in preloaded, 1 rank on the GPU: device memory

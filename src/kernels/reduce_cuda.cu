@@ -154,7 +154,7 @@ Status launched() {
 }  // namespace
 
 Status reduceIntoCuda(void* inout, const void* in, size_t count, DataType type, RedOp op,
-                      CudaStream stream) {
+                      DeviceStream stream) {
   if (count == 0) return Status::kSuccess;
   return withType(type, [&](auto tag) {
     using T = decltype(tag);
@@ -167,7 +167,7 @@ Status reduceIntoCuda(void* inout, const void* in, size_t count, DataType type, 
 }
 
 Status reduceOrderedCuda(void* out, const void* const* inputs, int numInputs, size_t count,
-                         DataType type, RedOp op, CudaStream stream) {
+                         DataType type, RedOp op, DeviceStream stream) {
   if (numInputs < 1 || numInputs > kMaxOrderedInputsCuda) {
     return fail(Status::kInvalidUsage,
                 "an ordered reduction of %d inputs on the device: 1 to %d are supported", numInputs,
@@ -186,7 +186,8 @@ Status reduceOrderedCuda(void* out, const void* const* inputs, int numInputs, si
   });
 }
 
-Status divideByCountCuda(void* data, size_t count, DataType type, int divisor, CudaStream stream) {
+Status divideByCountCuda(void* data, size_t count, DataType type, int divisor,
+                         DeviceStream stream) {
   if (count == 0) return Status::kSuccess;
   return withType(type, [&](auto tag) {
     using T = decltype(tag);
@@ -197,7 +198,7 @@ Status divideByCountCuda(void* data, size_t count, DataType type, int divisor, C
 }
 
 Status accumulateAsFloatCuda(const void* x, DataType type, size_t count, float* accumulator,
-                             CudaStream stream) {
+                             DeviceStream stream) {
   if (count == 0) return Status::kSuccess;
   return withFloatType(type, [&](auto tag) {
     using T = decltype(tag);
@@ -208,7 +209,7 @@ Status accumulateAsFloatCuda(const void* x, DataType type, size_t count, float* 
 }
 
 Status storeFloatAsCuda(float* values, size_t count, int divisor, DataType type, void* out,
-                        CudaStream stream) {
+                        DeviceStream stream) {
   if (count == 0) return Status::kSuccess;
   return withFloatType(type, [&](auto tag) {
     using T = decltype(tag);

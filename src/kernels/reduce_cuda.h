@@ -8,25 +8,22 @@
 
 #include "common/status.h"
 #include "common/types.h"
-
-struct CUstream_st;
+#include "quant/quantize_cuda.h"
 
 namespace zccl {
-
-using CudaStream = CUstream_st*;
 
 // The most inputs reduceOrderedCuda takes: their pointers travel as kernel arguments.
 constexpr int kMaxOrderedInputsCuda = 128;
 
 Status reduceIntoCuda(void* inout, const void* in, size_t count, DataType type, RedOp op,
-                      CudaStream stream);
+                      DeviceStream stream);
 // `inputs` is a host array of device pointers (read before the call returns).
 Status reduceOrderedCuda(void* out, const void* const* inputs, int numInputs, size_t count,
-                         DataType type, RedOp op, CudaStream stream);
-Status divideByCountCuda(void* data, size_t count, DataType type, int divisor, CudaStream stream);
+                         DataType type, RedOp op, DeviceStream stream);
+Status divideByCountCuda(void* data, size_t count, DataType type, int divisor, DeviceStream stream);
 Status accumulateAsFloatCuda(const void* x, DataType type, size_t count, float* accumulator,
-                             CudaStream stream);
+                             DeviceStream stream);
 Status storeFloatAsCuda(float* values, size_t count, int divisor, DataType type, void* out,
-                        CudaStream stream);
+                        DeviceStream stream);
 
 }  // namespace zccl

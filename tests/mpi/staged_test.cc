@@ -1,4 +1,5 @@
-// Every algorithm on device memory through the staged transport, on an emulated device: the
+// Every algorithm on device memory through the staged transport, on an emulated device (and,
+// where one is visible, on a real GPU shared by every rank, skipped elsewhere): the
 // device's memory is host memory registered as the device's, its kernels are the host's
 // behind a check that every pointer they get is the device's, and its copier checks that
 // each copy goes between the device and host staging memory. What runs is the library's own
@@ -20,6 +21,12 @@
 #include "support/comms.h"
 #include "testsupport/values.h"
 #include "transport/staged/staged_transport.h"
+#ifdef ZCCL_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "kernels/cuda_kernels.h"
+#include "transport/staged/cuda_copier.h"
+#endif
 
 namespace zccl_test {
 namespace {
@@ -127,7 +134,7 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
   const EmulatedDeviceMemory& memory_;
 };
 
-// Synchronous copies that check their direction; counts the chunks it staged.
+// Synchronous copies that check their direction.
 class EmulatedCopier final : public zccl::DeviceCopier {
  public:
   explicit EmulatedCopier(const EmulatedDeviceMemory& memory) : memory_(memory) {}
@@ -146,8 +153,6 @@ class EmulatedCopier final : public zccl::DeviceCopier {
   void* allocateHost(size_t bytes) override { return new char[bytes]; }
   void freeHost(void* data) override { delete[] static_cast<char*>(data); }
 
-  size_t copies() const { return copies_; }
-
  private:
   Status move(void* to, const void* from, size_t bytes, const void* device, const void* host,
               CopyId* id) {
@@ -165,6 +170,90 @@ class EmulatedCopier final : public zccl::DeviceCopier {
   size_t copies_ = 0;
 };
 
+// Where a test's device buffers live: the emulated device, or a real GPU (several ranks may
+// share it: the staged path is what lets them).
+class TestDevice {
+ public:
+  virtual ~TestDevice() = default;
+  virtual zccl::Kernels& kernels() = 0;
+  virtual zccl::DeviceCopier& copier() = 0;
+  virtual zccl::ScratchAllocator scratchAllocator() = 0;
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* data) = 0;
+  virtual void upload(void* device, const void* host, size_t bytes) = 0;
+  // After the work queued so far.
+  virtual void download(void* host, const void* device, size_t bytes) = 0;
+};
+
+class EmulatedDevice final : public TestDevice {
+ public:
+  zccl::Kernels& kernels() override { return kernels_; }
+  zccl::DeviceCopier& copier() override { return copier_; }
+  zccl::ScratchAllocator scratchAllocator() override {
+    return zccl::ScratchAllocator{[this](size_t bytes) { return memory_.allocate(bytes); },
+                                  [this](void* data) { memory_.release(data); }};
+  }
+  void* allocate(size_t bytes) override { return memory_.allocate(bytes); }
+  void release(void* data) override { memory_.release(data); }
+  void upload(void* device, const void* host, size_t bytes) override {
+    std::memcpy(device, host, bytes);
+  }
+  void download(void* host, const void* device, size_t bytes) override {
+    std::memcpy(host, device, bytes);
+  }
+
+ private:
+  EmulatedDeviceMemory memory_;
+  EmulatedDeviceKernels kernels_{memory_};
+  EmulatedCopier copier_{memory_};
+};
+
+#ifdef ZCCL_HAVE_CUDA
+// The current GPU, the collective's work on a stream of the test's own.
+class CudaDevice final : public TestDevice {
+ public:
+  CudaDevice() {
+    cudaStreamCreate(&stream_);
+    kernels_ = zccl::makeCudaKernels(stream_);
+    copier_ = zccl::makeCudaCopier(stream_);
+  }
+  ~CudaDevice() override { cudaStreamDestroy(stream_); }
+  zccl::Kernels& kernels() override { return *kernels_; }
+  zccl::DeviceCopier& copier() override { return *copier_; }
+  zccl::ScratchAllocator scratchAllocator() override { return zccl::cudaScratchAllocator(); }
+  void* allocate(size_t bytes) override {
+    void* data = nullptr;
+    EXPECT_EQ(cudaMalloc(&data, bytes > 0 ? bytes : 1), cudaSuccess);
+    return data;
+  }
+  void release(void* data) override { cudaFree(data); }
+  void upload(void* device, const void* host, size_t bytes) override {
+    EXPECT_EQ(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  void download(void* host, const void* device, size_t bytes) override {
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<zccl::Kernels> kernels_;
+  std::unique_ptr<zccl::DeviceCopier> copier_;
+};
+#endif
+
+// nullptr when this machine has no such device.
+std::unique_ptr<TestDevice> makeDevice(const std::string& kind) {
+  if (kind == "emulated") return std::make_unique<EmulatedDevice>();
+#ifdef ZCCL_HAVE_CUDA
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
+    return std::make_unique<CudaDevice>();
+  }
+#endif
+  return nullptr;
+}
+
 constexpr size_t kChunkBytes = 4096;  // small, so that messages travel in many chunks
 
 struct Case {
@@ -177,17 +266,23 @@ struct Case {
   int root;
 };
 
-class Staged : public ::testing::Test {
+class Staged : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
+    device_ = makeDevice(GetParam());
+    if (device_ == nullptr) {
+      GTEST_SKIP() << "no " << GetParam() << " device visible";
+    }
+    scratch_ = std::make_unique<zccl::ScratchPool>(device_->scratchAllocator());
     comm_ = makeComm(zcclAlgoAuto);
     ASSERT_NE(comm_, nullptr);
     zcclComm* comm = comm_;
     const zccl::StagedOptions options{kChunkBytes};
-    staged_ = zccl::makeStagedTransport(*comm->transport, copier_, options);
+    zccl::DeviceCopier& copier = device_->copier();
+    staged_ = zccl::makeStagedTransport(*comm->transport, copier, options);
     if (comm->hasLevels()) {
-      stagedNode_ = zccl::makeStagedTransport(*comm->nodeTransport, copier_, options);
-      stagedCross_ = zccl::makeStagedTransport(*comm->crossTransport, copier_, options);
+      stagedNode_ = zccl::makeStagedTransport(*comm->nodeTransport, copier, options);
+      stagedCross_ = zccl::makeStagedTransport(*comm->crossTransport, copier, options);
       levels_ = comm->levels;
       levels_.node = stagedNode_.get();
       levels_.cross = stagedCross_.get();
@@ -197,7 +292,10 @@ class Staged : public ::testing::Test {
     staged_.reset();
     stagedNode_.reset();
     stagedCross_.reset();
-    EXPECT_EQ(zcclCommDestroy(comm_), zcclSuccess);
+    if (comm_ != nullptr) {
+      EXPECT_EQ(zcclCommDestroy(comm_), zcclSuccess);
+    }
+    scratch_.reset();
   }
 
   // Per-rank send and receive sizes in elements (the public API's buffers).
@@ -280,9 +378,10 @@ class Staged : public ::testing::Test {
                                     static_cast<zccl::DataType>(c.type),
                                     static_cast<zccl::RedOp>(c.op),
                                     c.root};
-    const int tag = comm->nextCollective(kernels_).tag;
-    zccl::Context ctx{*staged_,     scratch_,       comm->hasLevels() ? &levels_ : nullptr,
-                      comm->native, &comm->cluster, kernels_,
+    zccl::Kernels& kernels = device_->kernels();
+    const int tag = comm->nextCollective(kernels).tag;
+    zccl::Context ctx{*staged_,     *scratch_,      comm->hasLevels() ? &levels_ : nullptr,
+                      comm->native, &comm->cluster, kernels,
                       tag};
     return zccl::runCollective(ctx, c.collective, args, options);
   }
@@ -307,31 +406,25 @@ class Staged : public ::testing::Test {
     ASSERT_EQ(runOnHost(c, in.data(), hostOut.data()), zcclSuccess) << zcclGetLastError(comm_);
     const uint64_t hostBytes = bytesSent() - before;
 
-    char* deviceIn = static_cast<char*>(memory_.allocate(in.size()));
-    char* deviceOut = static_cast<char*>(memory_.allocate(recvCount * es + 1));
-    std::memcpy(deviceIn, in.data(), in.size());
-    std::memset(deviceOut, 0, recvCount * es + 1);
-    const size_t stagedBefore = copier_.copies();
-    const Status status = runOnDevice(c, deviceIn, deviceOut);
+    std::vector<char> deviceOut(recvCount * es + 1, 0);
+    void* in_ = device_->allocate(in.size());
+    void* out_ = device_->allocate(deviceOut.size());
+    device_->upload(in_, in.data(), in.size());
+    device_->upload(out_, deviceOut.data(), deviceOut.size());
+    const Status status = runOnDevice(c, in_, out_);
+    device_->download(deviceOut.data(), out_, deviceOut.size());
+    // Every byte went through the staged transports, whose host transports count them.
     const uint64_t deviceBytes = bytesSent() - before - hostBytes;
     EXPECT_EQ(status, Status::kSuccess) << zccl::lastThreadError();
-    EXPECT_EQ(std::memcmp(deviceOut, hostOut.data(), recvCount * es + 1), 0)
-        << "the device result differs from the host's";
+    EXPECT_EQ(deviceOut, hostOut) << "the device result differs from the host's";
     EXPECT_EQ(deviceBytes, hostBytes) << "bytes on the wire";
-    if (hostBytes > 0) {
-      EXPECT_GT(copier_.copies(), stagedBefore) << "nothing was staged";
-    }
-    memory_.release(deviceIn);
-    memory_.release(deviceOut);
+    device_->release(in_);
+    device_->release(out_);
   }
 
   zcclComm_t comm_ = nullptr;
-  EmulatedDeviceMemory memory_;
-  EmulatedDeviceKernels kernels_{memory_};
-  EmulatedCopier copier_{memory_};
-  zccl::ScratchPool scratch_{
-      zccl::ScratchAllocator{[this](size_t bytes) { return memory_.allocate(bytes); },
-                             [this](void* data) { memory_.release(data); }}};
+  std::unique_ptr<TestDevice> device_;
+  std::unique_ptr<zccl::ScratchPool> scratch_;
   std::unique_ptr<zccl::Transport> staged_, stagedNode_, stagedCross_;
   zccl::NodeLevels levels_;
   const int rank_ = worldRank();
@@ -339,7 +432,7 @@ class Staged : public ::testing::Test {
 
 const char* nameOf(Collective collective) { return zccl::collectiveName(collective); }
 
-TEST_F(Staged, EveryCollectiveEqualsTheHostPathByteForByte) {
+TEST_P(Staged, EveryCollectiveEqualsTheHostPathByteForByte) {
   const int last = worldSize() - 1;
   const Collective all[] = {Collective::kAllGather, Collective::kReduceScatter,
                             Collective::kAllReduce, Collective::kBroadcast,
@@ -356,7 +449,7 @@ TEST_F(Staged, EveryCollectiveEqualsTheHostPathByteForByte) {
 }
 
 // qwZ and qgZ, one hop and two: quantized on the device, only compressed bytes staged.
-TEST_F(Staged, QuantizedPathsEqualTheHostPathByteForByte) {
+TEST_P(Staged, QuantizedPathsEqualTheHostPathByteForByte) {
   std::vector<zcclHierarchy_t> hierarchies{zcclHierarchyFlat};
   if (static_cast<zcclComm*>(comm_)->hasLevels()) hierarchies.push_back(zcclHierarchyTwoLevel);
   for (zcclHierarchy_t hierarchy : hierarchies) {
@@ -373,6 +466,11 @@ TEST_F(Staged, QuantizedPathsEqualTheHostPathByteForByte) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, Staged, ::testing::Values("emulated", "cuda"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
 
 }  // namespace
 }  // namespace zccl_test
