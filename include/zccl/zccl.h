@@ -132,7 +132,8 @@ typedef struct {
   int hierarchy;          /* zcclHierarchy_t; env ZCCL_HIERARCHY=auto|flat|two-level */
   /* 1: before each collective the ranks agree on its operation, count, type, op, root, wire
    * format and in-place form, and a mismatch is zcclInvalidUsage on every rank, naming the
-   * ranks and the field. Costs one small exchange per call. env ZCCL_CHECK=0|1; default 0 */
+   * ranks and the field; arguments one rank rejects fail the others at once, naming it.
+   * Costs one small exchange per call. env ZCCL_CHECK=0|1; default 0 */
   int checkCalls;
 } zcclConfig;
 

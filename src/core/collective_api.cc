@@ -130,10 +130,13 @@ std::string showQuantization(int64_t value) {
 std::string showYesNo(int64_t value) { return value ? "yes" : "no"; }
 
 // Every rank's call against rank 0's; a difference is kInvalidUsage on every rank, with the
-// same message (each computes it from the same exchange).
+// same message (each computes it from the same exchange). A rank whose own arguments were
+// rejected (`checked`) takes part too, so that the others fail at once naming it instead of
+// waiting for it until the timeout; it keeps its own error.
 Status agreeOnCall(zcclComm* comm, const CollectiveEntry& entry, const CollectiveCall& call,
-                   const CollectiveOptions& options, bool inPlace) {
+                   const CollectiveOptions& options, bool inPlace, Status checked) {
   const CallField fields[] = {
+      {"arguments", checked == Status::kSuccess ? 1 : 0, showNumber},
       {"operation", static_cast<int64_t>(entry.collective), showCollective},
       {"count", static_cast<int64_t>(call.count), showNumber},
       {"datatype", call.datatype, showType},
@@ -160,7 +163,18 @@ Status agreeOnCall(zcclComm* comm, const CollectiveEntry& entry, const Collectiv
   const auto valueOf = [&](int rank, size_t f) {
     return all[static_cast<size_t>(rank) * kFields + f];
   };
-  for (size_t f = 0; f < kFields; ++f) {
+  std::string rejected;
+  for (int r = 0; r < n; ++r) {
+    if (valueOf(r, 0) == 0) rejected += (rejected.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (checked != Status::kSuccess) return checked;
+  if (!rejected.empty()) {
+    return fail(Status::kInvalidUsage,
+                "%s: rank(s) %s rejected their own arguments to this call (ZCCL_CHECK); their "
+                "errors say why",
+                entry.function, rejected.c_str());
+  }
+  for (size_t f = 1; f < kFields; ++f) {
     std::string differing;
     int count = 0;
     for (int r = 1; r < n; ++r) {
@@ -179,11 +193,17 @@ Status agreeOnCall(zcclComm* comm, const CollectiveEntry& entry, const Collectiv
   return Status::kSuccess;
 }
 
-Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
-  ZCCL_CHECK(checkCall(entry, call));
+// What a call runs with once its arguments pass this rank's checks.
+struct CheckedCall {
   CollectiveOptions options;
-  ZCCL_CHECK(callOptions(entry, call, &options));
-  zcclComm* comm = call.comm;
+  bool inPlace = false;
+};
+
+Status checkArguments(const CollectiveEntry& entry, const CollectiveCall& call,
+                      CheckedCall* checked) {
+  ZCCL_CHECK(checkCall(entry, call));
+  ZCCL_CHECK(callOptions(entry, call, &checked->options));
+  const zcclComm* comm = call.comm;
   const size_t ranks = static_cast<size_t>(comm->size());
   size_t sendBytes = 0;
   size_t recvBytes = 0;
@@ -196,16 +216,26 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   const bool writesRecv = entry.rootOnly != RootOnly::kRecv || isRoot;
   if (readsSend) ZCCL_CHECK(checkBuffer("sendbuff", call.sendbuff, entry.countName, call.count));
   if (writesRecv) ZCCL_CHECK(checkBuffer("recvbuff", call.recvbuff, entry.countName, call.count));
-  bool inPlace = false;
-  if (readsSend && writesRecv) {
-    // In place when this rank's block of the larger buffer is the smaller one.
-    const ptrdiff_t blockBytes = static_cast<ptrdiff_t>(std::min(sendBytes, recvBytes));
-    const ptrdiff_t direction = static_cast<ptrdiff_t>(entry.recvHoldsAllBlocks) -
-                                static_cast<ptrdiff_t>(entry.sendHoldsAllBlocks);
-    ZCCL_CHECK(checkInPlace(entry.function, call.sendbuff, sendBytes, call.recvbuff, recvBytes,
-                            direction * blockBytes * comm->rank(), &inPlace));
+  if (!readsSend || !writesRecv) return Status::kSuccess;
+  // In place when this rank's block of the larger buffer is the smaller one.
+  const ptrdiff_t blockBytes = static_cast<ptrdiff_t>(std::min(sendBytes, recvBytes));
+  const ptrdiff_t direction = static_cast<ptrdiff_t>(entry.recvHoldsAllBlocks) -
+                              static_cast<ptrdiff_t>(entry.sendHoldsAllBlocks);
+  return checkInPlace(entry.function, call.sendbuff, sendBytes, call.recvbuff, recvBytes,
+                      direction * blockBytes * comm->rank(), &checked->inPlace);
+}
+
+Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
+  CheckedCall checked;
+  const Status valid = checkArguments(entry, call, &checked);
+  zcclComm* comm = call.comm;
+  if (comm->config.checkCalls) {
+    ZCCL_CHECK(agreeOnCall(comm, entry, call, checked.options, checked.inPlace, valid));
   }
-  if (comm->config.checkCalls) ZCCL_CHECK(agreeOnCall(comm, entry, call, options, inPlace));
+  ZCCL_CHECK(valid);
+  const CollectiveOptions& options = checked.options;
+  const bool inPlace = checked.inPlace;
+  const size_t ranks = static_cast<size_t>(comm->size());
   if (call.count == 0) return Status::kSuccess;
   const bool ownBlockInRecv = inPlace && entry.recvHoldsAllBlocks && !entry.sendHoldsAllBlocks;
   const bool blocked = entry.sendHoldsAllBlocks || entry.recvHoldsAllBlocks;

@@ -144,6 +144,18 @@ TEST(Reliability, CheckedCallsNameTheMismatch) {
                    "op: rank 0 has sum, rank 1 has max");
     expectMismatch(zcclBroadcast(a.data(), a.data(), 100, zcclFloat32, rank, comm, nullptr),
                    "root: rank 0 has 0, rank 1 has 1");
+    // Arguments one rank rejects: it keeps its own error, the others fail at once naming it
+    // (without the check they would wait for it until the timeout).
+    const zcclResult_t rejected = zcclAllReduce(a.data(), rank == 0 ? nullptr : b.data(), 100,
+                                                zcclFloat32, zcclSum, comm, nullptr);
+    if (rank == 0) {
+      EXPECT_EQ(rejected, zcclInvalidArgument);
+      EXPECT_NE(std::string(zcclGetLastError(comm)).find("recvbuff=NULL with count=100"),
+                std::string::npos)
+          << zcclGetLastError(comm);
+    } else {
+      expectMismatch(rejected, "rank(s) 0 rejected their own arguments");
+    }
     // Still usable: a matched call is exact.
     std::vector<float> x(1000, 1.0f);
     ASSERT_EQ(zcclAllReduce(x.data(), x.data(), x.size(), zcclFloat32, zcclSum, comm, nullptr),
