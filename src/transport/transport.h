@@ -51,24 +51,23 @@ class Transport {
   // Control-plane exchange (not counted as traffic), bounded like every wait.
   virtual Status allGatherControl(const void* mine, size_t bytes, void* all) = 0;
 
-  // The engine's own collectives (the "native" algorithm), false when it has none. kAvg is
-  // not accepted here: callers sum and divide. In-place forms are not accepted either.
-  virtual bool hasNativeCollectives() const = 0;
-  virtual Status nativeAllGather(const void* send, void* recv, size_t count, DataType type) = 0;
+  // The engine's own collectives (the "native" algorithm), false when it has none (then each
+  // of them is an error: callers check first). kAvg is not accepted here: callers sum and
+  // divide. In-place forms are not accepted either.
+  virtual bool hasNativeCollectives() const { return false; }
+  virtual Status nativeAllGather(const void* send, void* recv, size_t count, DataType type);
   virtual Status nativeReduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
-                                     RedOp op) = 0;
+                                     RedOp op);
   virtual Status nativeAllReduce(const void* send, void* recv, size_t count, DataType type,
-                                 RedOp op) = 0;
-  virtual Status nativeBroadcast(void* data, size_t count, DataType type, int root) = 0;
-  virtual Status nativeAllToAll(const void* send, void* recv, size_t count, DataType type) = 0;
+                                 RedOp op);
+  virtual Status nativeBroadcast(void* data, size_t count, DataType type, int root);
+  virtual Status nativeAllToAll(const void* send, void* recv, size_t count, DataType type);
   // Rooted: recv (reduce, gather) or send (scatter) is read on the root only. In place at the
   // root: reduce with send == recv, gather with send == nullptr, scatter with recv == nullptr.
   virtual Status nativeReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
-                              int root) = 0;
-  virtual Status nativeGather(const void* send, void* recv, size_t count, DataType type,
-                              int root) = 0;
-  virtual Status nativeScatter(const void* send, void* recv, size_t count, DataType type,
-                               int root) = 0;
+                              int root);
+  virtual Status nativeGather(const void* send, void* recv, size_t count, DataType type, int root);
+  virtual Status nativeScatter(const void* send, void* recv, size_t count, DataType type, int root);
 
   // Cancels what is pending without waiting for peers (abort, timeout, a failed call) and
   // gives the engine a bounded grace to confirm it. True when nothing pending is left; else

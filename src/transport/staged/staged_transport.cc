@@ -153,22 +153,6 @@ class StagedTransport final : public Transport {
     return host_.allGatherControl(mine, bytes, all);
   }
 
-  bool hasNativeCollectives() const override { return false; }
-  Status nativeAllGather(const void*, void*, size_t, DataType) override { return noNative(); }
-  Status nativeReduceScatter(const void*, void*, size_t, DataType, RedOp) override {
-    return noNative();
-  }
-  Status nativeAllReduce(const void*, void*, size_t, DataType, RedOp) override {
-    return noNative();
-  }
-  Status nativeBroadcast(void*, size_t, DataType, int) override { return noNative(); }
-  Status nativeAllToAll(const void*, void*, size_t, DataType) override { return noNative(); }
-  Status nativeReduce(const void*, void*, size_t, DataType, RedOp, int) override {
-    return noNative();
-  }
-  Status nativeGather(const void*, void*, size_t, DataType, int) override { return noNative(); }
-  Status nativeScatter(const void*, void*, size_t, DataType, int) override { return noNative(); }
-
   bool abandon() override {
     const bool settled = host_.abandon();
     if (!settled) arena_.pin();
@@ -211,11 +195,6 @@ class StagedTransport final : public Transport {
     *ticket = operations_.size();
     operations_.push_back(std::move(operation));
     return Status::kSuccess;
-  }
-
-  static Status noNative() {
-    return fail(Status::kInternalError,
-                "the staged device transport has no native collectives; zccl's run instead");
   }
 
   Transport& host_;

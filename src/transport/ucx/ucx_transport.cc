@@ -253,22 +253,6 @@ class UcxTransport final : public Transport {
     return waitAll();
   }
 
-  bool hasNativeCollectives() const override { return false; }
-  Status nativeAllGather(const void*, void*, size_t, DataType) override { return noNative(); }
-  Status nativeReduceScatter(const void*, void*, size_t, DataType, RedOp) override {
-    return noNative();
-  }
-  Status nativeAllReduce(const void*, void*, size_t, DataType, RedOp) override {
-    return noNative();
-  }
-  Status nativeBroadcast(void*, size_t, DataType, int) override { return noNative(); }
-  Status nativeAllToAll(const void*, void*, size_t, DataType) override { return noNative(); }
-  Status nativeReduce(const void*, void*, size_t, DataType, RedOp, int) override {
-    return noNative();
-  }
-  Status nativeGather(const void*, void*, size_t, DataType, int) override { return noNative(); }
-  Status nativeScatter(const void*, void*, size_t, DataType, int) override { return noNative(); }
-
   bool abandon() override {
     broken_ = true;
     if (pending_.empty()) return true;
@@ -368,10 +352,6 @@ class UcxTransport final : public Transport {
   Status end(Ticket ticket) {
     tickets_[ticket].last = pending_.size();
     return Status::kSuccess;
-  }
-
-  Status noNative() const {
-    return fail(Status::kInvalidUsage, "the UCX transport has no native collectives");
   }
 
   Status waitRange(size_t first, size_t last) {
