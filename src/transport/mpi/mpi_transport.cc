@@ -225,82 +225,66 @@ class MpiTransport final : public Transport {
   bool hasNativeCollectives() const override { return true; }
 
   Status nativeAllGather(const void* send, void* recv, size_t count, DataType type) override {
-    ZCCL_CHECK(checkNativeCount(count));
-    WorldErrorsReturn errorsReturn;
-    MPI_Request request;
-    ZCCL_MPI_CHECK(MPI_Iallgather(send, static_cast<int>(count), mpiType(type), recv,
-                                  static_cast<int>(count), mpiType(type), comm_, &request));
-    return waitCollective(request);
+    return runNative(count, "MPI_Iallgather", [&](MPI_Request* request) {
+      return MPI_Iallgather(send, static_cast<int>(count), mpiType(type), recv,
+                            static_cast<int>(count), mpiType(type), comm_, request);
+    });
   }
 
   Status nativeReduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
                              RedOp op) override {
-    ZCCL_CHECK(checkNativeCount(recvCount));
-    WorldErrorsReturn errorsReturn;
-    MPI_Request request;
-    ZCCL_MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, static_cast<int>(recvCount), mpiType(type),
-                                             mpiOp(type, op), comm_, &request));
-    return waitCollective(request);
+    return runNative(recvCount, "MPI_Ireduce_scatter_block", [&](MPI_Request* request) {
+      return MPI_Ireduce_scatter_block(send, recv, static_cast<int>(recvCount), mpiType(type),
+                                       mpiOp(type, op), comm_, request);
+    });
   }
 
   Status nativeAllReduce(const void* send, void* recv, size_t count, DataType type,
                          RedOp op) override {
-    ZCCL_CHECK(checkNativeCount(count));
-    WorldErrorsReturn errorsReturn;
-    MPI_Request request;
-    ZCCL_MPI_CHECK(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
-                                  mpiType(type), mpiOp(type, op), comm_, &request));
-    return waitCollective(request);
+    return runNative(count, "MPI_Iallreduce", [&](MPI_Request* request) {
+      return MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
+                            mpiType(type), mpiOp(type, op), comm_, request);
+    });
   }
 
   Status nativeBroadcast(void* data, size_t count, DataType type, int root) override {
-    ZCCL_CHECK(checkNativeCount(count));
-    WorldErrorsReturn errorsReturn;
-    MPI_Request request;
-    ZCCL_MPI_CHECK(MPI_Ibcast(data, static_cast<int>(count), mpiType(type), root, comm_, &request));
-    return waitCollective(request);
+    return runNative(count, "MPI_Ibcast", [&](MPI_Request* request) {
+      return MPI_Ibcast(data, static_cast<int>(count), mpiType(type), root, comm_, request);
+    });
   }
 
   Status nativeAllToAll(const void* send, void* recv, size_t count, DataType type) override {
-    ZCCL_CHECK(checkNativeCount(count));
-    WorldErrorsReturn errorsReturn;
-    MPI_Request request;
-    ZCCL_MPI_CHECK(MPI_Ialltoall(send, static_cast<int>(count), mpiType(type), recv,
-                                 static_cast<int>(count), mpiType(type), comm_, &request));
-    return waitCollective(request);
+    return runNative(count, "MPI_Ialltoall", [&](MPI_Request* request) {
+      return MPI_Ialltoall(send, static_cast<int>(count), mpiType(type), recv,
+                           static_cast<int>(count), mpiType(type), comm_, request);
+    });
   }
 
   Status nativeReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                       int root) override {
-    ZCCL_CHECK(checkNativeCount(count));
-    WorldErrorsReturn errorsReturn;
-    MPI_Request request;
     const bool inPlace = rank_ == root && send == recv;
-    ZCCL_MPI_CHECK(MPI_Ireduce(inPlace ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
-                               mpiType(type), mpiOp(type, op), root, comm_, &request));
-    return waitCollective(request);
+    return runNative(count, "MPI_Ireduce", [&](MPI_Request* request) {
+      return MPI_Ireduce(inPlace ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
+                         mpiType(type), mpiOp(type, op), root, comm_, request);
+    });
   }
 
   Status nativeGather(const void* send, void* recv, size_t count, DataType type,
                       int root) override {
-    ZCCL_CHECK(checkNativeCount(count));
-    WorldErrorsReturn errorsReturn;
-    MPI_Request request;
-    ZCCL_MPI_CHECK(MPI_Igather(send == nullptr ? MPI_IN_PLACE : send, static_cast<int>(count),
-                               mpiType(type), recv, static_cast<int>(count), mpiType(type), root,
-                               comm_, &request));
-    return waitCollective(request);
+    return runNative(count, "MPI_Igather", [&](MPI_Request* request) {
+      return MPI_Igather(send == nullptr ? MPI_IN_PLACE : send, static_cast<int>(count),
+                         mpiType(type), recv, static_cast<int>(count), mpiType(type), root, comm_,
+                         request);
+    });
   }
 
   Status nativeScatter(const void* send, void* recv, size_t count, DataType type,
                        int root) override {
-    ZCCL_CHECK(checkNativeCount(count));
-    WorldErrorsReturn errorsReturn;
-    MPI_Request request;
-    ZCCL_MPI_CHECK(MPI_Iscatter(send, static_cast<int>(count), mpiType(type),
-                                recv == nullptr ? MPI_IN_PLACE : recv, static_cast<int>(count),
-                                mpiType(type), root, comm_, &request));
-    return waitCollective(request);
+    return runNative(count, "MPI_Iscatter", [&](MPI_Request* request) {
+      return MPI_Iscatter(send, static_cast<int>(count), mpiType(type),
+                          recv == nullptr ? MPI_IN_PLACE : recv, static_cast<int>(count),
+                          mpiType(type), root, comm_, request);
+    });
   }
 
   bool abandon() override {
@@ -386,6 +370,18 @@ class MpiTransport final : public Transport {
                   rank_);
     }
     return Status::kSuccess;
+  }
+
+  // One native collective: `start` begins it (the MPI call `name`) on a request, which
+  // completes like every wait here (bounded by the timeout, ended by abort).
+  template <typename Start>
+  Status runNative(size_t count, const char* name, Start&& start) {
+    ZCCL_CHECK(checkNativeCount(count));
+    WorldErrorsReturn errorsReturn;
+    MPI_Request request;
+    const int code = start(&request);
+    if (code != MPI_SUCCESS) return mpiFailure(name, code);
+    return waitCollective(request);
   }
 
   Status checkNativeCount(size_t count) const {
