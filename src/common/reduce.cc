@@ -46,98 +46,31 @@ void divideTyped(T* data, size_t count, int divisor) {
   for (size_t i = 0; i < count; ++i) data[i] = Tr::store(divideBy(Tr::load(data[i]), divisor));
 }
 
-// Calls fn.template operator()<T>() with T the storage type of `type`.
-template <typename Fn>
-void dispatchType(DataType type, Fn&& fn) {
-  switch (type) {
-    case DataType::kInt8:
-      fn(int8_t{});
-      break;
-    case DataType::kUint8:
-      fn(uint8_t{});
-      break;
-    case DataType::kInt32:
-      fn(int32_t{});
-      break;
-    case DataType::kUint32:
-      fn(uint32_t{});
-      break;
-    case DataType::kInt64:
-      fn(int64_t{});
-      break;
-    case DataType::kUint64:
-      fn(uint64_t{});
-      break;
-    case DataType::kFloat16:
-      fn(float16_t{});
-      break;
-    case DataType::kBfloat16:
-      fn(bfloat16_t{});
-      break;
-    case DataType::kFloat32:
-      fn(float{});
-      break;
-    case DataType::kFloat64:
-      fn(double{});
-      break;
-    case DataType::kCount:
-      break;
-  }
-}
-
-template <template <typename, RedOp> class Kernel, typename T, typename... Args>
-void dispatchOp(RedOp op, Args... args) {
-  switch (op) {
-    case RedOp::kSum:
-      Kernel<T, RedOp::kSum>::run(args...);
-      break;
-    case RedOp::kProd:
-      Kernel<T, RedOp::kProd>::run(args...);
-      break;
-    case RedOp::kMax:
-      Kernel<T, RedOp::kMax>::run(args...);
-      break;
-    case RedOp::kMin:
-      Kernel<T, RedOp::kMin>::run(args...);
-      break;
-    case RedOp::kAvg:
-      Kernel<T, RedOp::kAvg>::run(args...);
-      break;
-    case RedOp::kCount:
-      break;
-  }
-}
-
-template <typename T, RedOp Op>
-struct ReduceIntoKernel {
-  static void run(void* inout, const void* in, size_t count) {
-    reduceIntoTyped<T, Op>(static_cast<T*>(inout), static_cast<const T*>(in), count);
-  }
-};
-
-template <typename T, RedOp Op>
-struct ReduceOrderedKernel {
-  static void run(void* out, const void* const* inputs, int numInputs, size_t count) {
-    reduceOrderedTyped<T, Op>(static_cast<T*>(out), inputs, numInputs, count);
-  }
-};
-
 }  // namespace
 
 void reduceInto(void* inout, const void* in, size_t count, DataType type, RedOp op) {
-  dispatchType(
-      type, [&](auto tag) { dispatchOp<ReduceIntoKernel, decltype(tag)>(op, inout, in, count); });
+  withType(type, [&](auto tag) {
+    using T = decltype(tag);
+    withOp(op, [&](auto constant) {
+      reduceIntoTyped<T, decltype(constant)::value>(static_cast<T*>(inout),
+                                                    static_cast<const T*>(in), count);
+    });
+  });
 }
 
 void reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count, DataType type,
                    RedOp op) {
-  dispatchType(type, [&](auto tag) {
-    dispatchOp<ReduceOrderedKernel, decltype(tag)>(op, out, inputs, numInputs, count);
+  withType(type, [&](auto tag) {
+    using T = decltype(tag);
+    withOp(op, [&](auto constant) {
+      reduceOrderedTyped<T, decltype(constant)::value>(static_cast<T*>(out), inputs, numInputs,
+                                                       count);
+    });
   });
 }
 
 void divideByCount(void* data, size_t count, DataType type, int divisor) {
-  dispatchType(type, [&](auto tag) {
+  withType(type, [&](auto tag) {
     using T = decltype(tag);
     divideTyped(static_cast<T*>(data), count, divisor);
   });

@@ -81,4 +81,56 @@ ZCCL_HOST_DEVICE A divideBy(A value, int divisor) {
   }
 }
 
+// Calls fn(T{}) with T the storage type of `type` and returns what it returns. Callers
+// validate `type` first; kCount gives the result type's default.
+template <typename Fn>
+auto withType(DataType type, Fn&& fn) -> decltype(fn(float{})) {
+  switch (type) {
+    case DataType::kInt8:
+      return fn(int8_t{});
+    case DataType::kUint8:
+      return fn(uint8_t{});
+    case DataType::kInt32:
+      return fn(int32_t{});
+    case DataType::kUint32:
+      return fn(uint32_t{});
+    case DataType::kInt64:
+      return fn(int64_t{});
+    case DataType::kUint64:
+      return fn(uint64_t{});
+    case DataType::kFloat16:
+      return fn(float16_t{});
+    case DataType::kBfloat16:
+      return fn(bfloat16_t{});
+    case DataType::kFloat32:
+      return fn(float{});
+    case DataType::kFloat64:
+      return fn(double{});
+    case DataType::kCount:
+      break;
+  }
+  return decltype(fn(float{}))();
+}
+
+// Calls fn(std::integral_constant<RedOp, op>{}), so that each kernel is instantiated per op
+// (branch-free inner loops). Callers validate `op` first; kCount gives the default result.
+template <typename Fn>
+auto withOp(RedOp op, Fn&& fn) -> decltype(fn(std::integral_constant<RedOp, RedOp::kSum>{})) {
+  switch (op) {
+    case RedOp::kSum:
+      return fn(std::integral_constant<RedOp, RedOp::kSum>{});
+    case RedOp::kProd:
+      return fn(std::integral_constant<RedOp, RedOp::kProd>{});
+    case RedOp::kMax:
+      return fn(std::integral_constant<RedOp, RedOp::kMax>{});
+    case RedOp::kMin:
+      return fn(std::integral_constant<RedOp, RedOp::kMin>{});
+    case RedOp::kAvg:
+      return fn(std::integral_constant<RedOp, RedOp::kAvg>{});
+    case RedOp::kCount:
+      break;
+  }
+  return decltype(fn(std::integral_constant<RedOp, RedOp::kSum>{}))();
+}
+
 }  // namespace zccl

@@ -78,55 +78,16 @@ __global__ void storeFloatKernel(float* values, size_t count, int divisor, T* ou
   }
 }
 
-// Calls fn(T{}) with T the storage type of `type`.
-template <typename Fn>
-Status withType(DataType type, Fn&& fn) {
-  switch (type) {
-    case DataType::kInt8:
-      return fn(int8_t{});
-    case DataType::kUint8:
-      return fn(uint8_t{});
-    case DataType::kInt32:
-      return fn(int32_t{});
-    case DataType::kUint32:
-      return fn(uint32_t{});
-    case DataType::kInt64:
-      return fn(int64_t{});
-    case DataType::kUint64:
-      return fn(uint64_t{});
-    case DataType::kFloat16:
-      return fn(float16_t{});
-    case DataType::kBfloat16:
-      return fn(bfloat16_t{});
-    case DataType::kFloat32:
-      return fn(float{});
-    case DataType::kFloat64:
-      return fn(double{});
-    case DataType::kCount:
-      break;
+// What the shared dispatch (withType, withOp) leaves to its callers.
+Status checkTypeAndOp(DataType type, RedOp op) {
+  if (static_cast<int>(type) < 0 || type >= DataType::kCount) {
+    return fail(Status::kInvalidArgument, "datatype=%d: not a zccl data type",
+                static_cast<int>(type));
   }
-  return fail(Status::kInvalidArgument, "datatype=%d: not a zccl data type",
-              static_cast<int>(type));
-}
-
-// Calls fn(std::integral_constant<RedOp, op>{}).
-template <typename Fn>
-Status withOp(RedOp op, Fn&& fn) {
-  switch (op) {
-    case RedOp::kSum:
-      return fn(std::integral_constant<RedOp, RedOp::kSum>{});
-    case RedOp::kProd:
-      return fn(std::integral_constant<RedOp, RedOp::kProd>{});
-    case RedOp::kMax:
-      return fn(std::integral_constant<RedOp, RedOp::kMax>{});
-    case RedOp::kMin:
-      return fn(std::integral_constant<RedOp, RedOp::kMin>{});
-    case RedOp::kAvg:
-      return fn(std::integral_constant<RedOp, RedOp::kAvg>{});
-    case RedOp::kCount:
-      break;
+  if (static_cast<int>(op) < 0 || op >= RedOp::kCount) {
+    return fail(Status::kInvalidArgument, "op=%d: not a zccl reduction", static_cast<int>(op));
   }
-  return fail(Status::kInvalidArgument, "op=%d: not a zccl reduction", static_cast<int>(op));
+  return Status::kSuccess;
 }
 
 // The float32/float16/bfloat16 storage types of the quantized paths' float32 accumulations.
@@ -155,6 +116,7 @@ Status launched() {
 
 Status reduceIntoCuda(void* inout, const void* in, size_t count, DataType type, RedOp op,
                       DeviceStream stream) {
+  ZCCL_CHECK(checkTypeAndOp(type, op));
   if (count == 0) return Status::kSuccess;
   return withType(type, [&](auto tag) {
     using T = decltype(tag);
@@ -173,6 +135,7 @@ Status reduceOrderedCuda(void* out, const void* const* inputs, int numInputs, si
                 "an ordered reduction of %d inputs on the device: 1 to %d are supported", numInputs,
                 kMaxOrderedInputsCuda);
   }
+  ZCCL_CHECK(checkTypeAndOp(type, op));
   if (count == 0) return Status::kSuccess;
   OrderedInputs pointers{};
   std::copy(inputs, inputs + numInputs, pointers.pointers);
