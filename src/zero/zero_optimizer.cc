@@ -74,24 +74,36 @@ zcclDataType_t dataType(Precision p) {
                                      : zcclFloat16;
 }
 
+// The conversions and the Adam update below run over every parameter of every step: the
+// precision is chosen once per call, not per element, so that the loops vectorize.
 void toWorking(Precision p, const float* in, size_t n, void* out) {
-  if (p == Precision::kFloat32) {
-    std::memcpy(out, in, n * sizeof(float));
-    return;
-  }
   auto* bits = static_cast<uint16_t*>(out);
-  for (size_t i = 0; i < n; ++i)
-    bits[i] = p == Precision::kBfloat16 ? toBfloat16(in[i]).bits : toFloat16(in[i]).bits;
+  switch (p) {
+    case Precision::kFloat32:
+      std::memcpy(out, in, n * sizeof(float));
+      return;
+    case Precision::kBfloat16:
+      for (size_t i = 0; i < n; ++i) bits[i] = toBfloat16(in[i]).bits;
+      return;
+    case Precision::kFloat16:
+      for (size_t i = 0; i < n; ++i) bits[i] = toFloat16(in[i]).bits;
+      return;
+  }
 }
 
 void fromWorking(Precision p, const void* in, size_t n, float* out) {
-  if (p == Precision::kFloat32) {
-    std::memcpy(out, in, n * sizeof(float));
-    return;
-  }
   const auto* bits = static_cast<const uint16_t*>(in);
-  for (size_t i = 0; i < n; ++i)
-    out[i] = p == Precision::kBfloat16 ? toFloat(bfloat16_t{bits[i]}) : toFloat(float16_t{bits[i]});
+  switch (p) {
+    case Precision::kFloat32:
+      std::memcpy(out, in, n * sizeof(float));
+      return;
+    case Precision::kBfloat16:
+      for (size_t i = 0; i < n; ++i) out[i] = toFloat(bfloat16_t{bits[i]});
+      return;
+    case Precision::kFloat16:
+      for (size_t i = 0; i < n; ++i) out[i] = toFloat(float16_t{bits[i]});
+      return;
+  }
 }
 
 // One module's partitioned state. `padded` rounds the parameter count up to a multiple of the
@@ -295,23 +307,27 @@ void ZeroOptimizer::Impl::adamUpdate(ModuleState& m) {
   const size_t gradOffset = !partitionedGradients() ? myOffset(m) : 0;
   std::vector<float> g(n);
   fromWorking(options_.precision, m.grads.as() + gradOffset * es(), n, g.data());
+  // float32 arithmetic with the bias corrections folded into constants, as PyTorch's Adam.
   const float b1 = options_.beta1, b2 = options_.beta2;
-  const double correction1 = 1 - std::pow(b1, static_cast<double>(updates_));
-  const double correction2 = 1 - std::pow(b2, static_cast<double>(updates_));
-  const bool decoupled = options_.optimizer == Optimizer::kAdamW;
+  const auto t = static_cast<double>(updates_);
+  const auto stepSize = static_cast<float>(options_.learningRate / (1 - std::pow(b1, t)));
+  const auto rootCorrection2 = static_cast<float>(1 / std::sqrt(1 - std::pow(b2, t)));
+  const float coupledDecay = options_.optimizer == Optimizer::kAdamW ? 0 : options_.weightDecay;
+  const float decoupledDecay =
+      options_.optimizer == Optimizer::kAdamW ? options_.learningRate * options_.weightDecay : 0;
+  const float lossScale = lossScale_;
+  const float epsilon = options_.epsilon;
   float* p = m.master.as<float>();
   float* m1 = m.moment1.as<float>();
   float* m2 = m.moment2.as<float>();
   const size_t first = myOffset(m);
-  for (size_t i = 0; i < n; ++i) {
-    if (first + i >= m.count) break;  // padding stays zero
-    float grad = g[i] / lossScale_;
-    if (!decoupled) grad += options_.weightDecay * p[i];
+  const size_t live = first < m.count ? std::min(n, m.count - first) : 0;  // padding stays zero
+  for (size_t i = 0; i < live; ++i) {
+    const float grad = g[i] / lossScale + coupledDecay * p[i];
     m1[i] = b1 * m1[i] + (1 - b1) * grad;
     m2[i] = b2 * m2[i] + (1 - b2) * grad * grad;
-    const double step = (m1[i] / correction1) / (std::sqrt(m2[i] / correction2) + options_.epsilon);
-    p[i] -= static_cast<float>(options_.learningRate *
-                               (step + (decoupled ? options_.weightDecay * p[i] : 0.0)));
+    p[i] -=
+        stepSize * m1[i] / (std::sqrt(m2[i]) * rootCorrection2 + epsilon) + decoupledDecay * p[i];
   }
 }
 
