@@ -7,8 +7,17 @@
  * environment (zcclrun, torchrun) or from a framework's key-value store; zccl/zccl_mpi.h adds
  * the MPI way in.
  *
- * Memory: this release moves host memory (over MPI or UCX); the stream argument of every
- * collective must be NULL for host buffers.
+ * Memory: stream=NULL means host buffers (moved over MPI or UCX). A CUDA stream means device
+ * buffers on the current device: the collective runs after the work queued on that stream
+ * before the call, and work queued after it sees its result. This release stages device
+ * memory through page-locked host memory over the same transports (ZCCL_DEVICE_BACKEND=
+ * auto|staged; chunks of ZCCL_STAGED_CHUNK_BYTES, default 1 MiB, the copy of one overlapping
+ * the transfer of the one before), with the quantization and reduction kernels on the GPU,
+ * so only compressed bytes leave it on quantized paths. What blocks: a device call waits
+ * (cudaStreamSynchronize) for the stream's earlier work, runs, and returns when its own work
+ * on the stream has finished, so the calling thread is blocked for the whole collective.
+ * A host buffer with a stream, a device buffer with stream=NULL, or a buffer on another
+ * device is an error naming the buffer. zcclSend/zcclRecv take host memory only.
  */
 #ifndef ZCCL_ZCCL_H_
 #define ZCCL_ZCCL_H_

@@ -38,7 +38,14 @@ Status checkPointToPoint(zcclComm* comm, const void* buffer, const char* name, s
                          zcclDataType_t type, int peer, zcclStream_t stream, size_t* bytes) {
   ZCCL_CHECK(zccl::checkType(type));
   ZCCL_CHECK(zccl::checkStream(stream));
+  if (stream != nullptr) {
+    return zccl::fail(Status::kInvalidUsage,
+                      "stream=%p: zcclSend and zcclRecv move host memory only (stream=NULL); the "
+                      "device path runs the collectives",
+                      stream);
+  }
   ZCCL_CHECK(zccl::checkBuffer(name, buffer, "count", count));
+  ZCCL_CHECK(zccl::checkBufferMemory(name, buffer, stream));
   ZCCL_CHECK(zccl::checkPeer("peer", peer, comm->size()));
   return zccl::checkBytes("count", count, 1, type, bytes);
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/collectives.h"
+#include "core/device_path.h"
 #include "core/group.h"
 #include "core/guarded.h"
 #include "core/validate.h"
@@ -153,6 +154,8 @@ Status agreeOnCall(zcclComm* comm, const CollectiveEntry& entry, const Collectiv
        showQuantization},
       // A rooted collective's root and its other ranks differ in form by nature.
       {"in-place", entry.takesRoot() ? 0 : static_cast<int64_t>(inPlace), showYesNo},
+      // Device messages travel in chunks, host messages whole.
+      {"device memory (stream)", call.stream != nullptr ? 1 : 0, showYesNo},
   };
   constexpr size_t kFields = sizeof(fields) / sizeof(fields[0]);
   int64_t mine[kFields];
@@ -214,8 +217,14 @@ Status checkArguments(const CollectiveEntry& entry, const CollectiveCall& call,
   const bool isRoot = comm->rank() == call.root;
   const bool readsSend = entry.rootOnly != RootOnly::kSend || isRoot;
   const bool writesRecv = entry.rootOnly != RootOnly::kRecv || isRoot;
-  if (readsSend) ZCCL_CHECK(checkBuffer("sendbuff", call.sendbuff, entry.countName, call.count));
-  if (writesRecv) ZCCL_CHECK(checkBuffer("recvbuff", call.recvbuff, entry.countName, call.count));
+  if (readsSend) {
+    ZCCL_CHECK(checkBuffer("sendbuff", call.sendbuff, entry.countName, call.count));
+    ZCCL_CHECK(checkBufferMemory("sendbuff", call.sendbuff, call.stream));
+  }
+  if (writesRecv) {
+    ZCCL_CHECK(checkBuffer("recvbuff", call.recvbuff, entry.countName, call.count));
+    ZCCL_CHECK(checkBufferMemory("recvbuff", call.recvbuff, call.stream));
+  }
   if (!readsSend || !writesRecv) return Status::kSuccess;
   // In place when this rank's block of the larger buffer is the smaller one.
   const ptrdiff_t blockBytes = static_cast<ptrdiff_t>(std::min(sendBytes, recvBytes));
@@ -245,8 +254,15 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
                             toType(call.datatype),
                             toOp(call.op),
                             call.root};
-  Context ctx = comm->nextCollective(hostKernels());
-  const Status status = runCollective(ctx, entry.collective, args, options);
+  Status status = Status::kSuccess;
+  if (call.stream != nullptr) {
+    DevicePath* device = nullptr;
+    ZCCL_CHECK(devicePathOf(comm, &device));
+    status = device->run(call.stream, entry.collective, args, options);
+  } else {
+    Context ctx = comm->nextCollective(hostKernels());
+    status = runCollective(ctx, entry.collective, args, options);
+  }
   // A call that failed past its checks may have left messages in flight, and its peers
   // may be gone: nothing pending survives it, and the communicator takes no more work.
   if (status != Status::kSuccess) {

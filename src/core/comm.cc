@@ -323,7 +323,8 @@ Status agreeOnConfiguration(Transport& transport, const CommConfig& config) {
   const auto algorithm = [](int v) { return algorithmName(static_cast<Algorithm>(v)); };
   const auto wire = [](int v) { return wireFormatName(static_cast<WireFormat>(v)); };
   const CollectiveOptions& c = config.collective;
-  const std::array<Setting, 8> mine{{
+  const auto backend = [](int v) { return v == 0 ? "auto" : "staged"; };
+  const std::array<Setting, 10> mine{{
       {"ZCCL_ALGO (config.algorithm)", static_cast<int>(c.algorithm), algorithm},
       {"ZCCL_QUANT (config.wireFormat)", static_cast<int>(c.wire), wire},
       {"ZCCL_QUANT allow-* (config.wireFormat)", c.wireAllowedOnly ? 1 : 0, nullptr},
@@ -332,6 +333,8 @@ Status agreeOnConfiguration(Transport& transport, const CommConfig& config) {
       {"ZCCL_QUANT_STOCHASTIC (config.stochasticRounding)", static_cast<int>(c.rounding), nullptr},
       {"ZCCL_HIERARCHY (config.hierarchy)", static_cast<int>(c.hierarchy), nullptr},
       {"ZCCL_CHECK (config.checkCalls)", config.checkCalls ? 1 : 0, nullptr},
+      {"ZCCL_DEVICE_BACKEND", static_cast<int>(config.deviceBackend), backend},
+      {"ZCCL_STAGED_CHUNK_BYTES", static_cast<int>(config.stagedChunkBytes), nullptr},
   }};
   std::array<int, mine.size()> values{};
   for (size_t i = 0; i < mine.size(); ++i) values[i] = mine[i].value;

@@ -12,6 +12,7 @@
 #include "collectives/cost_model.h"
 #include "common/scratch.h"
 #include "core/config.h"
+#include "core/device_path.h"
 #include "topology/node_map.h"
 #include "transport/transport.h"
 #include "zccl/zccl.h"
@@ -43,6 +44,9 @@ struct zcclComm {
   uint64_t collectiveSequence = 0;
   // Entry points running on this communicator now (abort waits for them to leave).
   std::atomic<int> activeCalls{0};
+  // Collectives on device memory, made at the first call with a stream. Declared last: its
+  // staged transports carry their messages over the transports above.
+  std::unique_ptr<zccl::DevicePath> device;
 
   // The context of the next collective call (which takes the next tag).
   zccl::Context nextCollective(zccl::Kernels& kernels);

@@ -11,12 +11,20 @@ namespace zccl {
 // Which engine moves a communicator's host memory (ZCCL_TRANSPORT).
 enum class TransportKind : int { kAuto = 0, kMpi = 1, kUcx = 2 };
 
+// How device memory moves (ZCCL_DEVICE_BACKEND): staged through page-locked host memory over
+// the host transport, which is also what auto takes.
+enum class DeviceBackend : int { kAuto = 0, kStaged = 1 };
+
 struct CommConfig {
   CollectiveOptions collective;  // defaults of every collective call
   int ranksPerNode = 0;          // 0: nodes are hosts
   double timeoutSeconds = 1800;
   bool checkCalls = false;  // agree on every collective's arguments first (ZCCL_CHECK)
   TransportKind transport = TransportKind::kAuto;
+  DeviceBackend deviceBackend = DeviceBackend::kAuto;
+  // The staged path cuts device messages into chunks of this size (ZCCL_STAGED_CHUNK_BYTES),
+  // the copy of one overlapping the transfer of the one before.
+  size_t stagedChunkBytes = size_t{1} << 20;
 };
 
 // Resolves `config` (may be null) over the ZCCL_* environment and the defaults.

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/types.h"
+#include "core/device_runtime.h"
 
 namespace zccl {
 
@@ -24,9 +25,11 @@ Status checkOp(zcclRedOp_t op) {
 }
 
 Status checkStream(zcclStream_t stream) {
-  if (stream != nullptr) {
+  if (stream != nullptr && deviceRuntime() == nullptr) {
     return fail(Status::kInvalidArgument,
-                "stream=%p: host buffers are moved by MPI and take stream=NULL", stream);
+                "stream=%p: device memory needs a GPU, and this process sees none (or zccl was "
+                "built without CUDA); host buffers take stream=NULL",
+                stream);
   }
   return Status::kSuccess;
 }

@@ -10,7 +10,7 @@ namespace zccl {
 
 Status checkType(zcclDataType_t type);
 Status checkOp(zcclRedOp_t op);
-// Host buffers only: a stream must not be given.
+// A stream (device memory) needs a device runtime.
 Status checkStream(zcclStream_t stream);
 Status checkBuffer(const char* name, const void* buffer, const char* countName, size_t count);
 Status checkPeer(const char* name, int peer, int ranks);

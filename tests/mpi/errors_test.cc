@@ -138,6 +138,17 @@ TEST_F(Errors, BadConfigAndEnvironment) {
   setenv("ZCCL_RANKS_PER_NODE", "0", 1);
   expectError(initWorldComm(nullptr, &comm), zcclInvalidArgument, "ZCCL_RANKS_PER_NODE=0", nullptr);
   unsetenv("ZCCL_RANKS_PER_NODE");
+  setenv("ZCCL_DEVICE_BACKEND", "nccl", 1);
+  expectError(initWorldComm(nullptr, &comm), zcclInvalidArgument,
+              "ZCCL_DEVICE_BACKEND=nccl: this zccl moves device memory staged", nullptr);
+  setenv("ZCCL_DEVICE_BACKEND", "gpu", 1);
+  expectError(initWorldComm(nullptr, &comm), zcclInvalidArgument,
+              "ZCCL_DEVICE_BACKEND=gpu: expected auto|staged", nullptr);
+  unsetenv("ZCCL_DEVICE_BACKEND");
+  setenv("ZCCL_STAGED_CHUNK_BYTES", "100", 1);
+  expectError(initWorldComm(nullptr, &comm), zcclInvalidArgument, "ZCCL_STAGED_CHUNK_BYTES=100",
+              nullptr);
+  unsetenv("ZCCL_STAGED_CHUNK_BYTES");
 #ifdef ZCCL_TEST_MPI
   expectError(zcclCommInitMPI(MPI_COMM_NULL, nullptr, &comm), zcclInvalidArgument,
               "mpiComm=MPI_COMM_NULL", nullptr);
@@ -157,6 +168,10 @@ TEST_F(Errors, ConfigurationsThatDifferBetweenRanks) {
   if (worldRank() == 0) setenv("ZCCL_HIERARCHY", "flat", 1);
   expectError(initWorldComm(&config, &comm), zcclInvalidUsage, "ZCCL_HIERARCHY", nullptr);
   unsetenv("ZCCL_HIERARCHY");
+  if (worldRank() == 0) setenv("ZCCL_STAGED_CHUNK_BYTES", "65536", 1);
+  expectError(initWorldComm(&config, &comm), zcclInvalidUsage,
+              "ZCCL_STAGED_CHUNK_BYTES is 65536 on rank 0 and 1048576", nullptr);
+  unsetenv("ZCCL_STAGED_CHUNK_BYTES");
   ASSERT_EQ(initWorldComm(&config, &comm), zcclSuccess) << zcclGetLastError(nullptr);
   EXPECT_EQ(zcclCommDestroy(comm), zcclSuccess);
 }

@@ -14,10 +14,12 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collectives/collectives.h"
 #include "core/comm.h"
+#include "core/device_runtime.h"
 #include "support/comms.h"
 #include "testsupport/values.h"
 #include "transport/staged/staged_transport.h"
@@ -175,6 +177,12 @@ class EmulatedCopier final : public zccl::DeviceCopier {
 class TestDevice {
  public:
   virtual ~TestDevice() = default;
+  // The stream a public call takes, and the runtime the library uses for it (nullptr: the
+  // library's own, CUDA's).
+  virtual void* stream() = 0;
+  virtual zccl::DeviceRuntime* runtime() = 0;
+  // Stream synchronizations the library asked for so far (emulated device only).
+  virtual int synchronizations() const { return -1; }
   virtual zccl::Kernels& kernels() = 0;
   virtual zccl::DeviceCopier& copier() = 0;
   virtual zccl::ScratchAllocator scratchAllocator() = 0;
@@ -185,8 +193,64 @@ class TestDevice {
   virtual void download(void* host, const void* device, size_t bytes) = 0;
 };
 
+// The device's kernels and copier, lent to the library for a stream.
+class LentStreamResources final : public zccl::DeviceStreamResources {
+ public:
+  LentStreamResources(zccl::Kernels& kernels, zccl::DeviceCopier& copier, int* synchronizations)
+      : kernels_(kernels), copier_(copier), synchronizations_(synchronizations) {}
+  zccl::Kernels& kernels() override { return kernels_; }
+  zccl::DeviceCopier& copier() override { return copier_; }
+  Status synchronize() override {
+    ++*synchronizations_;
+    return Status::kSuccess;
+  }
+
+ private:
+  zccl::Kernels& kernels_;
+  zccl::DeviceCopier& copier_;
+  int* synchronizations_;
+};
+
+// The emulated device as the library's device runtime: its memory is device 0's (the
+// current device unless a test says otherwise), any other is host memory.
+class EmulatedRuntime final : public zccl::DeviceRuntime {
+ public:
+  EmulatedRuntime(EmulatedDeviceMemory& memory, zccl::Kernels& kernels, zccl::DeviceCopier& copier)
+      : memory_(memory), kernels_(kernels), copier_(copier) {}
+  const char* name() const override { return "emulated"; }
+  Status classify(const void* pointer, zccl::PointerInfo* info) override {
+    const bool device = memory_.owns(pointer, 1);
+    info->kind = device ? zccl::MemoryKind::kDevice : zccl::MemoryKind::kHost;
+    info->device = device ? 0 : -1;
+    return Status::kSuccess;
+  }
+  Status currentDevice(int* device) override {
+    *device = current;
+    return Status::kSuccess;
+  }
+  Status forStream(void*, std::unique_ptr<zccl::DeviceStreamResources>* out) override {
+    *out = std::make_unique<LentStreamResources>(kernels_, copier_, &synchronizations);
+    return Status::kSuccess;
+  }
+  zccl::ScratchAllocator scratchAllocator() override {
+    return zccl::ScratchAllocator{[this](size_t bytes) { return memory_.allocate(bytes); },
+                                  [this](void* data) { memory_.release(data); }};
+  }
+  int current = 0;
+  int synchronizations = 0;
+
+ private:
+  EmulatedDeviceMemory& memory_;
+  zccl::Kernels& kernels_;
+  zccl::DeviceCopier& copier_;
+};
+
 class EmulatedDevice final : public TestDevice {
  public:
+  void* stream() override { return &streamToken_; }
+  zccl::DeviceRuntime* runtime() override { return &runtime_; }
+  int synchronizations() const override { return runtime_.synchronizations; }
+  EmulatedRuntime& emulatedRuntime() { return runtime_; }
   zccl::Kernels& kernels() override { return kernels_; }
   zccl::DeviceCopier& copier() override { return copier_; }
   zccl::ScratchAllocator scratchAllocator() override {
@@ -206,6 +270,8 @@ class EmulatedDevice final : public TestDevice {
   EmulatedDeviceMemory memory_;
   EmulatedDeviceKernels kernels_{memory_};
   EmulatedCopier copier_{memory_};
+  EmulatedRuntime runtime_{memory_, kernels_, copier_};
+  int streamToken_ = 0;  // the emulated stream's handle: any pointer but NULL
 };
 
 #ifdef ZCCL_HAVE_CUDA
@@ -218,6 +284,8 @@ class CudaDevice final : public TestDevice {
     copier_ = zccl::makeCudaCopier(stream_);
   }
   ~CudaDevice() override { cudaStreamDestroy(stream_); }
+  void* stream() override { return stream_; }
+  zccl::DeviceRuntime* runtime() override { return nullptr; }
   zccl::Kernels& kernels() override { return *kernels_; }
   zccl::DeviceCopier& copier() override { return *copier_; }
   zccl::ScratchAllocator scratchAllocator() override { return zccl::cudaScratchAllocator(); }
@@ -266,15 +334,27 @@ struct Case {
   int root;
 };
 
-class Staged : public ::testing::TestWithParam<const char*> {
+// How a device call is made: "api", through the public API with the device's stream (the
+// library's own device path: memory checks, staged transports, device scratch, stream
+// synchronization), or "internal", the same algorithms below the API on a context this test
+// builds by hand.
+using Route = std::tuple<const char*, const char*>;  // device, how
+
+class Staged : public ::testing::TestWithParam<Route> {
  protected:
   void SetUp() override {
-    device_ = makeDevice(GetParam());
+    const char* kind = std::get<0>(GetParam());
+    throughApi_ = std::string(std::get<1>(GetParam())) == "api";
+    device_ = makeDevice(kind);
     if (device_ == nullptr) {
-      GTEST_SKIP() << "no " << GetParam() << " device visible";
+      GTEST_SKIP() << "no " << kind << " device visible";
     }
+    zccl::installDeviceRuntime(device_->runtime());
+    // The public path's chunks as small as the internal route's.
+    setenv("ZCCL_STAGED_CHUNK_BYTES", std::to_string(kChunkBytes).c_str(), 1);
     scratch_ = std::make_unique<zccl::ScratchPool>(device_->scratchAllocator());
     comm_ = makeComm(zcclAlgoAuto);
+    unsetenv("ZCCL_STAGED_CHUNK_BYTES");
     ASSERT_NE(comm_, nullptr);
     zcclComm* comm = comm_;
     const zccl::StagedOptions options{kChunkBytes};
@@ -296,6 +376,7 @@ class Staged : public ::testing::TestWithParam<const char*> {
       EXPECT_EQ(zcclCommDestroy(comm_), zcclSuccess);
     }
     scratch_.reset();
+    zccl::installDeviceRuntime(nullptr);
   }
 
   // Per-rank send and receive sizes in elements (the public API's buffers).
@@ -336,33 +417,47 @@ class Staged : public ::testing::TestWithParam<const char*> {
     return options;
   }
 
-  // The same call on host memory through the public API.
-  zcclResult_t runOnHost(const Case& c, const void* send, void* recv) {
+  // The call through the public API: host memory with stream=NULL, device memory with one.
+  zcclResult_t runPublic(const Case& c, const void* send, void* recv, void* stream) {
     const zcclCollOptions options = optionsOf(c);
     switch (c.collective) {
       case Collective::kAllGather:
-        return zcclAllGatherEx(send, recv, c.count, c.type, comm_, nullptr, &options);
+        return zcclAllGatherEx(send, recv, c.count, c.type, comm_, stream, &options);
       case Collective::kReduceScatter:
-        return zcclReduceScatterEx(send, recv, c.count, c.type, c.op, comm_, nullptr, &options);
+        return zcclReduceScatterEx(send, recv, c.count, c.type, c.op, comm_, stream, &options);
       case Collective::kAllReduce:
-        return zcclAllReduceEx(send, recv, c.count, c.type, c.op, comm_, nullptr, &options);
+        return zcclAllReduceEx(send, recv, c.count, c.type, c.op, comm_, stream, &options);
       case Collective::kBroadcast:
-        return zcclBroadcast(send, recv, c.count, c.type, c.root, comm_, nullptr);
+        return zcclBroadcast(send, recv, c.count, c.type, c.root, comm_, stream);
       case Collective::kAllToAll:
-        return zcclAllToAll(send, recv, c.count, c.type, comm_, nullptr);
+        return zcclAllToAll(send, recv, c.count, c.type, comm_, stream);
       case Collective::kReduce:
-        return zcclReduceEx(send, recv, c.count, c.type, c.op, c.root, comm_, nullptr, &options);
+        return zcclReduceEx(send, recv, c.count, c.type, c.op, c.root, comm_, stream, &options);
       case Collective::kGather:
-        return zcclGather(send, recv, c.count, c.type, c.root, comm_, nullptr);
+        return zcclGather(send, recv, c.count, c.type, c.root, comm_, stream);
       case Collective::kScatter:
-        return zcclScatter(send, recv, c.count, c.type, c.root, comm_, nullptr);
+        return zcclScatter(send, recv, c.count, c.type, c.root, comm_, stream);
     }
     return zcclInternalError;
   }
 
-  // The call on emulated device memory, below the API: the device's kernels, scratch pool
-  // and staged transports in the context.
   Status runOnDevice(const Case& c, const void* send, void* recv) {
+    if (!throughApi_) return runBelowApi(c, send, recv);
+    const int before = device_->synchronizations();
+    const zcclResult_t result = runPublic(c, send, recv, device_->stream());
+    if (result != zcclSuccess) {
+      return zccl::fail(Status::kInternalError, "%s", zcclGetLastError(comm_));
+    }
+    // The call waited for the stream's earlier work and for its own.
+    if (before >= 0) {
+      EXPECT_GE(device_->synchronizations() - before, 2);
+    }
+    return Status::kSuccess;
+  }
+
+  // Below the API: the device's kernels, scratch pool and staged transports in a context
+  // built here.
+  Status runBelowApi(const Case& c, const void* send, void* recv) {
     zcclComm* comm = comm_;
     zccl::CollectiveOptions options;
     const zcclCollOptions asked = optionsOf(c);
@@ -403,7 +498,8 @@ class Staged : public ::testing::TestWithParam<const char*> {
     const std::vector<char> in = input(c, sendCount);
     std::vector<char> hostOut(recvCount * es + 1, 0);
     const uint64_t before = bytesSent();
-    ASSERT_EQ(runOnHost(c, in.data(), hostOut.data()), zcclSuccess) << zcclGetLastError(comm_);
+    ASSERT_EQ(runPublic(c, in.data(), hostOut.data(), nullptr), zcclSuccess)
+        << zcclGetLastError(comm_);
     const uint64_t hostBytes = bytesSent() - before;
 
     std::vector<char> deviceOut(recvCount * es + 1, 0);
@@ -428,6 +524,7 @@ class Staged : public ::testing::TestWithParam<const char*> {
   std::unique_ptr<zccl::Transport> staged_, stagedNode_, stagedCross_;
   zccl::NodeLevels levels_;
   const int rank_ = worldRank();
+  bool throughApi_ = false;
 };
 
 const char* nameOf(Collective collective) { return zccl::collectiveName(collective); }
@@ -467,10 +564,101 @@ TEST_P(Staged, QuantizedPathsEqualTheHostPathByteForByte) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Staged, ::testing::Values("emulated", "cuda"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           return std::string(info.param);
+INSTANTIATE_TEST_SUITE_P(Devices, Staged,
+                         ::testing::Combine(::testing::Values("emulated", "cuda"),
+                                            ::testing::Values("api", "internal")),
+                         [](const ::testing::TestParamInfo<Route>& info) {
+                           return std::string(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
                          });
+
+// Buffers in the wrong memory for the call, on the emulated device: each error names the
+// buffer, its memory and the stream.
+class DeviceMemoryErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    zccl::installDeviceRuntime(device_.runtime());
+    comm_ = makeComm(zcclAlgoAuto);
+    ASSERT_NE(comm_, nullptr);
+    onDevice_ = static_cast<float*>(device_.allocate(64 * sizeof(float) * worldSize()));
+  }
+  void TearDown() override {
+    if (comm_ != nullptr) {
+      EXPECT_EQ(zcclCommDestroy(comm_), zcclSuccess);
+    }
+    device_.release(onDevice_);
+    zccl::installDeviceRuntime(nullptr);
+  }
+  void expectError(zcclResult_t got, zcclResult_t want, const std::string& mentions) {
+    EXPECT_EQ(got, want) << zcclGetErrorString(got);
+    const std::string message = zcclGetLastError(comm_);
+    EXPECT_NE(message.find(mentions), std::string::npos)
+        << "last error \"" << message << "\" does not mention \"" << mentions << "\"";
+  }
+
+  EmulatedDevice device_;
+  zcclComm_t comm_ = nullptr;
+  float* onDevice_ = nullptr;
+  std::vector<float> onHost_ = std::vector<float>(64 * static_cast<size_t>(worldSize()));
+};
+
+TEST_F(DeviceMemoryErrors, HostBufferWithAStream) {
+  expectError(
+      zcclAllReduce(onHost_.data(), onDevice_, 4, zcclFloat32, zcclSum, comm_, device_.stream()),
+      zcclInvalidArgument, "is host memory but stream=");
+  expectError(zcclAllGather(onDevice_, onHost_.data(), 4, zcclFloat32, comm_, device_.stream()),
+              zcclInvalidArgument, "recvbuff=");
+}
+
+TEST_F(DeviceMemoryErrors, DeviceBufferWithoutAStream) {
+  expectError(zcclAllReduce(onDevice_, onHost_.data(), 4, zcclFloat32, zcclSum, comm_, nullptr),
+              zcclInvalidArgument, "sendbuff=");
+  expectError(zcclReduceScatter(onHost_.data(), onDevice_, 4, zcclFloat32, zcclSum, comm_, nullptr),
+              zcclInvalidArgument, "is device memory but stream=NULL");
+  expectError(zcclSend(onDevice_, 4, zcclFloat32, (worldRank() + 1) % worldSize(), comm_, nullptr),
+              zcclInvalidArgument, "is device memory but stream=NULL");
+}
+
+TEST_F(DeviceMemoryErrors, BufferOnAnotherDevice) {
+  device_.emulatedRuntime().current = 1;
+  expectError(zcclBroadcast(onDevice_, onDevice_, 4, zcclFloat32, 0, comm_, device_.stream()),
+              zcclInvalidArgument, "is on device 0, but the current device is 1");
+  device_.emulatedRuntime().current = 0;
+}
+
+TEST_F(DeviceMemoryErrors, PointToPointTakesHostMemoryOnly) {
+  expectError(zcclSend(onDevice_, 4, zcclFloat32, 0, comm_, device_.stream()), zcclInvalidUsage,
+              "zcclSend and zcclRecv move host memory only");
+}
+
+// A stream without a device runtime: on a machine without a GPU, every call with one.
+TEST_F(DeviceMemoryErrors, StreamWithoutADevice) {
+  zccl::installDeviceRuntime(nullptr);
+  if (zccl::deviceRuntime() != nullptr) GTEST_SKIP() << "a GPU is visible";
+  expectError(zcclAllReduce(onHost_.data(), onHost_.data(), 4, zcclFloat32, zcclSum, comm_,
+                            device_.stream()),
+              zcclInvalidArgument, "device memory needs a GPU, and this process sees none");
+}
+
+// Under ZCCL_CHECK, a rank that calls with device memory while the others call with host
+// memory (their messages would not match: device messages travel in chunks) fails with
+// them at once.
+TEST_F(DeviceMemoryErrors, RanksThatDifferInMemoryUnderCheck) {
+  zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+  config.checkCalls = 1;
+  config.timeoutSeconds = 120;
+  zcclComm_t checked = nullptr;
+  ASSERT_EQ(initWorldComm(&config, &checked), zcclSuccess) << zcclGetLastError(nullptr);
+  const bool device = worldRank() == 0;
+  const zcclResult_t result =
+      zcclAllReduce(device ? onDevice_ : onHost_.data(), device ? onDevice_ : onHost_.data(), 4,
+                    zcclFloat32, zcclSum, checked, device ? device_.stream() : nullptr);
+  EXPECT_EQ(result, zcclInvalidUsage);
+  EXPECT_NE(std::string(zcclGetLastError(checked)).find("device memory (stream): rank 0 has yes"),
+            std::string::npos)
+      << zcclGetLastError(checked);
+  EXPECT_EQ(zcclCommDestroy(checked), zcclSuccess);
+}
 
 }  // namespace
 }  // namespace zccl_test

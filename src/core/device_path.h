@@ -1,0 +1,49 @@
+// Collectives on device memory (a call with a stream): the buffers' memory checked against
+// the stream, then the registry's algorithms run with the device's kernels and scratch over
+// staged transports that carry device messages through page-locked host memory on the
+// communicator's own transports (which count the bytes).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "collectives/collectives.h"
+#include "core/device_runtime.h"
+
+struct zcclComm;
+
+namespace zccl {
+
+// Where a call's buffers must live: on the current device when `stream` is given, in host
+// memory otherwise. `name` names the buffer in the error; a NULL buffer passes (its own
+// check says what is wrong with it).
+Status checkBufferMemory(const char* name, const void* buffer, void* stream);
+
+// One communicator's device path, made at its first call with a stream.
+class DevicePath {
+ public:
+  DevicePath(zcclComm& comm, DeviceRuntime& runtime);
+  ~DevicePath();
+  DevicePath(const DevicePath&) = delete;
+  DevicePath& operator=(const DevicePath&) = delete;
+
+  // Runs a collective on `stream`'s device: it waits for the work queued on the stream
+  // before it, and returns when its own work there has finished.
+  Status run(void* stream, Collective collective, const CollectiveArgs& args,
+             const CollectiveOptions& options);
+
+ private:
+  struct StreamState;
+  Status stateFor(void* stream, StreamState** state);
+
+  zcclComm& comm_;
+  DeviceRuntime& runtime_;
+  ScratchPool scratch_;
+  std::vector<std::unique_ptr<StreamState>> streams_;
+};
+
+// `comm`'s device path, made at its first call with a stream (the runtime is there: the
+// call's stream passed checkStream).
+Status devicePathOf(zcclComm* comm, DevicePath** out);
+
+}  // namespace zccl
