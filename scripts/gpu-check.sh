@@ -79,9 +79,9 @@ ctest_step "reduce_cuda (reductions = CPU bytes)" -R '^reduce_cuda$'
 # Every collective on device memory through the staged transport, 3 ranks sharing the GPU
 # (and as 2 nodes x 2): byte-identical to the host path.
 gtest_step "staged collectives, 3 ranks on one GPU" "$build/zcclrun" -n 3 \
-  "$build/tests/staged_test" --gtest_filter='*/cuda'
+  "$build/tests/staged_test" --gtest_filter='*/cuda_*'
 gtest_step "staged collectives, 2 nodes x 2 on one GPU" env ZCCL_RANKS_PER_NODE=2 \
-  "$build/zcclrun" -n 4 "$build/tests/staged_test" --gtest_filter='*/cuda'
+  "$build/zcclrun" -n 4 "$build/tests/staged_test" --gtest_filter='*/cuda_*'
 # The NCCL drop-in on host memory, as in CI, and its unit tests (the real-NCCL loader).
 ctest_step "NCCL drop-in, host memory" -R '^nccl_'
 # PyTorch's ProcessGroupNCCL with the drop-in preloaded, 1 rank on the GPU: device memory

@@ -16,8 +16,10 @@
  * so only compressed bytes leave it on quantized paths. What blocks: a device call waits
  * (cudaStreamSynchronize) for the stream's earlier work, runs, and returns when its own work
  * on the stream has finished, so the calling thread is blocked for the whole collective.
- * A host buffer with a stream, a device buffer with stream=NULL, or a buffer on another
- * device is an error naming the buffer. zcclSend/zcclRecv take host memory only.
+ * zcclSend/zcclRecv on a stream do the same per call, or per group at zcclGroupEnd (one
+ * communicator's messages in a group share one stream). A host buffer with a stream, a device
+ * buffer with stream=NULL, or a buffer on another device is an error naming the buffer.
+ * NULL always means host memory: CUDA's legacy default stream is cudaStreamLegacy.
  */
 #ifndef ZCCL_ZCCL_H_
 #define ZCCL_ZCCL_H_

@@ -15,35 +15,63 @@ static_assert(static_cast<int>(zccl::Algorithm::kNative) == zcclAlgoNative, "alg
 
 namespace {
 
+// A communicator with messages pending in this thread's group, and the stream they are on
+// (NULL: host memory).
+struct PendingMessages {
+  zcclComm* comm;
+  zcclStream_t stream;
+};
+
 thread_local int groupDepth = 0;
-thread_local std::vector<zcclComm*> groupComms;
+thread_local std::vector<PendingMessages> groupComms;
+
+// Waits for `comm`'s messages on `stream` (and, for device memory, for the stream).
+Status completeMessages(zcclComm* comm, zcclStream_t stream) {
+  if (stream == nullptr) return comm->transport->waitAll();
+  zccl::DevicePath* device = nullptr;
+  ZCCL_CHECK(zccl::devicePathOf(comm, &device));
+  return device->completeMessages(stream);
+}
+
+// Joins `comm` on `stream` to this thread's group; a communicator's messages in one group
+// share one stream (or host memory), which GroupEnd completes.
+Status joinGroup(zcclComm* comm, zcclStream_t stream) {
+  for (const PendingMessages& pending : groupComms) {
+    if (pending.comm != comm) continue;
+    if (pending.stream == stream) return Status::kSuccess;
+    return zccl::fail(Status::kInvalidUsage,
+                      "stream=%p: this group already holds messages of comm=%p on stream=%p; "
+                      "a communicator's sends and receives in one group share one stream "
+                      "(NULL: host memory)",
+                      stream, static_cast<void*>(comm), pending.stream);
+  }
+  groupComms.push_back({comm, stream});
+  return Status::kSuccess;
+}
 
 // Posts one point-to-point message; outside a group it also waits for it.
-Status pointToPoint(zcclComm* comm, bool isSend, void* buffer, size_t bytes, int peer) {
+Status pointToPoint(zcclComm* comm, bool isSend, void* buffer, size_t bytes, int peer,
+                    zcclStream_t stream) {
+  if (groupDepth > 0) ZCCL_CHECK(joinGroup(comm, stream));
+  zccl::Transport* transport = comm->transport.get();
+  if (stream != nullptr) {
+    zccl::DevicePath* device = nullptr;
+    ZCCL_CHECK(zccl::devicePathOf(comm, &device));
+    ZCCL_CHECK(device->messageTransport(stream, &transport));
+  }
   zccl::Ticket ticket;
   if (isSend) {
-    ZCCL_CHECK(comm->transport->postSend(buffer, bytes, peer, zccl::kPointToPointTag, &ticket));
+    ZCCL_CHECK(transport->postSend(buffer, bytes, peer, zccl::kPointToPointTag, &ticket));
   } else {
-    ZCCL_CHECK(comm->transport->postRecv(buffer, bytes, peer, zccl::kPointToPointTag, &ticket));
+    ZCCL_CHECK(transport->postRecv(buffer, bytes, peer, zccl::kPointToPointTag, &ticket));
   }
-  if (groupDepth == 0) return comm->transport->waitAll();
-  for (zcclComm* pending : groupComms) {
-    if (pending == comm) return Status::kSuccess;
-  }
-  groupComms.push_back(comm);
-  return Status::kSuccess;
+  return groupDepth == 0 ? completeMessages(comm, stream) : Status::kSuccess;
 }
 
 Status checkPointToPoint(zcclComm* comm, const void* buffer, const char* name, size_t count,
                          zcclDataType_t type, int peer, zcclStream_t stream, size_t* bytes) {
   ZCCL_CHECK(zccl::checkType(type));
   ZCCL_CHECK(zccl::checkStream(stream));
-  if (stream != nullptr) {
-    return zccl::fail(Status::kInvalidUsage,
-                      "stream=%p: zcclSend and zcclRecv move host memory only (stream=NULL); the "
-                      "device path runs the collectives",
-                      stream);
-  }
   ZCCL_CHECK(zccl::checkBuffer(name, buffer, "count", count));
   ZCCL_CHECK(zccl::checkBufferMemory(name, buffer, stream));
   ZCCL_CHECK(zccl::checkPeer("peer", peer, comm->size()));
@@ -183,7 +211,7 @@ zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_t datatyp
     size_t bytes = 0;
     ZCCL_CHECK(
         checkPointToPoint(comm, sendbuff, "sendbuff", count, datatype, peer, stream, &bytes));
-    return pointToPoint(comm, true, const_cast<void*>(sendbuff), bytes, peer);
+    return pointToPoint(comm, true, const_cast<void*>(sendbuff), bytes, peer, stream);
   });
 }
 
@@ -193,7 +221,7 @@ zcclResult_t zcclRecv(void* recvbuff, size_t count, zcclDataType_t datatype, int
     size_t bytes = 0;
     ZCCL_CHECK(
         checkPointToPoint(comm, recvbuff, "recvbuff", count, datatype, peer, stream, &bytes));
-    return pointToPoint(comm, false, recvbuff, bytes, peer);
+    return pointToPoint(comm, false, recvbuff, bytes, peer, stream);
   });
 }
 
@@ -209,12 +237,12 @@ zcclResult_t zcclGroupEnd(void) {
     }
     if (--groupDepth > 0) return Status::kSuccess;
     Status first = Status::kSuccess;
-    for (zcclComm* comm : groupComms) {
+    for (const auto& [comm, stream] : groupComms) {
       Status status = Status::kInvalidUsage;
       if (!zccl::acquireComm(comm)) {
         zccl::fail(status, "comm=%p was destroyed inside the group", static_cast<void*>(comm));
       } else {
-        status = comm->transport->waitAll();
+        status = completeMessages(comm, stream);
         if (status != Status::kSuccess) comm->lastError = zccl::lastThreadError();
         zccl::releaseComm(comm);
       }

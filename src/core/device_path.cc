@@ -39,6 +39,7 @@ struct DevicePath::StreamState {
   std::unique_ptr<Transport> node;
   std::unique_ptr<Transport> cross;
   NodeLevels levels;
+  bool messagesPosted = false;  // point-to-point messages since the last completion
 
   void abandon() {
     for (Transport* t : {transport.get(), node.get(), cross.get()}) {
@@ -91,9 +92,26 @@ Status DevicePath::run(void* stream, Collective collective, const CollectiveArgs
   return status;
 }
 
-}  // namespace zccl
+Status DevicePath::messageTransport(void* stream, Transport** transport) {
+  StreamState* s = nullptr;
+  ZCCL_CHECK(stateFor(stream, &s));
+  if (!s->messagesPosted) {
+    ZCCL_CHECK(s->resources->synchronize());  // the stream's earlier work wrote the buffers
+    s->messagesPosted = true;
+  }
+  *transport = s->transport.get();
+  return Status::kSuccess;
+}
 
-namespace zccl {
+Status DevicePath::completeMessages(void* stream) {
+  StreamState* s = nullptr;
+  ZCCL_CHECK(stateFor(stream, &s));
+  s->messagesPosted = false;
+  Status status = s->transport->waitAll();
+  if (status == Status::kSuccess) status = s->resources->synchronize();
+  if (status != Status::kSuccess) s->abandon();
+  return status;
+}
 
 Status devicePathOf(zcclComm* comm, DevicePath** out) {
   if (comm->device == nullptr) {

@@ -32,6 +32,12 @@ class DevicePath {
   Status run(void* stream, Collective collective, const CollectiveArgs& args,
              const CollectiveOptions& options);
 
+  // Point-to-point on `stream`: the transport that carries device buffers to the
+  // communicator's peers, after the stream's earlier work (waited for once per batch of
+  // messages); completeMessages(stream) waits for the batch and the stream.
+  Status messageTransport(void* stream, Transport** transport);
+  Status completeMessages(void* stream);
+
  private:
   struct StreamState;
   Status stateFor(void* stream, StreamState** state);

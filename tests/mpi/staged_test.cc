@@ -564,6 +564,46 @@ TEST_P(Staged, QuantizedPathsEqualTheHostPathByteForByte) {
   }
 }
 
+// zcclSend / zcclRecv on device memory: a ring in one group, then a pair outside any group;
+// the bytes arrive as sent (travelling in several chunks), counted on the wire.
+TEST_P(Staged, SendAndReceiveOnDeviceMemory) {
+  if (!throughApi_) GTEST_SKIP() << "point-to-point is the public API's";
+  const int n = worldSize();
+  const size_t count = 3001;  // several chunks of float32
+  std::vector<float> mine(count), fromPrev(count, -1.0f);
+  for (size_t i = 0; i < count; ++i) mine[i] = static_cast<float>(rank_ * 10000 + i);
+  void* send = device_->allocate(count * sizeof(float));
+  void* recv = device_->allocate(count * sizeof(float));
+  device_->upload(send, mine.data(), count * sizeof(float));
+  device_->upload(recv, fromPrev.data(), count * sizeof(float));
+  void* stream = device_->stream();
+  const uint64_t before = bytesSent();
+  ASSERT_EQ(zcclGroupStart(), zcclSuccess);
+  ASSERT_EQ(zcclSend(send, count, zcclFloat32, (rank_ + 1) % n, comm_, stream), zcclSuccess)
+      << zcclGetLastError(comm_);
+  ASSERT_EQ(zcclRecv(recv, count, zcclFloat32, (rank_ + n - 1) % n, comm_, stream), zcclSuccess)
+      << zcclGetLastError(comm_);
+  ASSERT_EQ(zcclGroupEnd(), zcclSuccess) << zcclGetLastError(comm_);
+  device_->download(fromPrev.data(), recv, count * sizeof(float));
+  const int prev = (rank_ + n - 1) % n;
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(fromPrev[i], static_cast<float>(prev * 10000 + i)) << "element " << i;
+  }
+  EXPECT_EQ(bytesSent() - before, count * sizeof(float));
+  // Outside a group each call completes before it returns: rank 0 to rank 1.
+  if (rank_ < 2) {
+    const zcclResult_t result = rank_ == 0 ? zcclSend(send, count, zcclFloat32, 1, comm_, stream)
+                                           : zcclRecv(recv, count, zcclFloat32, 0, comm_, stream);
+    ASSERT_EQ(result, zcclSuccess) << zcclGetLastError(comm_);
+    if (rank_ == 1) {
+      device_->download(fromPrev.data(), recv, count * sizeof(float));
+      EXPECT_EQ(fromPrev[count - 1], static_cast<float>(count - 1));
+    }
+  }
+  device_->release(send);
+  device_->release(recv);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, Staged,
                          ::testing::Combine(::testing::Values("emulated", "cuda"),
                                             ::testing::Values("api", "internal")),
@@ -626,9 +666,14 @@ TEST_F(DeviceMemoryErrors, BufferOnAnotherDevice) {
   device_.emulatedRuntime().current = 0;
 }
 
-TEST_F(DeviceMemoryErrors, PointToPointTakesHostMemoryOnly) {
-  expectError(zcclSend(onDevice_, 4, zcclFloat32, 0, comm_, device_.stream()), zcclInvalidUsage,
-              "zcclSend and zcclRecv move host memory only");
+TEST_F(DeviceMemoryErrors, OneCommunicatorsMessagesInAGroupShareAStream) {
+  const int n = worldSize(), next = (worldRank() + 1) % n, prev = (worldRank() + n - 1) % n;
+  ASSERT_EQ(zcclGroupStart(), zcclSuccess);
+  ASSERT_EQ(zcclSend(onHost_.data(), 4, zcclFloat32, next, comm_, nullptr), zcclSuccess);
+  ASSERT_EQ(zcclRecv(onHost_.data() + 4, 4, zcclFloat32, prev, comm_, nullptr), zcclSuccess);
+  expectError(zcclSend(onDevice_, 4, zcclFloat32, next, comm_, device_.stream()), zcclInvalidUsage,
+              "a communicator's sends and receives in one group share one stream");
+  ASSERT_EQ(zcclGroupEnd(), zcclSuccess) << zcclGetLastError(comm_);
 }
 
 // A stream without a device runtime: on a machine without a GPU, every call with one.
