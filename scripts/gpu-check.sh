@@ -93,6 +93,17 @@ else
   record "torch nccl backend, LD_PRELOAD drop-in" "SKIP (no torch with CUDA)"
 fi
 
+# zccl's own torch backend on CUDA tensors (the device path, staged: 2 processes share the
+# GPU), every operation against gloo on the CPU; zccl_torch built against this machine's torch.
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  step "zccl_torch build" env ZCCL_BUILD_DIR="$build" python3 -m pip install --no-deps \
+    --no-build-isolation --target "$build/python" ./python
+  step "zccl_torch on CUDA tensors, 2 processes" env PYTHONPATH="$build/python" \
+    ZCCL_TORCH_TEST_DEVICE=cuda tests/torch/run.sh python3 2 tests/torch/ops_vs_gloo.py
+else
+  record "zccl_torch on CUDA tensors" "SKIP (no torch with CUDA)"
+fi
+
 echo
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 mpiexec=$(sed -n 's/^MPIEXEC_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)

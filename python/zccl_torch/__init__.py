@@ -107,7 +107,9 @@ def _create(dist_backend_opts, backend_options):
 def register() -> None:
     """Registers backend "zccl" (done on import, and by torch through the entry point)."""
     if "ZCCL" not in dist.Backend._plugins:
-        dist.Backend.register_backend("zccl", _create, extended_api=True, devices=["cpu"])
+        dist.Backend.register_backend(
+            "zccl", _create, extended_api=True, devices=["cpu", "cuda"]
+        )
 
 
 def _group_name(group) -> str:

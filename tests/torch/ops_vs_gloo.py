@@ -1,7 +1,9 @@
 """Every torch.distributed operation on the zccl backend against gloo on the same inputs
 (torchrun --nproc-per-node N): float32, bfloat16 and int64, in place and out of place, on the
 world group and on sub-groups. Integers must equal gloo's exactly; floats within one rounding
-of their type per rank (zccl and gloo may add in different orders)."""
+of their type per rank (zccl and gloo may add in different orders). zccl's tensors live on
+ZCCL_TORCH_TEST_DEVICE (default cpu; cuda: zccl's device path, every process on the current
+GPU), gloo's on the CPU."""
 import contextlib
 import os
 
@@ -12,13 +14,23 @@ import zccl_torch  # noqa: F401  registers "zccl"
 from verdict import failures, finish
 
 DTYPES = [torch.float32, torch.bfloat16, torch.int64]
+ZCCL_DEVICE = torch.device(os.environ.get("ZCCL_TORCH_TEST_DEVICE", "cpu"))
 
 
 def inputs(rank: int, case: int, numel: int, dtype: torch.dtype) -> torch.Tensor:
+    """The same values on every device: drawn on the CPU, then moved to the default device."""
     generator = torch.Generator().manual_seed(1000 * case + rank)
     if dtype.is_floating_point:
-        return torch.randn(numel, generator=generator).to(dtype)
-    return torch.randint(-50, 50, (numel,), generator=generator, dtype=dtype)
+        x = torch.randn(numel, generator=generator, device="cpu").to(dtype)
+    else:
+        x = torch.randint(-50, 50, (numel,), generator=generator, dtype=dtype, device="cpu")
+    return x.to(torch.get_default_device())
+
+
+def on_zccl(run, group) -> torch.Tensor:
+    """run(group) with zccl's tensors made on ZCCL_DEVICE; the result back on the CPU."""
+    with ZCCL_DEVICE:
+        return run(group).cpu()
 
 
 def check(name: str, got: torch.Tensor, want: torch.Tensor, ranks: int) -> None:
@@ -40,7 +52,7 @@ def check(name: str, got: torch.Tensor, want: torch.Tensor, ranks: int) -> None:
 def both(group_pair, run):
     """run(group) -> tensor, on zccl's group then gloo's."""
     zccl_group, gloo_group = group_pair
-    return run(zccl_group), run(gloo_group)
+    return on_zccl(run, zccl_group), run(gloo_group)
 
 
 def test_group(tag: str, pair, members: list) -> None:
@@ -60,14 +72,15 @@ def test_group(tag: str, pair, members: list) -> None:
                 check(name(f"all_reduce {op} n={numel}"), *both(pair, allreduce), size)
         x = inputs(me, 2, 64, dtype)
         if dtype != torch.int64:
-            got = x.clone()
+            got = x.clone().to(ZCCL_DEVICE)
             dist.all_reduce(got, op=dist.ReduceOp.AVG, group=zgroup)
             want = x.clone()
             dist.all_reduce(want, group=pair[1])
-            check(name("all_reduce AVG"), got, (want.double() / size).to(dtype), size + 1)
-            got = x.clone()
+            check(name("all_reduce AVG"), got.cpu(), (want.double() / size).to(dtype), size + 1)
+            got = x.clone().to(ZCCL_DEVICE)
             dist.all_reduce(got, op=dist._make_nccl_premul_sum(0.5), group=zgroup)
-            check(name("all_reduce PREMUL_SUM(0.5)"), got, (want.double() * 0.5).to(dtype), size + 1)
+            check(name("all_reduce PREMUL_SUM(0.5)"), got.cpu(), (want.double() * 0.5).to(dtype),
+                  size + 1)
         small = inputs(me, 3, 5, dtype).abs() % 3 + 1 if dtype == torch.int64 else None
         if small is not None:
             def product(group):
@@ -102,7 +115,7 @@ def test_group(tag: str, pair, members: list) -> None:
                 dist.all_gather_into_tensor(out, chunk, group=group)
                 return out
             check(name(f"all_gather_into_tensor in place n={numel}"),
-                  gather_in_place(zgroup), gather_tensor(pair[1]), size)
+                  on_zccl(gather_in_place, zgroup), gather_tensor(pair[1]), size)
 
             def scatter_list(group):
                 out = torch.empty(numel, dtype=dtype)
@@ -123,7 +136,7 @@ def test_group(tag: str, pair, members: list) -> None:
                 dist.reduce_scatter_tensor(out, data, group=group)
                 return out.clone()
             check(name(f"reduce_scatter_tensor in place n={numel}"),
-                  scatter_in_place(zgroup), scatter_tensor(pair[1]), size)
+                  on_zccl(scatter_in_place, zgroup), scatter_tensor(pair[1]), size)
 
         def coalesced_manager(group):
             """zccl inside torch's coalescing manager (gloo has none: it runs them one by one)."""
@@ -131,11 +144,12 @@ def test_group(tag: str, pair, members: list) -> None:
             gathered = [torch.empty(n * size * size, dtype=dtype) for n in (4, 9)]
             scattered = [torch.empty(n, dtype=dtype) for n in (4, 9)]
             coalesce = group is zgroup
-            with dist._coalescing_manager(group=group, device=torch.device("cpu")) if coalesce \
+            device = torch.get_default_device()
+            with dist._coalescing_manager(group=group, device=device) if coalesce \
                     else contextlib.nullcontext():
                 for out, x in zip(gathered, ins):
                     dist.all_gather_into_tensor(out, x, group=group)
-            with dist._coalescing_manager(group=group, device=torch.device("cpu")) if coalesce \
+            with dist._coalescing_manager(group=group, device=device) if coalesce \
                     else contextlib.nullcontext():
                 for out, x in zip(scattered, ins):
                     dist.reduce_scatter_tensor(out, x, group=group)
@@ -191,7 +205,8 @@ def test_group(tag: str, pair, members: list) -> None:
             dist.all_to_all(outs, list(data.split(send_splits)), group=group)
             return torch.cat(outs)
         # gloo's all_to_all takes equal sizes only: its uneven all_to_all_single is the reference.
-        check(name("all_to_all uneven"), alltoall_list(zgroup), alltoall_uneven(pair[1]), size)
+        check(name("all_to_all uneven"), on_zccl(alltoall_list, zgroup), alltoall_uneven(pair[1]),
+              size)
 
         def ring(group, step=1):
             right, left = members[(rank + step) % size], members[(rank - step) % size]

@@ -4,6 +4,8 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
 #include <map>
@@ -122,13 +124,34 @@ at::Tensor premultiplied(const at::Tensor& input, const c10d::ReduceOp& op) {
 }
 
 void checkTensor(const at::Tensor& tensor, const char* operation, const char* argument) {
-  TORCH_CHECK(tensor.device().is_cpu(), "zccl backend: ", operation, ": ", argument,
-              " is on device ", tensor.device(),
-              "; this build of zccl serves CPU tensors only (no device path yet)");
+  TORCH_CHECK(tensor.device().is_cpu() || tensor.device().is_cuda(), "zccl backend: ", operation,
+              ": ", argument, " is on device ", tensor.device(),
+              "; zccl serves CPU and CUDA tensors");
   TORCH_CHECK(tensor.is_contiguous(), "zccl backend: ", operation, ": ", argument,
               " is not contiguous");
   TORCH_CHECK(!tensor.is_sparse(), "zccl backend: ", operation, ": ", argument, " is sparse");
 }
+
+// Where a zccl call on `tensor` runs: for a CPU tensor host memory (stream NULL); for a CUDA
+// tensor its device, made current for the call, and that device's current stream. zccl reads
+// NULL as host memory, so CUDA's legacy default stream (whose handle is NULL) goes as
+// cudaStreamLegacy.
+class OnDeviceOf {
+ public:
+  explicit OnDeviceOf(const at::Tensor& tensor) : guard_(tensor.device()) {
+    if (!tensor.is_cuda()) return;
+    const c10::Stream current =
+        c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(tensor.device());
+    void* handle = current.native_handle();
+    stream_ = handle != nullptr ? handle : kCudaStreamLegacy;
+  }
+  zcclStream_t stream() const { return stream_; }
+
+ private:
+  static inline zcclStream_t const kCudaStreamLegacy = reinterpret_cast<zcclStream_t>(0x1);
+  c10::DeviceGuard guard_;
+  zcclStream_t stream_ = nullptr;
+};
 
 const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* operation,
                          const char* argument) {
@@ -305,8 +328,9 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::broadcast(std::vector<at::Tensor>& t
   at::Tensor tensor = single(tensors, "broadcast", "tensors");
   const int root = static_cast<int>(opts.rootRank);
   return run(c10d::OpType::BROADCAST, "broadcast", {tensor}, false, [this, tensor, root] {
+    const OnDeviceOf on(tensor);
     ZCCL_TORCH_CHECK(zcclBroadcast(tensor.data_ptr(), tensor.data_ptr(), byteCount(tensor),
-                                   zcclUint8, root, comm_, nullptr),
+                                   zcclUint8, root, comm_, on.stream()),
                      "broadcast");
   });
 }
@@ -321,9 +345,10 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce(std::vector<at::Tensor>& t
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   return run(c10d::OpType::ALLREDUCE, "allreduce", {tensor}, false,
              [this, tensor, type, op, options, reduceOp] {
+               const OnDeviceOf on(tensor);
                const at::Tensor input = premultiplied(tensor, reduceOp);
                ZCCL_TORCH_CHECK(zcclAllReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
-                                                type, op, comm_, nullptr, &options),
+                                                type, op, comm_, on.stream(), &options),
                                 "allreduce");
              });
 }
@@ -344,11 +369,12 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce_coalesced(
   std::vector<at::Tensor> outputs = tensors;
   return run(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", outputs, false,
              [this, outputs, type, op, reduceOp]() mutable {
+               const OnDeviceOf on(outputs[0]);
                at::Tensor flat = premultiplied(flatCat(outputs), reduceOp).contiguous();
                const zcclCollOptions options =
                    optionsWith(wireFor(policy_.allReduce, flat, true, reduceOp));
                ZCCL_TORCH_CHECK(zcclAllReduceEx(flat.data_ptr(), flat.data_ptr(), flat.numel(),
-                                                type, op, comm_, nullptr, &options),
+                                                type, op, comm_, on.stream(), &options),
                                 "allreduce_coalesced");
                copyOut(flat, outputs);
              });
@@ -364,9 +390,10 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce(std::vector<at::Tensor>& tens
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   return run(c10d::OpType::REDUCE, "reduce", {tensor}, false,
              [this, tensor, type, op, root, reduceOp] {
+               const OnDeviceOf on(tensor);
                const at::Tensor input = premultiplied(tensor, reduceOp);
                ZCCL_TORCH_CHECK(zcclReduce(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
-                                           type, op, root, comm_, nullptr),
+                                           type, op, root, comm_, on.stream()),
                                 "reduce");
              });
 }
@@ -384,13 +411,14 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::_allgather_base(at::Tensor& output, 
   const zcclWireFormat_t wire = wireFor(policy_.allGather, input, false, c10d::ReduceOp::SUM);
   return run(c10d::OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output}, false,
              [this, output, input, wire] {
+               const OnDeviceOf on(input);
                const zcclCollOptions options = optionsWith(wire);
                const bool exactBytes = wire == zcclWireNone;
                ZCCL_TORCH_CHECK(
                    zcclAllGatherEx(input.data_ptr(), output.data_ptr(),
                                    exactBytes ? byteCount(input) : input.numel(),
                                    exactBytes ? zcclUint8 : reducedType(input, "all_gather"), comm_,
-                                   nullptr, &options),
+                                   on.stream(), &options),
                    "all_gather_into_tensor");
              });
 }
@@ -458,10 +486,11 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::_reduce_scatter_base(
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   return run(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output}, false,
              [this, output, input, type, op, options, reduceOp] {
+               const OnDeviceOf on(input);
                const at::Tensor source = premultiplied(input, reduceOp);
                ZCCL_TORCH_CHECK(
                    zcclReduceScatterEx(source.data_ptr(), output.data_ptr(), output.numel(), type,
-                                       op, comm_, nullptr, &options),
+                                       op, comm_, on.stream(), &options),
                    "reduce_scatter_tensor");
              });
 }
@@ -529,11 +558,12 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall_base(at::Tensor& output, at
   const bool equal = inputSplitSizes.empty() && outputSplitSizes.empty();
   return run(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {output}, false,
              [this, output, input, sendRows, recvRows, rowBytes, equal, ranks] {
+               const OnDeviceOf on(input);
                auto* send = static_cast<const char*>(input.data_ptr());
                auto* recv = static_cast<char*>(output.data_ptr());
                if (equal) {
                  ZCCL_TORCH_CHECK(
-                     zcclAllToAll(send, recv, sendRows[0] * rowBytes, zcclUint8, comm_, nullptr),
+                     zcclAllToAll(send, recv, sendRows[0] * rowBytes, zcclUint8, comm_, on.stream()),
                      "all_to_all_single");
                  return;
                }
@@ -542,10 +572,10 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall_base(at::Tensor& output, at
                int64_t recvOffset = 0;
                for (int peer = 0; peer < ranks; ++peer) {
                  ZCCL_TORCH_CHECK(zcclSend(send + sendOffset * rowBytes, sendRows[peer] * rowBytes,
-                                           zcclUint8, peer, comm_, nullptr),
+                                           zcclUint8, peer, comm_, on.stream()),
                                   "all_to_all_single");
                  ZCCL_TORCH_CHECK(zcclRecv(recv + recvOffset * rowBytes, recvRows[peer] * rowBytes,
-                                           zcclUint8, peer, comm_, nullptr),
+                                           zcclUint8, peer, comm_, on.stream()),
                                   "all_to_all_single");
                  sendOffset += sendRows[peer];
                  recvOffset += recvRows[peer];
@@ -563,13 +593,14 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall(std::vector<at::Tensor>& ou
   for (const auto& tensor : inputs) checkTensor(tensor, "all_to_all", "input_tensor_list");
   for (const auto& tensor : outputs) checkTensor(tensor, "all_to_all", "output_tensor_list");
   return run(c10d::OpType::ALLTOALL, "all_to_all", outputs, false, [this, outputs, inputs] {
+    const OnDeviceOf on(inputs[0]);
     ZCCL_TORCH_CHECK(zcclGroupStart(), "all_to_all");
     for (int peer = 0; peer < getSize(); ++peer) {
       ZCCL_TORCH_CHECK(zcclSend(inputs[peer].data_ptr(), byteCount(inputs[peer]), zcclUint8, peer,
-                                comm_, nullptr),
+                                comm_, on.stream()),
                        "all_to_all");
       ZCCL_TORCH_CHECK(zcclRecv(outputs[peer].data_ptr(), byteCount(outputs[peer]), zcclUint8, peer,
-                                comm_, nullptr),
+                                comm_, on.stream()),
                        "all_to_all");
     }
     ZCCL_TORCH_CHECK(zcclGroupEnd(), "all_to_all");
@@ -585,11 +616,12 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::gather(std::vector<std::vector<at::T
       rootList(outputs, getRank() == root, getSize(), input, "gather", "gather_list");
   // zccl gathers into one buffer at the root, split into gather_list afterwards.
   return run(c10d::OpType::GATHER, "gather", targets, true, [this, input, targets, root]() mutable {
+    const OnDeviceOf on(input);
     const bool isRoot = getRank() == root;
     at::Tensor flat =
         isRoot ? at::empty({input.numel() * getSize()}, input.options()) : at::Tensor();
     ZCCL_TORCH_CHECK(zcclGather(input.data_ptr(), isRoot ? flat.data_ptr() : nullptr,
-                                byteCount(input), zcclUint8, root, comm_, nullptr),
+                                byteCount(input), zcclUint8, root, comm_, on.stream()),
                      "gather");
     if (isRoot) copyOut(flat, targets);
   });
@@ -604,9 +636,10 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::scatter(std::vector<at::Tensor>& out
       rootList(inputs, getRank() == root, getSize(), output, "scatter", "scatter_list");
   // zccl scatters from one buffer: the root's scatter_list joined.
   return run(c10d::OpType::SCATTER, "scatter", {output}, true, [this, output, sources, root] {
+    const OnDeviceOf on(output);
     const at::Tensor flat = getRank() == root ? flatCat(sources) : at::Tensor();
     ZCCL_TORCH_CHECK(zcclScatter(flat.defined() ? flat.data_ptr() : nullptr, output.data_ptr(),
-                                 byteCount(output), zcclUint8, root, comm_, nullptr),
+                                 byteCount(output), zcclUint8, root, comm_, on.stream()),
                      "scatter");
   });
 }
@@ -616,8 +649,10 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::send(std::vector<at::Tensor>& tensor
                                                  int) {
   at::Tensor tensor = single(tensors, "send", "tensor");
   return run(c10d::OpType::SEND, "send", {tensor}, true, [this, tensor, dstRank] {
+    const OnDeviceOf on(tensor);
     ZCCL_TORCH_CHECK(
-        zcclSend(tensor.data_ptr(), byteCount(tensor), zcclUint8, dstRank, comm_, nullptr), "send");
+        zcclSend(tensor.data_ptr(), byteCount(tensor), zcclUint8, dstRank, comm_, on.stream()),
+        "send");
   });
 }
 
@@ -625,8 +660,10 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::recv(std::vector<at::Tensor>& tensor
                                                  int) {
   at::Tensor tensor = single(tensors, "recv", "tensor");
   return run(c10d::OpType::RECV, "recv", {tensor}, true, [this, tensor, srcRank] {
+    const OnDeviceOf on(tensor);
     ZCCL_TORCH_CHECK(
-        zcclRecv(tensor.data_ptr(), byteCount(tensor), zcclUint8, srcRank, comm_, nullptr), "recv");
+        zcclRecv(tensor.data_ptr(), byteCount(tensor), zcclUint8, srcRank, comm_, on.stream()),
+        "recv");
   });
 }
 
