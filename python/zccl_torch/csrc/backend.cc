@@ -562,9 +562,9 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall_base(at::Tensor& output, at
                auto* send = static_cast<const char*>(input.data_ptr());
                auto* recv = static_cast<char*>(output.data_ptr());
                if (equal) {
-                 ZCCL_TORCH_CHECK(
-                     zcclAllToAll(send, recv, sendRows[0] * rowBytes, zcclUint8, comm_, on.stream()),
-                     "all_to_all_single");
+                 ZCCL_TORCH_CHECK(zcclAllToAll(send, recv, sendRows[0] * rowBytes, zcclUint8, comm_,
+                                               on.stream()),
+                                  "all_to_all_single");
                  return;
                }
                ZCCL_TORCH_CHECK(zcclGroupStart(), "all_to_all_single");
