@@ -27,7 +27,7 @@ Status allGatherQuantized(Context& ctx, const CollectiveArgs& a, const Plan& pla
                  : allGatherRing(ctx, nullptr, messages, wire));
   for (int r = 0; r < blocks.parts; ++r) {
     if (blocks.size(r) == 0) continue;
-    ZCCL_CHECK(ctx.kernels.dequantize(messages + wire.offset(r), wire.size(r),
+    ZCCL_CHECK(ctx.kernels.dequantize(messages + wire.offset(r), wire.size(r), plan.quant,
                                       out + blocks.offset(r) * es, a.type, blocks.size(r)));
   }
   return Status::kSuccess;

@@ -98,8 +98,9 @@ void measureQuantRates(ClusterModel* cluster) {
       };
       run();  // warm the caches and page in the buffers
       const double q = time(run);
-      const double d = time(
-          [&] { host.dequantizeAccumulate(message.data(), message.size(), acc.data(), kCount); });
+      const double d = time([&] {
+        host.dequantizeAccumulate(message.data(), message.size(), params, acc.data(), kCount);
+      });
       if (q > 0) quantizeRate = kCount * 4.0 / q;
       if (d > 0) dequantizeRate = kCount * 4.0 / d;
     }

@@ -49,7 +49,8 @@ Status reduceScatterQuantized1Hop(Context& ctx, const CollectiveArgs& a, const P
     if (peer == me) {
       ZCCL_CHECK(ctx.kernels.accumulateAsFloat(in + blocks.offset(me) * es, type, mine, acc));
     } else {
-      ZCCL_CHECK(ctx.kernels.dequantizeAccumulate(inbox + peer * mineBytes, mineBytes, acc, mine));
+      ZCCL_CHECK(
+          ctx.kernels.dequantizeAccumulate(inbox + peer * mineBytes, mineBytes, params, acc, mine));
     }
   }
   return ctx.kernels.storeFloatAs(acc, mine, a.op == RedOp::kAvg ? n : 1, type, a.recv);

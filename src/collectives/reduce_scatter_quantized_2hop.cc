@@ -84,8 +84,8 @@ Status reduceScatterQuantized2Hop(Context& ctx, const CollectiveArgs& a, const P
                                                  blocks.size(owner), piece));
       } else {
         ZCCL_CHECK(ctx.kernels.dequantizeAccumulate(
-            b.inbox + peer * myBundleBytes + messageAt(lv.myLocal, node), messageOf(owner), piece,
-            blocks.size(owner)));
+            b.inbox + peer * myBundleBytes + messageAt(lv.myLocal, node), messageOf(owner), params,
+            piece, blocks.size(owner)));
       }
     }
   }
@@ -116,8 +116,8 @@ Status reduceScatterQuantized2Hop(Context& ctx, const CollectiveArgs& a, const P
       ZCCL_CHECK(ctx.kernels.accumulateAsFloat(b.partial + elementAt(node), DataType::kFloat32,
                                                mine, b.total));
     } else {
-      ZCCL_CHECK(
-          ctx.kernels.dequantizeAccumulate(inbox + node * mineBytes, mineBytes, b.total, mine));
+      ZCCL_CHECK(ctx.kernels.dequantizeAccumulate(inbox + node * mineBytes, mineBytes, params,
+                                                  b.total, mine));
     }
   }
   return ctx.kernels.storeFloatAs(b.total, mine, a.op == RedOp::kAvg ? ctx.transport.size() : 1,

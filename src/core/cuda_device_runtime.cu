@@ -18,7 +18,7 @@ class CudaStreamResources final : public DeviceStreamResources {
   DeviceCopier& copier() override { return *copier_; }
   Status synchronize() override {
     ZCCL_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    return Status::kSuccess;
+    return kernels_->deviceErrors();
   }
 
  private:

@@ -10,6 +10,11 @@ namespace {
 class CudaKernels final : public Kernels {
  public:
   explicit CudaKernels(DeviceStream stream) : stream_(stream) {}
+  ~CudaKernels() override {
+    if (mismatch_ != nullptr) cudaFree(mismatch_);
+  }
+  CudaKernels(const CudaKernels&) = delete;
+  CudaKernels& operator=(const CudaKernels&) = delete;
 
   MemoryKind memory() const override { return MemoryKind::kDevice; }
 
@@ -39,13 +44,17 @@ class CudaKernels final : public Kernels {
                   size_t capacity) override {
     return quantizeCuda(in, type, count, params, out, capacity, stream_);
   }
-  Status dequantize(const void* message, size_t bytes, void* out, DataType type,
-                    size_t count) override {
-    return dequantizeCuda(message, bytes, out, type, count, stream_);
+  Status dequantize(const void* message, size_t bytes, const QuantParams& format, void* out,
+                    DataType type, size_t count) override {
+    ZCCL_CHECK(mismatchFlag());
+    return dequantizeKnownCuda(message, bytes, format, count, out, type, false, mismatch_,
+                               stream_);
   }
-  Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulator,
-                              size_t count) override {
-    return dequantizeAccumulateCuda(message, bytes, accumulator, count, stream_);
+  Status dequantizeAccumulate(const void* message, size_t bytes, const QuantParams& format,
+                              float* accumulator, size_t count) override {
+    ZCCL_CHECK(mismatchFlag());
+    return dequantizeKnownCuda(message, bytes, format, count, accumulator, DataType::kFloat32,
+                               true, mismatch_, stream_);
   }
   Status accumulateAsFloat(const void* x, DataType type, size_t count,
                            float* accumulator) override {
@@ -55,8 +64,28 @@ class CudaKernels final : public Kernels {
     return storeFloatAsCuda(values, count, divisor, type, out, stream_);
   }
 
+  Status deviceErrors() override {
+    if (mismatch_ == nullptr) return Status::kSuccess;
+    int mismatch = 0;
+    ZCCL_CUDA_CHECK(cudaMemcpy(&mismatch, mismatch_, sizeof(mismatch), cudaMemcpyDeviceToHost));
+    if (mismatch == 0) return Status::kSuccess;
+    ZCCL_CUDA_CHECK(cudaMemset(mismatch_, 0, sizeof(int)));
+    return fail(Status::kInvalidUsage,
+                "a quantized message this rank received had another format than the call's "
+                "(bits, scheme, group size or count); nothing was decoded from it");
+  }
+
  private:
+  // The device's word for header mismatches, made at the first decode.
+  Status mismatchFlag() {
+    if (mismatch_ != nullptr) return Status::kSuccess;
+    ZCCL_CUDA_CHECK(cudaMalloc(&mismatch_, sizeof(int)));
+    ZCCL_CUDA_CHECK(cudaMemsetAsync(mismatch_, 0, sizeof(int), stream_));
+    return Status::kSuccess;
+  }
+
   DeviceStream stream_;
+  int* mismatch_ = nullptr;
 };
 
 }  // namespace

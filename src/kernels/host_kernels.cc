@@ -39,12 +39,14 @@ class HostKernels final : public Kernels {
                   size_t capacity) override {
     return zccl::quantize(in, type, count, params, out, capacity);
   }
-  Status dequantize(const void* message, size_t bytes, void* out, DataType type,
-                    size_t count) override {
+  Status dequantize(const void* message, size_t bytes, const QuantParams& format, void* out,
+                    DataType type, size_t count) override {
+    ZCCL_CHECK(checkFormat(message, bytes, format, count));
     return zccl::dequantize(message, bytes, out, type, count);
   }
-  Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulator,
-                              size_t count) override {
+  Status dequantizeAccumulate(const void* message, size_t bytes, const QuantParams& format,
+                              float* accumulator, size_t count) override {
+    ZCCL_CHECK(checkFormat(message, bytes, format, count));
     return zccl::dequantizeAccumulate(message, bytes, accumulator, count);
   }
   Status accumulateAsFloat(const void* x, DataType type, size_t count,
@@ -54,9 +56,30 @@ class HostKernels final : public Kernels {
   Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out) override {
     return zccl::storeFloatAs(values, count, divisor, type, out);
   }
+
+ private:
+  static Status checkFormat(const void* message, size_t bytes, const QuantParams& format,
+                            size_t count) {
+    QuantHeader header{};
+    ZCCL_CHECK(readQuantHeader(message, bytes, &header));
+    return checkMessageFormat(header, format, count);
+  }
 };
 
 }  // namespace
+
+Status checkMessageFormat(const QuantHeader& header, const QuantParams& format, size_t count) {
+  if (header.bits == format.bits && header.scheme == static_cast<uint8_t>(format.scheme) &&
+      header.groupSize == format.groupSize && header.count == count) {
+    return Status::kSuccess;
+  }
+  return fail(Status::kInvalidArgument,
+              "a quantized message of %llu elements, INT%u scheme %u group %u, where the plan "
+              "expects %zu elements, INT%d scheme %d group %u",
+              static_cast<unsigned long long>(header.count), header.bits, header.scheme,
+              header.groupSize, count, format.bits, static_cast<int>(format.scheme),
+              format.groupSize);
+}
 
 Kernels& hostKernels() {
   static HostKernels kernels;

@@ -36,15 +36,27 @@ class Kernels {
 
   virtual Status quantize(const void* in, DataType type, size_t count, const QuantParams& params,
                           void* out, size_t capacity) = 0;
-  virtual Status dequantize(const void* message, size_t bytes, void* out, DataType type,
-                            size_t count) = 0;
-  virtual Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulator,
-                                      size_t count) = 0;
+  // `format` holds the bits, scheme and group size the message must have (the plan's: every
+  // rank agreed on them). The host's kernels check the header at once; a device's check it on
+  // the device, so that a collective never waits for a header to reach the host, decode
+  // nothing from a message that differs, and say so in deviceErrors().
+  virtual Status dequantize(const void* message, size_t bytes, const QuantParams& format, void* out,
+                            DataType type, size_t count) = 0;
+  virtual Status dequantizeAccumulate(const void* message, size_t bytes, const QuantParams& format,
+                                      float* accumulator, size_t count) = 0;
   virtual Status accumulateAsFloat(const void* x, DataType type, size_t count,
                                    float* accumulator) = 0;
   virtual Status storeFloatAs(float* values, size_t count, int divisor, DataType type,
                               void* out) = 0;
+
+  // Once the work queued so far has finished: what the checks made on the device found since
+  // the last call (a message whose header differs from its format). The host's find nothing
+  // here: they fail the call itself.
+  virtual Status deviceErrors() { return Status::kSuccess; }
 };
+
+// The message's header against `format` and `count` (host memory).
+Status checkMessageFormat(const QuantHeader& header, const QuantParams& format, size_t count);
 
 // The kernels of host memory: the CPU's (SIMD where the CPU has it), synchronous.
 Kernels& hostKernels();

@@ -122,9 +122,26 @@ __global__ void quantizeKernel(const T* in, QuantizeArgs args, unsigned char* ou
   }
 }
 
+// True in every thread of the block when the message's header is not `expected` byte for
+// byte; then *mismatch is set.
+__device__ bool headerDiffers(const unsigned char* message, const QuantHeader& expected,
+                              int* mismatch) {
+  __shared__ int differs;
+  if (threadIdx.x == 0) {
+    const auto* want = reinterpret_cast<const unsigned char*>(&expected);
+    differs = 0;
+    for (size_t b = 0; b < sizeof(QuantHeader); ++b) differs |= message[b] != want[b];
+    if (differs) *mismatch = 1;
+  }
+  __syncthreads();
+  return differs != 0;
+}
+
+// `mismatch` non-null: the header was not read on the host; each block checks it first.
 template <typename T, bool Accumulate>
 __global__ void dequantizeKernel(const unsigned char* message, QuantHeader h, QuantLayout layout,
-                                 T* out) {
+                                 T* out, int* mismatch) {
+  if (mismatch != nullptr && headerDiffers(message, h, mismatch)) return;
   const uint64_t first = static_cast<uint64_t>(blockIdx.x) * h.groupSize;
   const uint32_t n =
       static_cast<uint32_t>(h.count - first < h.groupSize ? h.count - first : h.groupSize);
@@ -179,14 +196,37 @@ Status readDeviceHeader(const void* message, size_t bytes, size_t count, DeviceS
 }
 
 template <typename T, bool Accumulate>
-Status launchDequantize(const void* message, const QuantHeader& h, void* out, DeviceStream stream) {
+Status launchDequantize(const void* message, const QuantHeader& h, void* out, int* mismatch,
+                        DeviceStream stream) {
   const QuantLayout layout =
       quantLayoutOf(h.count, h.bits, static_cast<QuantScheme>(h.scheme), h.groupSize);
   if (layout.groups == 0) return Status::kSuccess;
   dequantizeKernel<T, Accumulate><<<static_cast<unsigned>(layout.groups), kThreads, 0, stream>>>(
-      static_cast<const unsigned char*>(message), h, layout, static_cast<T*>(out));
+      static_cast<const unsigned char*>(message), h, layout, static_cast<T*>(out), mismatch);
   ZCCL_CUDA_CHECK(cudaGetLastError());
   return Status::kSuccess;
+}
+
+QuantHeader headerOf(const QuantParams& params, size_t count) {
+  return QuantHeader{kQuantMagic,
+                     kQuantVersion,
+                     static_cast<uint8_t>(params.bits),
+                     static_cast<uint8_t>(params.scheme),
+                     0,
+                     params.groupSize,
+                     0,
+                     count};
+}
+
+Status launchDequantizeAs(DataType type, const void* message, const QuantHeader& h, void* out,
+                         int* mismatch, DeviceStream stream) {
+  if (type == DataType::kFloat32) {
+    return launchDequantize<float, false>(message, h, out, mismatch, stream);
+  }
+  if (type == DataType::kFloat16) {
+    return launchDequantize<__half, false>(message, h, out, mismatch, stream);
+  }
+  return launchDequantize<__nv_bfloat16, false>(message, h, out, mismatch, stream);
 }
 
 }  // namespace
@@ -209,14 +249,7 @@ Status quantizeCuda(const void* in, DataType type, size_t count, const QuantPara
                 args.layout.totalBytes);
   }
   ZCCL_CHECK(checkGroupCount(args.layout.groups));
-  args.header = QuantHeader{kQuantMagic,
-                            kQuantVersion,
-                            static_cast<uint8_t>(params.bits),
-                            static_cast<uint8_t>(params.scheme),
-                            0,
-                            params.groupSize,
-                            0,
-                            count};
+  args.header = headerOf(params, count);
   args.seed = params.seed;
   args.stochastic = params.rounding == Rounding::kStochastic;
   const unsigned blocks = args.layout.groups > 0 ? static_cast<unsigned>(args.layout.groups) : 1;
@@ -240,9 +273,7 @@ Status dequantizeCuda(const void* message, size_t bytes, void* out, DataType typ
     return fail(Status::kInvalidArgument, "out=NULL with count=%zu", count);
   QuantHeader h;
   ZCCL_CHECK(readDeviceHeader(message, bytes, count, stream, &h));
-  if (type == DataType::kFloat32) return launchDequantize<float, false>(message, h, out, stream);
-  if (type == DataType::kFloat16) return launchDequantize<__half, false>(message, h, out, stream);
-  return launchDequantize<__nv_bfloat16, false>(message, h, out, stream);
+  return launchDequantizeAs(type, message, h, out, nullptr, stream);
 }
 
 Status dequantizeAccumulateCuda(const void* message, size_t bytes, float* accumulator, size_t count,
@@ -252,7 +283,26 @@ Status dequantizeAccumulateCuda(const void* message, size_t bytes, float* accumu
   }
   QuantHeader h;
   ZCCL_CHECK(readDeviceHeader(message, bytes, count, stream, &h));
-  return launchDequantize<float, true>(message, h, accumulator, stream);
+  return launchDequantize<float, true>(message, h, accumulator, nullptr, stream);
+}
+
+Status dequantizeKnownCuda(const void* message, size_t bytes, const QuantParams& format,
+                           size_t count, void* out, DataType type, bool accumulate, int* mismatch,
+                           DeviceStream stream) {
+  ZCCL_CHECK(checkQuantParams(format));
+  if (!accumulate) ZCCL_CHECK(checkQuantizableType(type, "type"));
+  if (out == nullptr && count > 0)
+    return fail(Status::kInvalidArgument, "out=NULL with count=%zu", count);
+  if (message == nullptr) return fail(Status::kInvalidArgument, "message=NULL");
+  const QuantHeader h = headerOf(format, count);
+  const QuantLayout layout = quantLayoutOf(count, format.bits, format.scheme, format.groupSize);
+  if (bytes < layout.totalBytes) {
+    return fail(Status::kInvalidArgument, "bytes=%zu: a message of %zu elements needs %zu", bytes,
+                count, layout.totalBytes);
+  }
+  ZCCL_CHECK(checkGroupCount(layout.groups));
+  if (accumulate) return launchDequantize<float, true>(message, h, out, mismatch, stream);
+  return launchDequantizeAs(type, message, h, out, mismatch, stream);
 }
 
 }  // namespace zccl

@@ -31,4 +31,13 @@ Status dequantizeCuda(const void* message, size_t bytes, void* out, DataType typ
 Status dequantizeAccumulateCuda(const void* message, size_t bytes, float* accumulator, size_t count,
                                 DeviceStream stream);
 
+// Either of them (accumulate: into float32 `out`) for a message whose format the caller knows
+// (a collective's: the plan's), without synchronizing: every thread block compares the
+// message's header with the one `format` and `count` make, on the device, and where they
+// differ decodes nothing and sets *mismatch (device memory), for the caller to read once the
+// stream has finished.
+Status dequantizeKnownCuda(const void* message, size_t bytes, const QuantParams& format,
+                           size_t count, void* out, DataType type, bool accumulate, int* mismatch,
+                           DeviceStream stream);
+
 }  // namespace zccl

@@ -101,17 +101,17 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
     ZCCL_CHECK(device(out, zccl::quantizedBytes(count, params), "quantize out"));
     return host().quantize(in, type, count, params, out, capacity);
   }
-  Status dequantize(const void* message, size_t bytes, void* out, zccl::DataType type,
-                    size_t count) override {
+  Status dequantize(const void* message, size_t bytes, const zccl::QuantParams& format, void* out,
+                    zccl::DataType type, size_t count) override {
     ZCCL_CHECK(device(message, bytes, "dequantize message"));
     ZCCL_CHECK(device(out, count * zccl::elementSize(type), "dequantize out"));
-    return host().dequantize(message, bytes, out, type, count);
+    return host().dequantize(message, bytes, format, out, type, count);
   }
-  Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulator,
-                              size_t count) override {
+  Status dequantizeAccumulate(const void* message, size_t bytes, const zccl::QuantParams& format,
+                              float* accumulator, size_t count) override {
     ZCCL_CHECK(device(message, bytes, "dequantizeAccumulate message"));
     ZCCL_CHECK(device(accumulator, count * 4, "dequantizeAccumulate accumulator"));
-    return host().dequantizeAccumulate(message, bytes, accumulator, count);
+    return host().dequantizeAccumulate(message, bytes, format, accumulator, count);
   }
   Status accumulateAsFloat(const void* x, zccl::DataType type, size_t count,
                            float* accumulator) override {

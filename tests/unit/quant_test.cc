@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "kernels/kernels.h"
 #include "quant/group_math.h"
 #include "quant/kernels.h"
 #include "quant/quantize.h"
@@ -368,6 +369,36 @@ TEST(Quant, MalformedOrShortMessagesAreRejectedWithoutOverreading) {
   EXPECT_EQ(quantize(x.data(), DataType::kFloat32, x.size(), p, out.data(), 10),
             Status::kInvalidArgument);
   EXPECT_NE(lastThreadError().find("capacity=10"), std::string::npos);
+}
+
+// Inside a collective a message is decoded against the plan's format: a message of another
+// format (or count) is refused before anything is decoded.
+TEST(Quant, KernelsRefuseAMessageOfAnotherFormatThanThePlans) {
+  const std::vector<float> x(1000, 0.25f);
+  QuantParams p;
+  p.bits = 8;
+  p.groupSize = 128;
+  const auto m = quantizeOrDie(x.data(), DataType::kFloat32, x.size(), p);
+  std::vector<float> y(x.size(), -1.0f);
+  Kernels& k = hostKernels();
+  ASSERT_EQ(k.dequantize(m.data(), m.size(), p, y.data(), DataType::kFloat32, y.size()),
+            Status::kSuccess);
+  EXPECT_EQ(y[999], 0.25f);
+  QuantParams other = p;
+  other.bits = 4;
+  std::fill(y.begin(), y.end(), -1.0f);
+  EXPECT_EQ(k.dequantize(m.data(), m.size(), other, y.data(), DataType::kFloat32, y.size()),
+            Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("INT8 scheme 0 group 128, where the plan expects 1000 "
+                                   "elements, INT4"),
+            std::string::npos)
+      << lastThreadError();
+  EXPECT_EQ(y[0], -1.0f) << "nothing is decoded from a message of another format";
+  other = p;
+  other.groupSize = 256;
+  EXPECT_EQ(k.dequantizeAccumulate(m.data(), m.size(), other, y.data(), y.size()),
+            Status::kInvalidArgument);
+  EXPECT_EQ(k.dequantizeAccumulate(m.data(), m.size(), p, y.data(), 999), Status::kInvalidArgument);
 }
 
 class SimdKernels : public ::testing::TestWithParam<const QuantKernels* (*)()> {};
