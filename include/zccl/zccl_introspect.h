@@ -28,8 +28,13 @@ typedef struct {
   const char* interNodeLink;
   double interNodeGBps;
   int lowBandwidth;    /* neither NVLink nor InfiniBand: the ZeRO++ papers' slow cluster */
-  double quantizeGBps; /* this process's quantization rates (float32 input) */
+  double quantizeGBps; /* the job's CPU quantization rates (float32 input), the slowest rank's */
   double dequantizeGBps;
+  /* This rank's GPU quantization rates, where a GPU is visible (0 otherwise): measured on its
+   * current device at the first call that needs them; device calls plan with the slowest
+   * rank's. */
+  double deviceQuantizeGBps;
+  double deviceDequantizeGBps;
 } zcclTopologyInfo;
 
 ZCCL_API zcclResult_t zcclCommGetTopologyInfo(zcclComm_t comm, zcclTopologyInfo* info);

@@ -78,35 +78,16 @@ double estimateSeconds(const ClusterModel& cluster, Collective collective, const
 }
 
 void measureQuantRates(ClusterModel* cluster) {
-  static const struct Rates {
-    double quantizeRate = 7e9, dequantizeRate = 14e9;
-    Rates() {
-      constexpr size_t kCount = 1 << 18;  // 1 MiB of float32
-      std::vector<float> data(kCount), acc(kCount, 0.0f);
-      for (size_t i = 0; i < kCount; ++i) data[i] = static_cast<float>(i % 251) - 125.0f;
-      QuantParams params;
-      std::vector<unsigned char> message(quantizedBytes(kCount, params));
-      const auto time = [](auto&& body) {
-        const auto start = std::chrono::steady_clock::now();
-        body();
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      };
-      Kernels& host = hostKernels();
-      const auto run = [&] {
-        host.quantize(data.data(), DataType::kFloat32, kCount, params, message.data(),
-                      message.size());
-      };
-      run();  // warm the caches and page in the buffers
-      const double q = time(run);
-      const double d = time([&] {
-        host.dequantizeAccumulate(message.data(), message.size(), params, acc.data(), kCount);
-      });
-      if (q > 0) quantizeRate = kCount * 4.0 / q;
-      if (d > 0) dequantizeRate = kCount * 4.0 / d;
-    }
-  } rates;
-  cluster->quantizeBytesPerSecond = rates.quantizeRate;
-  cluster->dequantizeBytesPerSecond = rates.dequantizeRate;
+  static const KernelRates rates = [] {
+    constexpr size_t kCount = 1 << 18;  // 1 MiB of float32
+    std::vector<float> data(kCount), accumulator(kCount, 0.0f);
+    for (size_t i = 0; i < kCount; ++i) data[i] = static_cast<float>(i % 251) - 125.0f;
+    std::vector<unsigned char> message(quantizedBytes(kCount, QuantParams{}));
+    return measureKernelRates(hostKernels(), data.data(), message.data(), message.size(),
+                              accumulator.data(), kCount, [] { return Status::kSuccess; });
+  }();
+  cluster->quantizeBytesPerSecond = rates.quantize;
+  cluster->dequantizeBytesPerSecond = rates.dequantize;
 }
 
 }  // namespace zccl

@@ -8,9 +8,11 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 
 #include "collectives/paths.h"
+#include "kernels/kernels.h"
 #include "topology/topology.h"
 
 namespace zccl {
@@ -82,7 +84,49 @@ struct CostTerms {
 double estimateSeconds(const ClusterModel& cluster, Collective collective, const Plan& plan,
                        size_t bytes, DataType type, Plan* tuned = nullptr);
 
-// Quantization rates of this CPU, measured once on 1 MiB (quantize + dequantize-accumulate).
+// Bytes of float32 input per second: quantizing, and dequantizing into an accumulator.
+struct KernelRates {
+  double quantize = 7e9;
+  double dequantize = 14e9;
+};
+
+// Times one quantize and one dequantize-accumulate of `count` float32 values by `kernels`, in
+// buffers of their memory (`data` and `accumulator`: count floats, `message`: messageBytes),
+// each followed by `finish` (the wait for work queued on a device; a no-op on the host).
+// `data` holds the values to quantize; the rates of a step too fast to time stay the defaults.
+template <typename Finish>
+KernelRates measureKernelRates(Kernels& kernels, const float* data, void* message,
+                               size_t messageBytes, float* accumulator, size_t count,
+                               Finish&& finish);
+
+// Quantization rates of this CPU, measured once per process on 1 MiB.
 void measureQuantRates(ClusterModel* cluster);
+
+template <typename Finish>
+KernelRates measureKernelRates(Kernels& kernels, const float* data, void* message,
+                               size_t messageBytes, float* accumulator, size_t count,
+                               Finish&& finish) {
+  const QuantParams params;
+  const auto seconds = [&](auto&& step) {
+    const auto start = std::chrono::steady_clock::now();
+    const Status status = step();
+    if (status != Status::kSuccess || finish() != Status::kSuccess) return 0.0;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const auto quantize = [&] {
+    return kernels.quantize(data, DataType::kFloat32, count, params, message, messageBytes);
+  };
+  const auto dequantize = [&] {
+    return kernels.dequantizeAccumulate(message, messageBytes, params, accumulator, count);
+  };
+  seconds(quantize);  // warm the caches (and the device's code) and page in the buffers
+  KernelRates rates;
+  const double q = seconds(quantize);
+  const double d = seconds(dequantize);
+  const double bytes = static_cast<double>(count) * sizeof(float);
+  if (q > 0) rates.quantize = bytes / q;
+  if (d > 0) rates.dequantize = bytes / d;
+  return rates;
+}
 
 }  // namespace zccl

@@ -1,5 +1,7 @@
 #include "core/device_path.h"
 
+#include <algorithm>
+
 #include "core/comm.h"
 
 namespace zccl {
@@ -77,15 +79,75 @@ Status DevicePath::stateFor(void* stream, StreamState** state) {
   return Status::kSuccess;
 }
 
+// 16 MiB of float32: large enough that a GPU's launch latency does not hide its rate.
+constexpr size_t kRateSampleCount = size_t{1} << 22;
+
+Status DevicePath::measureRates(DeviceStreamResources& resources) {
+  if (measured_) return Status::kSuccess;
+  const QuantParams params;
+  const size_t messageBytes = quantizedBytes(kRateSampleCount, params);
+  const ScratchAllocator allocator = runtime_.scratchAllocator();
+  void* buffers[3] = {allocator.allocate(kRateSampleCount * sizeof(float)),
+                      allocator.allocate(kRateSampleCount * sizeof(float)),
+                      allocator.allocate(messageBytes)};
+  Status status = Status::kSuccess;
+  if (buffers[0] == nullptr || buffers[1] == nullptr || buffers[2] == nullptr) {
+    status = fail(Status::kSystemError,
+                  "out of device memory measuring the device's kernel rates (%zu bytes)",
+                  2 * kRateSampleCount * sizeof(float) + messageBytes);
+  }
+  auto* data = static_cast<float*>(buffers[0]);
+  auto* accumulator = static_cast<float*>(buffers[1]);
+  Kernels& kernels = resources.kernels();
+  if (status == Status::kSuccess) status = kernels.zeroFloats(data, kRateSampleCount);
+  if (status == Status::kSuccess) status = kernels.zeroFloats(accumulator, kRateSampleCount);
+  if (status == Status::kSuccess) status = resources.synchronize();
+  if (status == Status::kSuccess) {
+    measured_ = measureKernelRates(kernels, data, buffers[2], messageBytes, accumulator,
+                                   kRateSampleCount, [&] { return resources.synchronize(); });
+  }
+  for (void* buffer : buffers) {
+    if (buffer != nullptr) allocator.release(buffer);
+  }
+  return status;
+}
+
+Status DevicePath::agreeOnRates(DeviceStreamResources& resources) {
+  if (cluster_) return Status::kSuccess;
+  ZCCL_CHECK(measureRates(resources));
+  std::vector<KernelRates> all(static_cast<size_t>(comm_.size()));
+  ZCCL_CHECK(comm_.transport->allGatherControl(&*measured_, sizeof(KernelRates), all.data()));
+  ClusterModel cluster = comm_.cluster;
+  cluster.quantizeBytesPerSecond = cluster.dequantizeBytesPerSecond = 1e300;
+  for (const KernelRates& r : all) {
+    cluster.quantizeBytesPerSecond = std::min(cluster.quantizeBytesPerSecond, r.quantize);
+    cluster.dequantizeBytesPerSecond = std::min(cluster.dequantizeBytesPerSecond, r.dequantize);
+  }
+  cluster_ = cluster;
+  return Status::kSuccess;
+}
+
+Status DevicePath::localRates(KernelRates* rates) {
+  if (!measured_) {
+    std::unique_ptr<DeviceStreamResources> defaultStream;
+    ZCCL_CHECK(runtime_.forStream(nullptr, &defaultStream));
+    ZCCL_CHECK(measureRates(*defaultStream));
+  }
+  *rates = *measured_;
+  return Status::kSuccess;
+}
+
 Status DevicePath::run(void* stream, Collective collective, const CollectiveArgs& args,
                        const CollectiveOptions& options) {
   StreamState* s = nullptr;
   ZCCL_CHECK(stateFor(stream, &s));
+  ZCCL_CHECK(agreeOnRates(*s->resources));  // at the first device collective of every rank
   ZCCL_CHECK(s->resources->synchronize());  // the stream's earlier work wrote the inputs
   const Context next = comm_.nextCollective(s->resources->kernels());
-  Context ctx{*s->transport, scratch_,     comm_.hasLevels() ? &s->levels : nullptr,
-              next.native,   next.cluster, next.kernels,
+  Context ctx{*s->transport, scratch_,   comm_.hasLevels() ? &s->levels : nullptr,
+              next.native,   &*cluster_, next.kernels,
               next.tag};
+
   Status status = runCollective(ctx, collective, args, options);
   if (status == Status::kSuccess) status = s->resources->synchronize();
   if (status != Status::kSuccess) s->abandon();  // its staging memory may still be in flight

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "collectives/collectives.h"
+#include "collectives/cost_model.h"
 #include "core/device_runtime.h"
 
 struct zcclComm;
@@ -32,6 +34,10 @@ class DevicePath {
   Status run(void* stream, Collective collective, const CollectiveArgs& args,
              const CollectiveOptions& options);
 
+  // The device's kernel rates as this rank measured them (on the stream of its first device
+  // collective, or on the default stream when asked before one).
+  Status localRates(KernelRates* rates);
+
   // Point-to-point on `stream`: the transport that carries device buffers to the
   // communicator's peers, after the stream's earlier work (waited for once per batch of
   // messages); completeMessages(stream) waits for the batch and the stream.
@@ -41,11 +47,17 @@ class DevicePath {
  private:
   struct StreamState;
   Status stateFor(void* stream, StreamState** state);
+  Status measureRates(DeviceStreamResources& resources);
+  Status agreeOnRates(DeviceStreamResources& resources);
 
   zcclComm& comm_;
   DeviceRuntime& runtime_;
   ScratchPool scratch_;
   std::vector<std::unique_ptr<StreamState>> streams_;
+  std::optional<KernelRates> measured_;  // this rank's
+  // The communicator's cost model with the slowest rank's device rates: device calls plan
+  // with it, so that a GPU's speed, not the host CPU's, prices their quantization.
+  std::optional<ClusterModel> cluster_;
 };
 
 // `comm`'s device path, made at its first call with a stream (the runtime is there: the

@@ -76,6 +76,14 @@ zcclResult_t zcclCommGetTopologyInfo(zcclComm_t comm, zcclTopologyInfo* info) {
         c.intra.link != zccl::LinkClass::kNvlink && c.inter.link != zccl::LinkClass::kInfiniband;
     info->quantizeGBps = c.quantizeBytesPerSecond / 1e9;
     info->dequantizeGBps = c.dequantizeBytesPerSecond / 1e9;
+    if (zccl::deviceRuntime() != nullptr) {
+      zccl::DevicePath* device = nullptr;
+      ZCCL_CHECK(zccl::devicePathOf(comm, &device));
+      zccl::KernelRates rates;
+      ZCCL_CHECK(device->localRates(&rates));
+      info->deviceQuantizeGBps = rates.quantize / 1e9;
+      info->deviceDequantizeGBps = rates.dequantize / 1e9;
+    }
     return Status::kSuccess;
   });
 }

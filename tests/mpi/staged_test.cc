@@ -10,10 +10,12 @@
 // through the public API, with the same bytes on the wire.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -23,6 +25,7 @@
 #include "support/comms.h"
 #include "testsupport/values.h"
 #include "transport/staged/staged_transport.h"
+#include "zccl/zccl_introspect.h"
 #ifdef ZCCL_HAVE_CUDA
 #include <cuda_runtime.h>
 
@@ -97,6 +100,7 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
   }
   Status quantize(const void* in, zccl::DataType type, size_t count,
                   const zccl::QuantParams& params, void* out, size_t capacity) override {
+    std::this_thread::sleep_for(quantizeDelay);  // a slower device, where a test asks for one
     ZCCL_CHECK(device(in, count * zccl::elementSize(type), "quantize in"));
     ZCCL_CHECK(device(out, zccl::quantizedBytes(count, params), "quantize out"));
     return host().quantize(in, type, count, params, out, capacity);
@@ -125,6 +129,8 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
     ZCCL_CHECK(device(out, count * zccl::elementSize(type), "storeFloatAs out"));
     return host().storeFloatAs(values, count, divisor, type, out);
   }
+
+  std::chrono::milliseconds quantizeDelay{0};
 
  private:
   static zccl::Kernels& host() { return zccl::hostKernels(); }
@@ -251,6 +257,7 @@ class EmulatedDevice final : public TestDevice {
   zccl::DeviceRuntime* runtime() override { return &runtime_; }
   int synchronizations() const override { return runtime_.synchronizations; }
   EmulatedRuntime& emulatedRuntime() { return runtime_; }
+  void slowQuantization(std::chrono::milliseconds delay) { kernels_.quantizeDelay = delay; }
   zccl::Kernels& kernels() override { return kernels_; }
   zccl::DeviceCopier& copier() override { return copier_; }
   zccl::ScratchAllocator scratchAllocator() override {
@@ -703,6 +710,53 @@ TEST_F(DeviceMemoryErrors, RanksThatDifferInMemoryUnderCheck) {
             std::string::npos)
       << zcclGetLastError(checked);
   EXPECT_EQ(zcclCommDestroy(checked), zcclSuccess);
+}
+
+// Device calls plan with the device's kernel rates, measured at a communicator's first device
+// collective and agreed on: behind a slow link a fast CPU makes INT8 pay for host memory,
+// while a device whose quantization is slower than the link keeps the same all-gather plain.
+TEST(DevicePlans, FollowTheDevicesKernelRatesNotTheCpus) {
+  EmulatedDevice device;
+  device.slowQuantization(std::chrono::milliseconds(300));  // 16 MiB: about 56 MB/s
+  zccl::installDeviceRuntime(device.runtime());
+  setenv("ZCCL_INTER_NODE_GBPS", "0.5", 1);
+  zcclComm_t comm = makeComm(zcclAlgoAuto, 1);  // every rank a node of its own
+  unsetenv("ZCCL_INTER_NODE_GBPS");
+  ASSERT_NE(comm, nullptr);
+  const size_t count = size_t{1} << 20;
+  const size_t bytes = count * 2;  // bfloat16
+  std::vector<char> in(bytes, 0x3c), out(bytes * static_cast<size_t>(worldSize()));
+  void* deviceIn = device.allocate(in.size());
+  void* deviceOut = device.allocate(out.size());
+  device.upload(deviceIn, in.data(), in.size());
+  zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+  options.wireFormat = zcclWireAllowInt8;
+  const auto bytesSentBy = [&](const void* send, void* recv, void* stream) {
+    zcclStats before, after;
+    EXPECT_EQ(zcclCommGetStats(comm, &before), zcclSuccess);
+    EXPECT_EQ(zcclAllGatherEx(send, recv, count, zcclBfloat16, comm, stream, &options), zcclSuccess)
+        << zcclGetLastError(comm);
+    EXPECT_EQ(zcclCommGetStats(comm, &after), zcclSuccess);
+    uint64_t sent = 0;
+    for (int link = 0; link < zcclNumLinkClasses; ++link) {
+      sent += after.bytesSent[link] - before.bytesSent[link];
+    }
+    return sent;
+  };
+  const uint64_t onHost = bytesSentBy(in.data(), out.data(), nullptr);
+  const uint64_t onDevice = bytesSentBy(deviceIn, deviceOut, device.stream());
+  const uint64_t plain = bytes * static_cast<uint64_t>(worldSize() - 1);  // a ring's share
+  EXPECT_LT(onHost, plain * 6 / 10) << "host memory: INT8 should pay behind a 0.5 GB/s link";
+  EXPECT_EQ(onDevice, plain) << "device memory: its quantization is slower than the link";
+  zcclTopologyInfo info;
+  ASSERT_EQ(zcclCommGetTopologyInfo(comm, &info), zcclSuccess) << zcclGetLastError(comm);
+  EXPECT_GT(info.quantizeGBps, 0.5);
+  EXPECT_GT(info.deviceQuantizeGBps, 0.0);
+  EXPECT_LT(info.deviceQuantizeGBps, 0.2);
+  EXPECT_EQ(zcclCommDestroy(comm), zcclSuccess);
+  device.release(deviceIn);
+  device.release(deviceOut);
+  zccl::installDeviceRuntime(nullptr);
 }
 
 }  // namespace
