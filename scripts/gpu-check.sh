@@ -76,6 +76,8 @@ step build cmake --build "$build" -j "$(nproc)"
 ctest_step "quant_cuda (kernels = CPU bytes)" -R '^quant_cuda$'
 # The CUDA reductions against the CPU's, byte for byte.
 ctest_step "reduce_cuda (reductions = CPU bytes)" -R '^reduce_cuda$'
+# The kernels' speed: GB/s of input beside a device-to-device copy, 16 and 256 MiB.
+step "CUDA kernels against a copy (GB/s)" "$build/perf/kernels_cuda_bench"
 # Every collective on device memory through the staged transport, 3 ranks sharing the GPU
 # (and as 2 nodes x 2): byte-identical to the host path.
 gtest_step "staged collectives, 3 ranks on one GPU" "$build/zcclrun" -n 3 \
