@@ -2,13 +2,12 @@
 // statistics, one thread chooses the scale with the CPU's code (group_math.h), then every
 // thread encodes or decodes its elements. Compiled with --fmad=false so that nothing is
 // contracted into FMA and the results match the CPU bit for bit.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <climits>
 
 #include "common/cuda_status.h"
+#include "common/half.h"
 #include "quant/group_math.h"
 #include "quant/quantize_cuda.h"
 
@@ -17,13 +16,14 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// The CPU's own conversions (common/half.h), so that NaN payloads match too.
 __device__ float loadFloat(const float* p, size_t i) { return p[i]; }
-__device__ float loadFloat(const __half* p, size_t i) { return __half2float(p[i]); }
-__device__ float loadFloat(const __nv_bfloat16* p, size_t i) { return __bfloat162float(p[i]); }
+__device__ float loadFloat(const float16_t* p, size_t i) { return toFloat(p[i]); }
+__device__ float loadFloat(const bfloat16_t* p, size_t i) { return toFloat(p[i]); }
 
 __device__ void storeFloat(float* p, size_t i, float v) { p[i] = v; }
-__device__ void storeFloat(__half* p, size_t i, float v) { p[i] = __float2half_rn(v); }
-__device__ void storeFloat(__nv_bfloat16* p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+__device__ void storeFloat(float16_t* p, size_t i, float v) { p[i] = toFloat16(v); }
+__device__ void storeFloat(bfloat16_t* p, size_t i, float v) { p[i] = toBfloat16(v); }
 
 // Parameters arrays are 4-byte aligned within the message, but the message itself may not be.
 __device__ void storeParameter(unsigned char* base, size_t i, float v) {
@@ -224,9 +224,9 @@ Status launchDequantizeAs(DataType type, const void* message, const QuantHeader&
     return launchDequantize<float, false>(message, h, out, mismatch, stream);
   }
   if (type == DataType::kFloat16) {
-    return launchDequantize<__half, false>(message, h, out, mismatch, stream);
+    return launchDequantize<float16_t, false>(message, h, out, mismatch, stream);
   }
-  return launchDequantize<__nv_bfloat16, false>(message, h, out, mismatch, stream);
+  return launchDequantize<bfloat16_t, false>(message, h, out, mismatch, stream);
 }
 
 }  // namespace
@@ -257,9 +257,9 @@ Status quantizeCuda(const void* in, DataType type, size_t count, const QuantPara
   if (type == DataType::kFloat32) {
     quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(in), args, message);
   } else if (type == DataType::kFloat16) {
-    quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __half*>(in), args, message);
+    quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float16_t*>(in), args, message);
   } else {
-    quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(in), args,
+    quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const bfloat16_t*>(in), args,
                                                     message);
   }
   ZCCL_CUDA_CHECK(cudaGetLastError());
