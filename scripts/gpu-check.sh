@@ -84,6 +84,18 @@ gtest_step "staged collectives, 3 ranks on one GPU" "$build/zcclrun" -n 3 \
   "$build/tests/staged_test" --gtest_filter='*/cuda_*'
 gtest_step "staged collectives, 2 nodes x 2 on one GPU" env ZCCL_RANKS_PER_NODE=2 \
   "$build/zcclrun" -n 4 "$build/tests/staged_test" --gtest_filter='*/cuda_*'
+# The NCCL device backend: one rank (NCCL refuses two on one GPU), and where the machine has
+# several GPUs one rank on each, every collective through NCCL against the host path.
+gtest_step "NCCL device backend, 1 rank" env ZCCL_DEVICE_BACKEND=nccl "$build/zcclrun" -n 1 \
+  "$build/tests/staged_test" --gtest_filter='*/cuda_api'
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "${gpus:-0}" -ge 2 ]; then
+  gtest_step "NCCL device backend, $((gpus > 4 ? 4 : gpus)) ranks, a GPU each" \
+    env ZCCL_DEVICE_BACKEND=nccl ZCCL_TEST_GPU_PER_RANK=1 "$build/zcclrun" \
+    -n $((gpus > 4 ? 4 : gpus)) "$build/tests/staged_test" --gtest_filter='*/cuda_api'
+else
+  record "NCCL device backend, a GPU per rank" "SKIP (one GPU)"
+fi
 # The NCCL drop-in on host memory, as in CI, and its unit tests (the real-NCCL loader).
 ctest_step "NCCL drop-in, host memory" -R '^nccl_'
 # PyTorch's ProcessGroupNCCL with the drop-in preloaded, 1 rank on the GPU: device memory

@@ -9,13 +9,13 @@
  *
  * Memory: stream=NULL means host buffers (moved over MPI or UCX). A CUDA stream means device
  * buffers on the current device: the collective runs after the work queued on that stream
- * before the call, and work queued after it sees its result. This release stages device
- * memory through page-locked host memory over the same transports (ZCCL_DEVICE_BACKEND=
- * auto|staged; chunks of ZCCL_STAGED_CHUNK_BYTES, default 1 MiB, the copy of one overlapping
- * the transfer of the one before), with the quantization and reduction kernels on the GPU,
- * so only compressed bytes leave it on quantized paths. What blocks: a device call waits
- * (cudaStreamSynchronize) for the stream's earlier work, runs, and returns when its own work
- * on the stream has finished, so the calling thread is blocked for the whole collective.
+ * before the call, and work queued after it sees its result. zccl's algorithms run with the
+ * quantization and reduction kernels on the GPU (only compressed bytes leave it on quantized
+ * paths); their messages go over NCCL (one rank per GPU) or staged through page-locked host
+ * memory over the host transports (ZCCL_DEVICE_BACKEND=auto|nccl|staged). What blocks: a
+ * device call waits (cudaStreamSynchronize) for the stream's earlier work, runs, and returns
+ * when its own work on the stream has finished, so the calling thread is blocked for the
+ * whole collective.
  * zcclSend/zcclRecv on a stream do the same per call, or per group at zcclGroupEnd (one
  * communicator's messages in a group share one stream). A host buffer with a stream, a device
  * buffer with stream=NULL, or a buffer on another device is an error naming the buffer.

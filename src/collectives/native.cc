@@ -119,7 +119,7 @@ Status scatterNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/
 
 constexpr AlgorithmRow nativeRow(Collective collective,
                                  Status (*run)(Context&, const CollectiveArgs&, const Plan&)) {
-  return AlgorithmRow{collective, Algorithm::kNative, false, 1, kHostOnly, false, run, nullptr};
+  return AlgorithmRow{collective, Algorithm::kNative, false, 1, kAnyMemory, false, run, nullptr};
 }
 
 }  // namespace

@@ -27,9 +27,19 @@ std::vector<zccl::PeerTraffic> zcclComm::trafficByPeer() const {
       into.messages += traffic[member].messages;
     }
   };
-  if (hasLevels()) {
-    fold(*nodeTransport, [&](int local) { return levels.rankAt(levels.myNode, local); });
-    fold(*crossTransport, [&](int node) { return levels.rankAt(node, levels.myLocal); });
+  const auto foldLevels = [&](const zccl::Transport* node, const zccl::Transport* cross) {
+    if (node != nullptr) {
+      fold(*node, [&](int local) { return levels.rankAt(levels.myNode, local); });
+    }
+    if (cross != nullptr) {
+      fold(*cross, [&](int node) { return levels.rankAt(node, levels.myLocal); });
+    }
+  };
+  foldLevels(nodeTransport.get(), crossTransport.get());
+  if (device != nullptr) {
+    const auto nccl = device->ncclTransports();
+    if (nccl.flat != nullptr) fold(*nccl.flat, [](int rank) { return rank; });
+    foldLevels(nccl.node, nccl.cross);
   }
   return all;
 }
@@ -67,10 +77,14 @@ std::vector<zccl::Transport*> zcclComm::transports(bool withOwned) {
 }
 
 void zcclComm::resetTraffic() {
-  transport->resetTraffic();
-  if (hasLevels()) {
-    nodeTransport->resetTraffic();
-    crossTransport->resetTraffic();
+  std::vector<zccl::Transport*> counting = {transport.get(), nodeTransport.get(),
+                                            crossTransport.get()};
+  if (device != nullptr) {
+    const auto nccl = device->ncclTransports();
+    counting.insert(counting.end(), {nccl.flat, nccl.node, nccl.cross});
+  }
+  for (zccl::Transport* t : counting) {
+    if (t != nullptr) t->resetTraffic();
   }
   native = zccl::NativeCounters{};
 }
@@ -323,7 +337,10 @@ Status agreeOnConfiguration(Transport& transport, const CommConfig& config) {
   const auto algorithm = [](int v) { return algorithmName(static_cast<Algorithm>(v)); };
   const auto wire = [](int v) { return wireFormatName(static_cast<WireFormat>(v)); };
   const CollectiveOptions& c = config.collective;
-  const auto backend = [](int v) { return v == 0 ? "auto" : "staged"; };
+  const auto backend = [](int v) {
+    static const char* const names[] = {"auto", "staged", "nccl"};
+    return v >= 0 && v < 3 ? names[v] : "?";
+  };
   const std::array<Setting, 10> mine{{
       {"ZCCL_ALGO (config.algorithm)", static_cast<int>(c.algorithm), algorithm},
       {"ZCCL_QUANT (config.wireFormat)", static_cast<int>(c.wire), wire},

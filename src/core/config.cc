@@ -45,7 +45,8 @@ constexpr Named<int> kWireNames[] = {{"none", zcclWireNone},
 constexpr Named<TransportKind> kTransportNames[] = {
     {"auto", TransportKind::kAuto}, {"mpi", TransportKind::kMpi}, {"ucx", TransportKind::kUcx}};
 constexpr Named<DeviceBackend> kDeviceBackendNames[] = {{"auto", DeviceBackend::kAuto},
-                                                        {"staged", DeviceBackend::kStaged}};
+                                                        {"staged", DeviceBackend::kStaged},
+                                                        {"nccl", DeviceBackend::kNccl}};
 constexpr Named<QuantScheme> kSchemeNames[] = {{"sym", QuantScheme::kSymmetric},
                                                {"asym", QuantScheme::kAsymmetric}};
 constexpr Named<Hierarchy> kHierarchyNames[] = {{"auto", Hierarchy::kAuto},
@@ -171,14 +172,8 @@ Status applyEnvironment(CommConfig* result) {
   if (const auto text = envString("ZCCL_HIERARCHY"))
     ZCCL_CHECK(parseNamed("ZCCL_HIERARCHY", *text, kHierarchyNames, &o.hierarchy));
   if (const auto text = envString("ZCCL_DEVICE_BACKEND")) {
-    if (strcasecmp(text->c_str(), "nccl") == 0) {
-      return fail(Status::kInvalidArgument,
-                  "ZCCL_DEVICE_BACKEND=nccl: this zccl moves device memory staged through the "
-                  "host transport only (auto|staged); NCCL carries it through the NCCL drop-in, "
-                  "which forwards device buffers to the real NCCL");
-    }
-    ZCCL_CHECK(
-        parseNamed("ZCCL_DEVICE_BACKEND", *text, kDeviceBackendNames, &result->deviceBackend));
+    ZCCL_CHECK(parseNamed("ZCCL_DEVICE_BACKEND", *text, kDeviceBackendNames,
+                          &result->deviceBackend));
   }
   std::optional<long> chunk;
   ZCCL_CHECK(envInt("ZCCL_STAGED_CHUNK_BYTES", 4096, 1L << 30, &chunk));

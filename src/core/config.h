@@ -11,9 +11,10 @@ namespace zccl {
 // Which engine moves a communicator's host memory (ZCCL_TRANSPORT).
 enum class TransportKind : int { kAuto = 0, kMpi = 1, kUcx = 2 };
 
-// How device memory moves (ZCCL_DEVICE_BACKEND): staged through page-locked host memory over
-// the host transport, which is also what auto takes.
-enum class DeviceBackend : int { kAuto = 0, kStaged = 1 };
+// How device collectives move their messages (ZCCL_DEVICE_BACKEND): NCCL between GPUs, or
+// staged through page-locked host memory over the host transport; auto takes NCCL where every
+// rank can load it and has a GPU of its own, else staged.
+enum class DeviceBackend : int { kAuto = 0, kStaged = 1, kNccl = 2 };
 
 struct CommConfig {
   CollectiveOptions collective;  // defaults of every collective call

@@ -50,6 +50,18 @@ class CudaRuntime final : public DeviceRuntime {
     return Status::kSuccess;
   }
   ScratchAllocator scratchAllocator() override { return cudaScratchAllocator(); }
+  bool ncclDeviceId(std::string* id, std::string* whyNot) override {
+    int device = 0;
+    char busId[32] = {};
+    cudaError_t error = cudaGetDevice(&device);
+    if (error == cudaSuccess) error = cudaDeviceGetPCIBusId(busId, sizeof(busId), device);
+    if (error != cudaSuccess) {
+      *whyNot = std::string("its device has no PCI bus id: ") + cudaGetErrorString(error);
+      return false;
+    }
+    *id = busId;
+    return true;
+  }
 };
 
 }  // namespace

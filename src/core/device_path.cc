@@ -1,7 +1,9 @@
 #include "core/device_path.h"
 
 #include <algorithm>
+#include <cstring>
 
+#include "common/log.h"
 #include "core/comm.h"
 
 namespace zccl {
@@ -137,20 +139,128 @@ Status DevicePath::localRates(KernelRates* rates) {
   return Status::kSuccess;
 }
 
+namespace {
+
+// What each rank brings to the choice of the device backend.
+struct NcclProbe {
+  int usable;        // NCCL loads, and the runtime names this rank's device
+  char device[32];   // its PCI bus id
+  char reason[200];  // why not, when not usable
+};
+
+void copyText(const std::string& text, char* into, size_t capacity) {
+  const size_t n = std::min(text.size(), capacity - 1);
+  std::memcpy(into, text.data(), n);
+  into[n] = '\0';
+}
+
+NcclProbe probeNccl(DeviceRuntime& runtime) {
+  NcclProbe probe{};
+  std::string id, reason;
+  if (runtime.ncclDeviceId(&id, &reason)) ncclLoadable(&reason);
+  probe.usable = reason.empty() ? 1 : 0;
+  copyText(id, probe.device, sizeof(probe.device));
+  copyText(reason, probe.reason, sizeof(probe.reason));
+  return probe;
+}
+
+// Why NCCL cannot carry this job's device collectives, or "" when it can: every rank must
+// load it and hold a GPU no other rank of its machine holds.
+std::string ncclObstacle(const std::vector<NcclProbe>& all,
+                         const std::vector<ProcessLocator>& processes) {
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].usable == 0) return "rank " + std::to_string(r) + ": " + all[r].reason;
+  }
+  for (size_t r = 0; r < all.size(); ++r) {
+    for (size_t s = r + 1; s < all.size() && s < processes.size(); ++s) {
+      if (processes[r].kernel == processes[s].kernel &&
+          std::strcmp(all[r].device, all[s].device) == 0) {
+        return "ranks " + std::to_string(r) + " and " + std::to_string(s) + " share the GPU at " +
+               all[r].device + " (NCCL runs one rank per GPU)";
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Status DevicePath::chooseBackend() {
+  if (backend_) return Status::kSuccess;
+  const DeviceBackend requested = comm_.config.deviceBackend;
+  if (requested == DeviceBackend::kStaged) {
+    backend_ = DeviceBackend::kStaged;
+    return Status::kSuccess;
+  }
+  const NcclProbe mine = probeNccl(runtime_);
+  std::vector<NcclProbe> all(static_cast<size_t>(comm_.size()));
+  ZCCL_CHECK(comm_.transport->allGatherControl(&mine, sizeof(NcclProbe), all.data()));
+  const std::string obstacle = ncclObstacle(all, comm_.processes);
+  if (!obstacle.empty() && requested == DeviceBackend::kNccl) {
+    return fail(Status::kInvalidUsage,
+                "ZCCL_DEVICE_BACKEND=nccl: %s; staged (or auto) carries device memory without it",
+                obstacle.c_str());
+  }
+  if (obstacle.empty()) ZCCL_CHECK(makeNcclTransports());
+  backend_ = obstacle.empty() ? DeviceBackend::kNccl : DeviceBackend::kStaged;
+  ZCCL_LOG(kInfo, "rank %d: device collectives %s", comm_.rank(),
+           obstacle.empty() ? "over NCCL"
+                            : ("staged through host memory (not NCCL: " + obstacle + ")").c_str());
+  return Status::kSuccess;
+}
+
+Status DevicePath::makeNcclTransports() {
+  const TransportOptions options{comm_.config.timeoutSeconds};
+  const auto make = [&](Transport& control, std::unique_ptr<StreamTransport>* out) {
+    ZCCL_CHECK(makeNcclTransport(control, options, out));
+    std::vector<int> ranks(static_cast<size_t>(control.size()));
+    for (int m = 0; m < control.size(); ++m) ranks[static_cast<size_t>(m)] = control.peerRank(m);
+    (*out)->setPeerRanks(std::move(ranks));
+    return Status::kSuccess;
+  };
+  ZCCL_CHECK(make(*comm_.transport, &ncclFlat_));
+  if (!comm_.hasLevels()) return Status::kSuccess;
+  ZCCL_CHECK(make(*comm_.nodeTransport, &ncclNode_));
+  ZCCL_CHECK(make(*comm_.crossTransport, &ncclCross_));
+  ncclLevels_ = comm_.levels;
+  ncclLevels_.node = ncclNode_.get();
+  ncclLevels_.cross = ncclCross_.get();
+  return Status::kSuccess;
+}
+
+void DevicePath::abandonNccl() {
+  for (Transport* t :
+       {static_cast<Transport*>(ncclFlat_.get()), static_cast<Transport*>(ncclNode_.get()),
+        static_cast<Transport*>(ncclCross_.get())}) {
+    if (t != nullptr) t->abandon();
+  }
+}
+
 Status DevicePath::run(void* stream, Collective collective, const CollectiveArgs& args,
                        const CollectiveOptions& options) {
   StreamState* s = nullptr;
   ZCCL_CHECK(stateFor(stream, &s));
-  ZCCL_CHECK(agreeOnRates(*s->resources));  // at the first device collective of every rank
+  // At the first device collective of every rank (collective, in call order).
+  ZCCL_CHECK(agreeOnRates(*s->resources));
+  ZCCL_CHECK(chooseBackend());
+  Transport* transport = s->transport.get();
+  const NodeLevels* levels = comm_.hasLevels() ? &s->levels : nullptr;
+  if (*backend_ == DeviceBackend::kNccl) {
+    for (StreamTransport* t : {ncclFlat_.get(), ncclNode_.get(), ncclCross_.get()}) {
+      if (t != nullptr) t->useStream(stream);
+    }
+    transport = ncclFlat_.get();
+    levels = comm_.hasLevels() ? &ncclLevels_ : nullptr;
+  }
   ZCCL_CHECK(s->resources->synchronize());  // the stream's earlier work wrote the inputs
   const Context next = comm_.nextCollective(s->resources->kernels());
-  Context ctx{*s->transport, scratch_,   comm_.hasLevels() ? &s->levels : nullptr,
-              next.native,   &*cluster_, next.kernels,
-              next.tag};
-
+  Context ctx{*transport, scratch_, levels, next.native, &*cluster_, next.kernels, next.tag};
   Status status = runCollective(ctx, collective, args, options);
   if (status == Status::kSuccess) status = s->resources->synchronize();
-  if (status != Status::kSuccess) s->abandon();  // its staging memory may still be in flight
+  if (status != Status::kSuccess) {  // what is in flight may still touch its memory
+    s->abandon();
+    abandonNccl();
+  }
   return status;
 }
 

@@ -6,11 +6,14 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "collectives/collectives.h"
 #include "collectives/cost_model.h"
+#include "core/config.h"
 #include "core/device_runtime.h"
+#include "transport/nccl/nccl_transport.h"
 
 struct zcclComm;
 
@@ -38,8 +41,20 @@ class DevicePath {
   // collective, or on the default stream when asked before one).
   Status localRates(KernelRates* rates);
 
-  // Point-to-point on `stream`: the transport that carries device buffers to the
-  // communicator's peers, after the stream's earlier work (waited for once per batch of
+  // Its NCCL transports (null where not made), whose traffic the communicator's statistics
+  // fold in like its own transports'.
+  struct LevelTransports {
+    Transport* flat;
+    Transport* node;
+    Transport* cross;
+  };
+  LevelTransports ncclTransports() const {
+    return {ncclFlat_.get(), ncclNode_.get(), ncclCross_.get()};
+  }
+
+  // Point-to-point on `stream` (always staged: one side of a pair cannot know whether the
+  // other made its device path's NCCL communicators yet): the transport that carries device buffers
+  // to the communicator's peers, after the stream's earlier work (waited for once per batch of
   // messages); completeMessages(stream) waits for the batch and the stream.
   Status messageTransport(void* stream, Transport** transport);
   Status completeMessages(void* stream);
@@ -49,6 +64,10 @@ class DevicePath {
   Status stateFor(void* stream, StreamState** state);
   Status measureRates(DeviceStreamResources& resources);
   Status agreeOnRates(DeviceStreamResources& resources);
+  Status chooseBackend();
+  Status makeNcclTransports();
+  Status ncclRefused(const std::string& why);
+  void abandonNccl();
 
   zcclComm& comm_;
   DeviceRuntime& runtime_;
@@ -58,6 +77,11 @@ class DevicePath {
   // The communicator's cost model with the slowest rank's device rates: device calls plan
   // with it, so that a GPU's speed, not the host CPU's, prices their quantization.
   std::optional<ClusterModel> cluster_;
+  // Chosen at the first device collective, the same on every rank: NCCL's transports (one
+  // per level), or none (staged).
+  std::optional<DeviceBackend> backend_;
+  std::unique_ptr<StreamTransport> ncclFlat_, ncclNode_, ncclCross_;
+  NodeLevels ncclLevels_;
 };
 
 // `comm`'s device path, made at its first call with a stream (the runtime is there: the

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "common/scratch.h"
 #include "common/status.h"
@@ -37,6 +38,9 @@ class DeviceRuntime {
   virtual Status currentDevice(int* device) = 0;
   virtual Status forStream(void* stream, std::unique_ptr<DeviceStreamResources>* out) = 0;
   virtual ScratchAllocator scratchAllocator() = 0;
+  // The current device's identity among this machine's (its PCI bus id) for NCCL, which runs
+  // one rank per device; false, with *whyNot, where this runtime cannot run NCCL.
+  virtual bool ncclDeviceId(std::string* id, std::string* whyNot) = 0;
 };
 
 // The process's device runtime: the one installed, else CUDA's where zccl was built with it

@@ -242,6 +242,10 @@ class EmulatedRuntime final : public zccl::DeviceRuntime {
     return zccl::ScratchAllocator{[this](size_t bytes) { return memory_.allocate(bytes); },
                                   [this](void* data) { memory_.release(data); }};
   }
+  bool ncclDeviceId(std::string*, std::string* whyNot) override {
+    *whyNot = "the emulated device cannot run NCCL";
+    return false;
+  }
   int current = 0;
   int synchronizations = 0;
 
@@ -286,6 +290,13 @@ class EmulatedDevice final : public TestDevice {
 class CudaDevice final : public TestDevice {
  public:
   CudaDevice() {
+    // One GPU per rank where asked (NCCL runs one rank per GPU); else every rank shares the
+    // current one (the staged path lets them).
+    int devices = 0;
+    if (std::getenv("ZCCL_TEST_GPU_PER_RANK") != nullptr && cudaGetDeviceCount(&devices) == 0 &&
+        devices > 0) {
+      cudaSetDevice(worldRank() % devices);
+    }
     cudaStreamCreate(&stream_);
     kernels_ = zccl::makeCudaKernels(stream_);
     copier_ = zccl::makeCudaCopier(stream_);
@@ -575,6 +586,7 @@ TEST_P(Staged, QuantizedPathsEqualTheHostPathByteForByte) {
 // the bytes arrive as sent (travelling in several chunks), counted on the wire.
 TEST_P(Staged, SendAndReceiveOnDeviceMemory) {
   if (!throughApi_) GTEST_SKIP() << "point-to-point is the public API's";
+  if (worldSize() < 2) GTEST_SKIP() << "one rank: no peer";
   const int n = worldSize();
   const size_t count = 3001;  // several chunks of float32
   std::vector<float> mine(count), fromPrev(count, -1.0f);
@@ -683,6 +695,23 @@ TEST_F(DeviceMemoryErrors, OneCommunicatorsMessagesInAGroupShareAStream) {
   ASSERT_EQ(zcclGroupEnd(), zcclSuccess) << zcclGetLastError(comm_);
 }
 
+// ZCCL_DEVICE_BACKEND=nccl where a rank cannot run NCCL (here: the emulated device) fails
+// every rank's first device collective at once, naming the rank and why; auto (the default,
+// which every other test here runs with) stages instead.
+TEST_F(DeviceMemoryErrors, NcclBackendWhereARankCannotRunNccl) {
+  setenv("ZCCL_DEVICE_BACKEND", "nccl", 1);
+  zcclComm_t nccl = makeComm(zcclAlgoAuto);
+  unsetenv("ZCCL_DEVICE_BACKEND");
+  ASSERT_NE(nccl, nullptr);
+  EXPECT_EQ(zcclAllReduce(onDevice_, onDevice_, 4, zcclFloat32, zcclSum, nccl, device_.stream()),
+            zcclInvalidUsage);
+  EXPECT_NE(std::string(zcclGetLastError(nccl))
+                .find("ZCCL_DEVICE_BACKEND=nccl: rank 0: the emulated device cannot run NCCL"),
+            std::string::npos)
+      << zcclGetLastError(nccl);
+  EXPECT_EQ(zcclCommDestroy(nccl), zcclSuccess);
+}
+
 // A stream without a device runtime: on a machine without a GPU, every call with one.
 TEST_F(DeviceMemoryErrors, StreamWithoutADevice) {
   zccl::installDeviceRuntime(nullptr);
@@ -696,6 +725,7 @@ TEST_F(DeviceMemoryErrors, StreamWithoutADevice) {
 // memory (their messages would not match: device messages travel in chunks) fails with
 // them at once.
 TEST_F(DeviceMemoryErrors, RanksThatDifferInMemoryUnderCheck) {
+  if (worldSize() < 2) GTEST_SKIP() << "one rank: nobody to differ from";
   zcclConfig config = ZCCL_CONFIG_INITIALIZER;
   config.checkCalls = 1;
   config.timeoutSeconds = 120;
@@ -716,6 +746,7 @@ TEST_F(DeviceMemoryErrors, RanksThatDifferInMemoryUnderCheck) {
 // collective and agreed on: behind a slow link a fast CPU makes INT8 pay for host memory,
 // while a device whose quantization is slower than the link keeps the same all-gather plain.
 TEST(DevicePlans, FollowTheDevicesKernelRatesNotTheCpus) {
+  if (worldSize() < 2) GTEST_SKIP() << "one rank: nothing crosses a link";
   EmulatedDevice device;
   device.slowQuantization(std::chrono::milliseconds(300));  // 16 MiB: about 56 MB/s
   zccl::installDeviceRuntime(device.runtime());
