@@ -68,6 +68,10 @@ std::vector<zccl::Transport*> zcclComm::transports(bool withOwned) {
     all.push_back(nodeTransport.get());
     all.push_back(crossTransport.get());
   }
+  if (device != nullptr) {
+    const auto theirs = device->transports();
+    all.insert(all.end(), theirs.begin(), theirs.end());
+  }
   for (zcclComm* owned : {nodeComm.get(), crossComm.get()}) {
     if (owned == nullptr || !withOwned) continue;
     const auto theirs = owned->transports(true);
@@ -77,15 +81,7 @@ std::vector<zccl::Transport*> zcclComm::transports(bool withOwned) {
 }
 
 void zcclComm::resetTraffic() {
-  std::vector<zccl::Transport*> counting = {transport.get(), nodeTransport.get(),
-                                            crossTransport.get()};
-  if (device != nullptr) {
-    const auto nccl = device->ncclTransports();
-    counting.insert(counting.end(), {nccl.flat, nccl.node, nccl.cross});
-  }
-  for (zccl::Transport* t : counting) {
-    if (t != nullptr) t->resetTraffic();
-  }
+  for (zccl::Transport* t : transports(/*withOwned=*/false)) t->resetTraffic();
   native = zccl::NativeCounters{};
 }
 

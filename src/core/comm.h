@@ -50,8 +50,8 @@ struct zcclComm {
 
   // The context of the next collective call (which takes the next tag).
   zccl::Context nextCollective(zccl::Kernels& kernels);
-  // Every transport of this communicator (levels included) and, withOwned, of the
-  // sub-communicators it owns.
+  // Every transport of this communicator (levels and the device path's included) and,
+  // withOwned, of the sub-communicators it owns.
   std::vector<zccl::Transport*> transports(bool withOwned);
   zcclLinkClass_t linkTo(int peer) const;
   // "; rank 3 (pid 1234) has exited" for the ranks of this machine that are gone, or "".

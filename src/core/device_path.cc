@@ -228,12 +228,19 @@ Status DevicePath::makeNcclTransports() {
   return Status::kSuccess;
 }
 
-void DevicePath::abandonNccl() {
+std::vector<Transport*> DevicePath::transports() const {
+  std::vector<Transport*> all;
+  for (const auto& s : streams_) {
+    for (Transport* t : {s->transport.get(), s->node.get(), s->cross.get()}) {
+      if (t != nullptr) all.push_back(t);
+    }
+  }
   for (Transport* t :
        {static_cast<Transport*>(ncclFlat_.get()), static_cast<Transport*>(ncclNode_.get()),
         static_cast<Transport*>(ncclCross_.get())}) {
-    if (t != nullptr) t->abandon();
+    if (t != nullptr) all.push_back(t);
   }
+  return all;
 }
 
 Status DevicePath::run(void* stream, Collective collective, const CollectiveArgs& args,
@@ -256,11 +263,9 @@ Status DevicePath::run(void* stream, Collective collective, const CollectiveArgs
   const Context next = comm_.nextCollective(s->resources->kernels());
   Context ctx{*transport, scratch_, levels, next.native, &*cluster_, next.kernels, next.tag};
   Status status = runCollective(ctx, collective, args, options);
+  // A failure leaves the caller to abandon every transport of the communicator, these
+  // included (zcclComm::transports): what is in flight may still touch their memory.
   if (status == Status::kSuccess) status = s->resources->synchronize();
-  if (status != Status::kSuccess) {  // what is in flight may still touch its memory
-    s->abandon();
-    abandonNccl();
-  }
   return status;
 }
 

@@ -41,6 +41,9 @@ class DevicePath {
   // collective, or on the default stream when asked before one).
   Status localRates(KernelRates* rates);
 
+  // Every transport it made (staged per stream, NCCL), for abandon, abort and statistics.
+  std::vector<Transport*> transports() const;
+
   // Its NCCL transports (null where not made), whose traffic the communicator's statistics
   // fold in like its own transports'.
   struct LevelTransports {
@@ -66,8 +69,6 @@ class DevicePath {
   Status agreeOnRates(DeviceStreamResources& resources);
   Status chooseBackend();
   Status makeNcclTransports();
-  Status ncclRefused(const std::string& why);
-  void abandonNccl();
 
   zcclComm& comm_;
   DeviceRuntime& runtime_;
