@@ -114,16 +114,33 @@ Status DevicePath::measureRates(DeviceStreamResources& resources) {
   return status;
 }
 
+// A rank that could not measure still takes part, so that the others fail at once naming it
+// instead of waiting for it until the timeout.
 Status DevicePath::agreeOnRates(DeviceStreamResources& resources) {
   if (cluster_) return Status::kSuccess;
-  ZCCL_CHECK(measureRates(resources));
-  std::vector<KernelRates> all(static_cast<size_t>(comm_.size()));
-  ZCCL_CHECK(comm_.transport->allGatherControl(&*measured_, sizeof(KernelRates), all.data()));
+  struct Offer {
+    KernelRates rates;
+    int measured;
+  };
+  const Status measured = measureRates(resources);
+  const std::string why = measured == Status::kSuccess ? "" : lastThreadError();
+  const Offer mine{measured_.value_or(KernelRates{}), measured == Status::kSuccess ? 1 : 0};
+  std::vector<Offer> all(static_cast<size_t>(comm_.size()));
+  ZCCL_CHECK(comm_.transport->allGatherControl(&mine, sizeof(Offer), all.data()));
+  if (measured != Status::kSuccess) {
+    restoreThreadError(why);
+    return measured;
+  }
   ClusterModel cluster = comm_.cluster;
   cluster.quantizeBytesPerSecond = cluster.dequantizeBytesPerSecond = 1e300;
-  for (const KernelRates& r : all) {
-    cluster.quantizeBytesPerSecond = std::min(cluster.quantizeBytesPerSecond, r.quantize);
-    cluster.dequantizeBytesPerSecond = std::min(cluster.dequantizeBytesPerSecond, r.dequantize);
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].measured == 0) {
+      return fail(Status::kSystemError, "rank %zu could not measure its device's kernel rates", r);
+    }
+    cluster.quantizeBytesPerSecond =
+        std::min(cluster.quantizeBytesPerSecond, all[r].rates.quantize);
+    cluster.dequantizeBytesPerSecond =
+        std::min(cluster.dequantizeBytesPerSecond, all[r].rates.dequantize);
   }
   cluster_ = cluster;
   return Status::kSuccess;
