@@ -101,8 +101,11 @@ ctest_step "NCCL drop-in, host memory" -R '^nccl_'
 # PyTorch's ProcessGroupNCCL with the drop-in preloaded, 1 rank on the GPU: device memory
 # goes through the shim to the real NCCL.
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-  step "torch nccl backend, LD_PRELOAD drop-in" env LD_PRELOAD="$build/libzccl_nccl.so" \
-    ZCCL_DEBUG=INFO python3 tests/gpu/torch_nccl_preload.py
+  step "torch nccl backend, LD_PRELOAD drop-in (zccl's device path)" \
+    env LD_PRELOAD="$build/libzccl_nccl.so" ZCCL_DEBUG=INFO python3 tests/gpu/torch_nccl_preload.py
+  step "torch nccl backend, LD_PRELOAD drop-in (ZCCL_NCCL_DEVICE=nccl)" \
+    env LD_PRELOAD="$build/libzccl_nccl.so" ZCCL_NCCL_DEVICE=nccl ZCCL_DEBUG=INFO \
+    python3 tests/gpu/torch_nccl_preload.py
 else
   record "torch nccl backend, LD_PRELOAD drop-in" "SKIP (no torch with CUDA)"
 fi

@@ -1,5 +1,6 @@
 // One NCCL communication call as the drop-in carries it: from the entry point, through a
-// group if one is open, to the host path (zccl) or the device path (the real NCCL).
+// group if one is open, to zccl (host buffers, and device buffers on zccl's device path) or
+// to the real NCCL (device buffers zccl does not carry).
 #pragma once
 
 #include <cstddef>
@@ -26,14 +27,17 @@ struct Call {
 // Checks the call, then runs it now or, inside a group, at ncclGroupEnd.
 ncclResult_t submit(const Call& call);
 
-// host_path.cc: the call on host memory over zccl, blocking.
-ncclResult_t runOnHost(const Call& call);
-// Sends and receives of one communicator as one zccl group (so that rings do not deadlock).
-ncclResult_t runPointToPointOnHost(const Call* calls, size_t count);
+// Whether the call's buffers are device memory (either one).
+bool onDevice(const Call& call);
 
-// device_path.cc: the call forwarded to the real NCCL on its communicator twin, which the
-// first device call makes (collectively, like every call).
-ncclResult_t runOnDevice(const Call& call);
+// zccl_path.cc: the call over zccl, blocking; device buffers on the call's stream.
+ncclResult_t runOverZccl(const Call& call);
+// Sends and receives of one communicator as one zccl group (so that rings do not deadlock).
+ncclResult_t runPointToPointOverZccl(const Call* calls, size_t count);
+
+// real_nccl_path.cc: the call forwarded to the real NCCL on its communicator twin, which the
+// first such call makes (collectively, like every call).
+ncclResult_t runOnRealNccl(const Call& call);
 
 // group.cc
 bool insideGroup();

@@ -25,9 +25,9 @@ struct CommWork {
 };
 
 void runWork(CommWork* work) {
-  work->result = runPointToPointOnHost(work->pointToPoint.data(), work->pointToPoint.size());
+  work->result = runPointToPointOverZccl(work->pointToPoint.data(), work->pointToPoint.size());
   for (size_t i = 0; i < work->collectives.size() && work->result == ncclSuccess; ++i) {
-    work->result = runOnHost(work->collectives[i]);
+    work->result = runOverZccl(work->collectives[i]);
   }
   if (work->result != ncclSuccess) work->error = lastError();
 }

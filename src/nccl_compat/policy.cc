@@ -44,6 +44,17 @@ ncclResult_t readBytes(const char* variable, size_t* bytes, std::string* error) 
   return ncclSuccess;
 }
 
+ncclResult_t readDevicePath(bool* overZccl, std::string* error) {
+  const char* text = std::getenv("ZCCL_NCCL_DEVICE");
+  if (text == nullptr || *text == '\0') return ncclSuccess;
+  if (std::strcmp(text, "zccl") == 0 || std::strcmp(text, "nccl") == 0) {
+    *overZccl = std::strcmp(text, "zccl") == 0;
+    return ncclSuccess;
+  }
+  *error = std::string("ZCCL_NCCL_DEVICE=") + text + ": expected zccl|nccl";
+  return ncclInvalidArgument;
+}
+
 bool isFloat(ncclDataType_t datatype) {
   return datatype == ncclFloat32 || datatype == ncclFloat16 || datatype == ncclBfloat16;
 }
@@ -68,7 +79,8 @@ ncclResult_t policyFromEnvironment(Policy* policy, std::string* error) {
   if (readWire("ZCCL_NCCL_QUANT_ALLGATHER", &policy->allGather, error) != ncclSuccess ||
       readWire("ZCCL_NCCL_QUANT_REDUCESCATTER", &policy->reduceScatter, error) != ncclSuccess ||
       readWire("ZCCL_NCCL_QUANT_ALLREDUCE", &policy->allReduce, error) != ncclSuccess ||
-      readBytes("ZCCL_NCCL_QUANT_MIN_BYTES", &policy->minBytes, error) != ncclSuccess) {
+      readBytes("ZCCL_NCCL_QUANT_MIN_BYTES", &policy->minBytes, error) != ncclSuccess ||
+      readDevicePath(&policy->deviceOverZccl, error) != ncclSuccess) {
     return ncclInvalidArgument;
   }
   return ncclSuccess;

@@ -1,7 +1,8 @@
 // What the drop-in does with a program's NCCL calls, from the environment, lossless unless
 // asked: ZCCL_NCCL_QUANT_ALLGATHER, _REDUCESCATTER and _ALLREDUCE (none|int8|int4|allow-int8|
 // allow-int4: float types only, and sum/avg for reductions) for buffers of at least
-// ZCCL_NCCL_QUANT_MIN_BYTES.
+// ZCCL_NCCL_QUANT_MIN_BYTES; ZCCL_NCCL_DEVICE=zccl|nccl: whether device buffers take zccl's
+// device path (the default) or go to the real NCCL.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +31,7 @@ struct Policy {
   zcclWireFormat_t reduceScatter = zcclWireNone;
   zcclWireFormat_t allReduce = zcclWireNone;
   size_t minBytes = 0;
+  bool deviceOverZccl = true;
 };
 
 // Read once; a malformed variable is ncclInvalidArgument naming it (every communicator's

@@ -1,5 +1,6 @@
 // Every NCCL communication call passes here: arguments checked and named in errors, then the
-// memory decides the path (device: the real NCCL; host: zccl, now or at the group's end).
+// path: zccl, now or at the group's end, for host buffers and (ZCCL_NCCL_DEVICE=zccl, the
+// default) for device buffers; the real NCCL for device buffers zccl does not carry.
 #include <cstdint>
 #include <string>
 
@@ -84,7 +85,20 @@ ncclResult_t checkArguments(const Call& call) {
   return ncclSuccess;
 }
 
+// Device buffers zccl carries: everything but PreMulSum (its scalar scales on the host) and
+// float8 arithmetic, unless ZCCL_NCCL_DEVICE=nccl.
+bool deviceOverZccl(const Call& call) {
+  if (!call.comm->policy.deviceOverZccl) return false;
+  if (!takesOp(call.operation)) return true;
+  return call.op < ncclNumOps && call.datatype <= ncclBfloat16;
+}
+
 }  // namespace
+
+bool onDevice(const Call& call) {
+  return memoryKind(call.sendbuff) == MemoryKind::kDevice ||
+         memoryKind(call.recvbuff) == MemoryKind::kDevice;
+}
 
 ncclResult_t submit(const Call& call) {
   NCCL_CHECK(checkComm(call.comm, call.function));
@@ -95,20 +109,20 @@ ncclResult_t submit(const Call& call) {
                 call.function);
   }
   NCCL_CHECK(checkArguments(call));
-  if (memoryKind(call.sendbuff) == MemoryKind::kDevice ||
-      memoryKind(call.recvbuff) == MemoryKind::kDevice) {
-    return runOnDevice(call);
-  }
-  std::string error;
-  const ncclResult_t synchronized = synchronizeStream(call.stream, &error);
-  if (synchronized != ncclSuccess) {
-    return fail(synchronized, "%s: %s", call.function, error.c_str());
+  const bool device = onDevice(call);
+  if (device && !deviceOverZccl(call)) return runOnRealNccl(call);
+  if (!device) {  // host buffers given with a stream are read after its work
+    std::string error;
+    const ncclResult_t synchronized = synchronizeStream(call.stream, &error);
+    if (synchronized != ncclSuccess) {
+      return fail(synchronized, "%s: %s", call.function, error.c_str());
+    }
   }
   if (insideGroup()) {
     deferToGroupEnd(call);
     return ncclSuccess;
   }
-  return runOnHost(call);
+  return runOverZccl(call);
 }
 
 }  // namespace zccl::nccl

@@ -74,6 +74,21 @@ TEST(NcclConfig, WrongSizeMagicOrBlockingAreErrorsNamingTheField) {
   EXPECT_NE(error.find("config->blocking=7"), std::string::npos) << error;
 }
 
+TEST(NcclPolicy, DeviceBuffersTakeZcclUnlessAskedForTheRealNccl) {
+  Policy policy;
+  std::string error;
+  unsetenv("ZCCL_NCCL_DEVICE");
+  ASSERT_EQ(policyFromEnvironment(&policy, &error), ncclSuccess) << error;
+  EXPECT_TRUE(policy.deviceOverZccl);
+  setenv("ZCCL_NCCL_DEVICE", "nccl", 1);
+  ASSERT_EQ(policyFromEnvironment(&policy, &error), ncclSuccess) << error;
+  EXPECT_FALSE(policy.deviceOverZccl);
+  setenv("ZCCL_NCCL_DEVICE", "gpu", 1);
+  EXPECT_EQ(policyFromEnvironment(&policy, &error), ncclInvalidArgument);
+  EXPECT_EQ(error, "ZCCL_NCCL_DEVICE=gpu: expected zccl|nccl");
+  unsetenv("ZCCL_NCCL_DEVICE");
+}
+
 TEST(NcclPolicy, QuantizesOnlyFloatSumsAboveTheThreshold) {
   Policy policy;
   policy.allGather = zcclWireInt8;

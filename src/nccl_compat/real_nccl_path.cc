@@ -1,6 +1,7 @@
-// NCCL calls on device memory: forwarded to the real NCCL, on a twin of the communicator that
-// the first device call makes. zccl's own device path is not built yet (DESIGN.md), so every
-// byte here is the real NCCL's and none is in zccl's statistics.
+// NCCL calls on device memory that zccl's device path does not carry (PreMulSum, float8
+// arithmetic, or every one under ZCCL_NCCL_DEVICE=nccl): forwarded to the real NCCL, on a twin
+// of the communicator that the first such call makes. Their bytes are the real NCCL's and not
+// in zccl's statistics.
 #include <cstring>
 #include <string>
 
@@ -115,7 +116,7 @@ ncclResult_t forward(const Call& call, const RealNccl* real, ncclRedOp_t op) {
 
 }  // namespace
 
-ncclResult_t runOnDevice(const Call& call) {
+ncclResult_t runOnRealNccl(const Call& call) {
   const RealNccl* real = loadedNccl(call.function);
   if (call.comm->real == nullptr) {
     if (realGroupOpen()) {

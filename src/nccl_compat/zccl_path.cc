@@ -1,5 +1,6 @@
-// NCCL calls on host memory, over zccl's public API. zccl has no reduce, gather or scatter
-// of its own: they are built here from its reduce-scatter and its grouped sends/receives.
+// NCCL calls over zccl's public API: host buffers with stream=NULL, device buffers on the
+// call's stream (zccl's device path: NCCL or staged through host memory, zccl's algorithms
+// and the drop-in's quantization policy either way).
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -13,6 +14,18 @@
 
 namespace zccl::nccl {
 namespace {
+
+// The stream zccl takes for the call: NULL (host memory) or the call's, where NCCL's NULL is
+// CUDA's legacy default stream (cudaStreamLegacy), which zccl names explicitly.
+zcclStream_t streamOf(const Call& call) {
+  if (!onDevice(call)) return nullptr;
+  return call.stream != nullptr ? static_cast<zcclStream_t>(call.stream)
+                                : reinterpret_cast<zcclStream_t>(0x1);
+}
+
+const char* memoryName(const Call& call) {
+  return onDevice(call) ? "device memory" : "host memory";
+}
 
 ncclResult_t hostType(const Call& call, bool arithmetic, zcclDataType_t* type) {
   static constexpr zcclDataType_t kTypes[] = {zcclInt8,    zcclUint8,   zcclInt32,   zcclUint32,
@@ -153,8 +166,8 @@ void logDecision(const Call& call, const std::string& path, const std::string& r
     std::lock_guard<std::mutex> lock(call.comm->mutex);
     if (!call.comm->decisionsLogged.insert(key).second) return;
   }
-  ZCCL_LOG(kInfo, "%s(%s, from %s): host memory, %s; %s", call.function, typeName(call.datatype),
-           sizeClass.c_str(), path.c_str(), reason.c_str());
+  ZCCL_LOG(kInfo, "%s(%s, from %s): %s, %s; %s", call.function, typeName(call.datatype),
+           sizeClass.c_str(), memoryName(call), path.c_str(), reason.c_str());
 }
 
 // The plan zccl's planner makes for a collective, as text for the log.
@@ -191,7 +204,7 @@ ncclResult_t allReduce(const Call& call) {
   const zcclCollOptions options =
       quantizable(call, zcclCollAllReduce, type, input.op, call.count * typeBytes(call.datatype));
   return fromZccl(zcclAllReduceEx(input.data, call.recvbuff, call.count, type, input.op,
-                                  call.comm->host, nullptr, &options),
+                                  call.comm->host, streamOf(call), &options),
                   call.function, call.comm);
 }
 
@@ -204,7 +217,7 @@ ncclResult_t reduceScatter(const Call& call) {
   const zcclCollOptions options =
       quantizable(call, zcclCollReduceScatter, type, input.op, total * typeBytes(call.datatype));
   return fromZccl(zcclReduceScatterEx(input.data, call.recvbuff, call.count, type, input.op,
-                                      call.comm->host, nullptr, &options),
+                                      call.comm->host, streamOf(call), &options),
                   call.function, call.comm);
 }
 
@@ -215,7 +228,7 @@ ncclResult_t allGather(const Call& call) {
   const zcclCollOptions options =
       quantizable(call, zcclCollAllGather, type, zcclSum, total * typeBytes(call.datatype));
   return fromZccl(zcclAllGatherEx(call.sendbuff, call.recvbuff, call.count, type, call.comm->host,
-                                  nullptr, &options),
+                                  streamOf(call), &options),
                   call.function, call.comm);
 }
 
@@ -227,7 +240,7 @@ ncclResult_t broadcast(const Call& call) {
                        call.count * typeBytes(call.datatype), nullptr),
               "exact", call.count * typeBytes(call.datatype));
   return fromZccl(zcclBroadcast(call.sendbuff, call.recvbuff, call.count, type, call.root,
-                                call.comm->host, nullptr),
+                                call.comm->host, streamOf(call)),
                   call.function, call.comm);
 }
 
@@ -240,7 +253,7 @@ ncclResult_t allToAll(const Call& call) {
       planText(call, zcclCollAllToAll, type, zcclSum, total * typeBytes(call.datatype), nullptr),
       "exact", total * typeBytes(call.datatype));
   return fromZccl(
-      zcclAllToAll(call.sendbuff, call.recvbuff, call.count, type, call.comm->host, nullptr),
+      zcclAllToAll(call.sendbuff, call.recvbuff, call.count, type, call.comm->host, streamOf(call)),
       call.function, call.comm);
 }
 
@@ -252,7 +265,7 @@ ncclResult_t reduce(const Call& call) {
   const size_t bytes = call.count * typeBytes(call.datatype);
   logDecision(call, planText(call, zcclCollReduce, type, input.op, bytes, nullptr), "exact", bytes);
   return fromZccl(zcclReduce(input.data, call.recvbuff, call.count, type, input.op, call.root,
-                             call.comm->host, nullptr),
+                             call.comm->host, streamOf(call)),
                   call.function, call.comm);
 }
 
@@ -263,20 +276,21 @@ ncclResult_t gatherOrScatter(const Call& call, bool gather) {
   const zcclCollective_t collective = gather ? zcclCollGather : zcclCollScatter;
   logDecision(call, planText(call, collective, type, zcclSum, bytes, nullptr), "exact", bytes);
   const auto run = gather ? zcclGather : zcclScatter;
-  return fromZccl(
-      run(call.sendbuff, call.recvbuff, call.count, type, call.root, call.comm->host, nullptr),
-      call.function, call.comm);
+  return fromZccl(run(call.sendbuff, call.recvbuff, call.count, type, call.root, call.comm->host,
+                      streamOf(call)),
+                  call.function, call.comm);
 }
 
 zcclResult_t pointToPoint(const Call& call, zcclDataType_t type) {
   return call.operation == Operation::kSend
-             ? zcclSend(call.sendbuff, call.count, type, call.root, call.comm->host, nullptr)
-             : zcclRecv(call.recvbuff, call.count, type, call.root, call.comm->host, nullptr);
+             ? zcclSend(call.sendbuff, call.count, type, call.root, call.comm->host, streamOf(call))
+             : zcclRecv(call.recvbuff, call.count, type, call.root, call.comm->host,
+                        streamOf(call));
 }
 
 }  // namespace
 
-ncclResult_t runPointToPointOnHost(const Call* calls, size_t count) {
+ncclResult_t runPointToPointOverZccl(const Call* calls, size_t count) {
   if (count == 0) return ncclSuccess;
   zcclResult_t result = zcclGroupStart();
   size_t failed = 0;
@@ -297,7 +311,7 @@ ncclResult_t runPointToPointOnHost(const Call* calls, size_t count) {
   return fromZccl(result, calls[failed].function, calls[failed].comm);
 }
 
-ncclResult_t runOnHost(const Call& call) {
+ncclResult_t runOverZccl(const Call& call) {
   switch (call.operation) {
     case Operation::kAllReduce:
       return allReduce(call);
@@ -317,7 +331,7 @@ ncclResult_t runOnHost(const Call& call) {
       return gatherOrScatter(call, false);
     case Operation::kSend:
     case Operation::kRecv:
-      return runPointToPointOnHost(&call, 1);
+      return runPointToPointOverZccl(&call, 1);
   }
   return fail(ncclInternalError, "%s: unknown operation", call.function);
 }
