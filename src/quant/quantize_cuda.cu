@@ -1,6 +1,8 @@
-// CUDA kernels for quantization: one thread block per group. The block reduces the group's
-// statistics, one thread chooses the scale with the CPU's code (group_math.h), then every
-// thread encodes or decodes its elements. Compiled with --fmad=false so that nothing is
+// CUDA kernels for quantization. Quantize: one warp per group, eight groups per thread block;
+// the warp reduces the group's statistics with shuffles, every lane chooses the same scale
+// with the CPU's code (group_math.h), then the lanes encode the group's elements in
+// coalesced strides. Dequantize: a grid-stride loop over pairs of elements (a byte of INT4
+// codes; a group never splits a pair). Compiled with --fmad=false so that nothing is
 // contracted into FMA and the results match the CPU bit for bit.
 #include <cuda_runtime.h>
 
@@ -15,6 +17,8 @@ namespace zccl {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kWarpSize = 32;
+constexpr int kGroupsPerBlock = kThreads / kWarpSize;
 
 // The CPU's own conversions (common/half.h), so that NaN payloads match too.
 __device__ float loadFloat(const float* p, size_t i) { return p[i]; }
@@ -42,25 +46,15 @@ struct QuantizeArgs {
   bool stochastic;
 };
 
-// Reduces the block's partial statistics; the result is valid in every thread.
-__device__ GroupStats blockStats(GroupStats mine) {
-  __shared__ GroupStats partial[kThreads / 32];
-  for (int offset = 16; offset > 0; offset /= 2) {
+// Reduces the warp's partial statistics; the result is valid in every lane.
+__device__ GroupStats warpStats(GroupStats mine) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
     mine.absmax = fmaxf(mine.absmax, __shfl_xor_sync(0xffffffffu, mine.absmax, offset));
     mine.min = fminf(mine.min, __shfl_xor_sync(0xffffffffu, mine.min, offset));
     mine.max = fmaxf(mine.max, __shfl_xor_sync(0xffffffffu, mine.max, offset));
     mine.nonFinite |= __shfl_xor_sync(0xffffffffu, static_cast<int>(mine.nonFinite), offset);
   }
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = mine;
-  __syncthreads();
-  GroupStats all = partial[0];
-  for (int w = 1; w < kThreads / 32; ++w) {
-    all.absmax = fmaxf(all.absmax, partial[w].absmax);
-    all.min = fminf(all.min, partial[w].min);
-    all.max = fmaxf(all.max, partial[w].max);
-    all.nonFinite |= partial[w].nonFinite;
-  }
-  return all;
+  return mine;
 }
 
 template <typename T>
@@ -78,25 +72,28 @@ __global__ void quantizeKernel(const T* in, QuantizeArgs args, unsigned char* ou
       out[b] = 0;
     }
   }
-  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * h.groupSize;
-  if (first >= h.count) return;  // the one block launched for an empty message
+  const uint64_t group =
+      static_cast<uint64_t>(blockIdx.x) * kGroupsPerBlock + threadIdx.x / kWarpSize;
+  if (group >= args.layout.groups) return;  // a whole warp: its shuffles stay complete
+  const uint32_t lane = threadIdx.x % kWarpSize;
+  const uint64_t first = group * h.groupSize;
   const uint32_t n =
       static_cast<uint32_t>(h.count - first < h.groupSize ? h.count - first : h.groupSize);
 
   GroupStats mine{0.0f, INFINITY, -INFINITY, false};
-  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+  for (uint32_t i = lane; i < n; i += kWarpSize) {
     const float v = loadFloat(in, first + i);
     mine.nonFinite |= !isFiniteBits(v);
     mine.absmax = fmaxf(mine.absmax, fabsf(v));
     mine.min = fminf(mine.min, v);
     mine.max = fmaxf(mine.max, v);
   }
-  const GroupStats stats = blockStats(mine);
+  const GroupStats stats = warpStats(mine);
   GroupScale gs = nonFiniteScale();
   if (!stats.nonFinite) gs = chooseScale(stats, bits, scheme);
-  if (threadIdx.x == 0) {
-    storeParameter(scales, blockIdx.x, gs.scale);
-    if (scheme == QuantScheme::kAsymmetric) storeParameter(offsets, blockIdx.x, gs.offset);
+  if (lane == 0) {
+    storeParameter(scales, group, gs.scale);
+    if (scheme == QuantScheme::kAsymmetric) storeParameter(offsets, group, gs.offset);
   }
 
   const int lo = codeLow(bits, scheme), hi = codeHigh(bits, scheme);
@@ -111,10 +108,10 @@ __global__ void quantizeKernel(const T* in, QuantizeArgs args, unsigned char* ou
                : codeNearest(x, gs.prescaledOffset, gs.inv, center, lo, hi);
   };
   if (bits == 8) {
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) payload[first + i] = code(i);
+    for (uint32_t i = lane; i < n; i += kWarpSize) payload[first + i] = code(i);
   } else {
     // Two codes per byte, low nibble first; groups start at even elements.
-    for (uint32_t j = threadIdx.x; 2 * j < n; j += blockDim.x) {
+    for (uint32_t j = lane; 2 * j < n; j += kWarpSize) {
       const uint8_t low = code(2 * j) & 0x0f;
       const uint8_t high = 2 * j + 1 < n ? static_cast<uint8_t>(code(2 * j + 1) << 4) : 0;
       payload[first / 2 + j] = static_cast<unsigned char>(low | high);
@@ -142,31 +139,30 @@ template <typename T, bool Accumulate>
 __global__ void dequantizeKernel(const unsigned char* message, QuantHeader h, QuantLayout layout,
                                  T* out, int* mismatch) {
   if (mismatch != nullptr && headerDiffers(message, h, mismatch)) return;
-  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * h.groupSize;
-  const uint32_t n =
-      static_cast<uint32_t>(h.count - first < h.groupSize ? h.count - first : h.groupSize);
   const QuantScheme scheme = static_cast<QuantScheme>(h.scheme);
   const unsigned char* payload = message + sizeof(QuantHeader);
   const unsigned char* scales = message + layout.parametersOffset;
-  const float scale = loadParameter(scales, blockIdx.x);
-  const float offset = scheme == QuantScheme::kSymmetric
-                           ? 0.0f
-                           : loadParameter(scales + 4 * layout.groups, blockIdx.x);
+  const unsigned char* offsets = scales + 4 * layout.groups;
   const float center = centerOf(h.bits, scheme);
-  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const uint64_t e = first + i;
-    uint8_t c = payload[h.bits == 8 ? e : e / 2];
-    if (h.bits == 4) {
-      c = e % 2 ? c >> 4 : c & 0x0f;
-      if (scheme == QuantScheme::kSymmetric && c >= 8) c |= 0xf0;  // sign-extend the nibble
-    }
-    const float v = scheme == QuantScheme::kSymmetric
-                        ? decodeSignedCode(static_cast<int8_t>(c), scale)
-                        : decodeUnsignedCode(c, scale, offset, center);
-    if constexpr (Accumulate) {
-      out[e] += v;
-    } else {
-      storeFloat(out, e, v);
+  const uint64_t pairs = (h.count + 1) / 2;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t p = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < pairs;
+       p += stride) {
+    const uint64_t group = 2 * p / h.groupSize;  // both elements: groups start at even ones
+    const float scale = loadParameter(scales, group);
+    const float offset = scheme == QuantScheme::kSymmetric ? 0.0f : loadParameter(offsets, group);
+    const uint8_t packed = h.bits == 4 ? payload[p] : 0;
+    for (uint64_t e = 2 * p; e < 2 * p + 2 && e < h.count; ++e) {
+      uint8_t c = h.bits == 8 ? payload[e] : (e % 2 ? packed >> 4 : packed & 0x0f);
+      if (h.bits == 4 && scheme == QuantScheme::kSymmetric && c >= 8) c |= 0xf0;  // sign-extend
+      const float v = scheme == QuantScheme::kSymmetric
+                          ? decodeSignedCode(static_cast<int8_t>(c), scale)
+                          : decodeUnsignedCode(c, scale, offset, center);
+      if constexpr (Accumulate) {
+        out[e] += v;
+      } else {
+        storeFloat(out, e, v);
+      }
     }
   }
 }
@@ -201,8 +197,13 @@ Status launchDequantize(const void* message, const QuantHeader& h, void* out, in
   const QuantLayout layout =
       quantLayoutOf(h.count, h.bits, static_cast<QuantScheme>(h.scheme), h.groupSize);
   if (layout.groups == 0) return Status::kSuccess;
-  dequantizeKernel<T, Accumulate><<<static_cast<unsigned>(layout.groups), kThreads, 0, stream>>>(
-      static_cast<const unsigned char*>(message), h, layout, static_cast<T*>(out), mismatch);
+  // Enough blocks to fill any GPU; the grid-stride loop covers the rest.
+  const uint64_t pairs = (h.count + 1) / 2;
+  const uint64_t blocks = (pairs + kThreads - 1) / kThreads;
+  constexpr uint64_t kMaxBlocks = uint64_t{1} << 16;
+  dequantizeKernel<T, Accumulate>
+      <<<static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks), kThreads, 0, stream>>>(
+          static_cast<const unsigned char*>(message), h, layout, static_cast<T*>(out), mismatch);
   ZCCL_CUDA_CHECK(cudaGetLastError());
   return Status::kSuccess;
 }
@@ -219,7 +220,7 @@ QuantHeader headerOf(const QuantParams& params, size_t count) {
 }
 
 Status launchDequantizeAs(DataType type, const void* message, const QuantHeader& h, void* out,
-                         int* mismatch, DeviceStream stream) {
+                          int* mismatch, DeviceStream stream) {
   if (type == DataType::kFloat32) {
     return launchDequantize<float, false>(message, h, out, mismatch, stream);
   }
@@ -252,12 +253,16 @@ Status quantizeCuda(const void* in, DataType type, size_t count, const QuantPara
   args.header = headerOf(params, count);
   args.seed = params.seed;
   args.stochastic = params.rounding == Rounding::kStochastic;
-  const unsigned blocks = args.layout.groups > 0 ? static_cast<unsigned>(args.layout.groups) : 1;
+  // A warp per group; one block at least, which writes the header of an empty message.
+  const unsigned blocks =
+      static_cast<unsigned>((args.layout.groups + kGroupsPerBlock - 1) / kGroupsPerBlock) +
+      (args.layout.groups == 0 ? 1 : 0);
   auto* message = static_cast<unsigned char*>(out);
   if (type == DataType::kFloat32) {
     quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(in), args, message);
   } else if (type == DataType::kFloat16) {
-    quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float16_t*>(in), args, message);
+    quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float16_t*>(in), args,
+                                                    message);
   } else {
     quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const bfloat16_t*>(in), args,
                                                     message);
