@@ -748,9 +748,10 @@ TEST_F(DeviceMemoryErrors, RanksThatDifferInMemoryUnderCheck) {
 TEST(DevicePlans, FollowTheDevicesKernelRatesNotTheCpus) {
   if (worldSize() < 2) GTEST_SKIP() << "one rank: nothing crosses a link";
   EmulatedDevice device;
-  device.slowQuantization(std::chrono::milliseconds(300));  // 16 MiB: about 56 MB/s
+  device.slowQuantization(std::chrono::milliseconds(1000));  // 16 MiB: about 17 MB/s
   zccl::installDeviceRuntime(device.runtime());
-  setenv("ZCCL_INTER_NODE_GBPS", "0.5", 1);
+  // A link slow enough that INT8 pays even for a CPU slowed by sanitizers.
+  setenv("ZCCL_INTER_NODE_GBPS", "0.01", 1);
   zcclComm_t comm = makeComm(zcclAlgoAuto, 1);  // every rank a node of its own
   unsetenv("ZCCL_INTER_NODE_GBPS");
   ASSERT_NE(comm, nullptr);
@@ -777,13 +778,13 @@ TEST(DevicePlans, FollowTheDevicesKernelRatesNotTheCpus) {
   const uint64_t onHost = bytesSentBy(in.data(), out.data(), nullptr);
   const uint64_t onDevice = bytesSentBy(deviceIn, deviceOut, device.stream());
   const uint64_t plain = bytes * static_cast<uint64_t>(worldSize() - 1);  // a ring's share
-  EXPECT_LT(onHost, plain * 6 / 10) << "host memory: INT8 should pay behind a 0.5 GB/s link";
+  EXPECT_LT(onHost, plain * 6 / 10) << "host memory: INT8 should pay behind a 0.01 GB/s link";
   EXPECT_EQ(onDevice, plain) << "device memory: its quantization is slower than the link";
   zcclTopologyInfo info;
   ASSERT_EQ(zcclCommGetTopologyInfo(comm, &info), zcclSuccess) << zcclGetLastError(comm);
-  EXPECT_GT(info.quantizeGBps, 0.5);
   EXPECT_GT(info.deviceQuantizeGBps, 0.0);
-  EXPECT_LT(info.deviceQuantizeGBps, 0.2);
+  EXPECT_LT(info.deviceQuantizeGBps, 0.05);
+  EXPECT_GT(info.quantizeGBps, 4 * info.deviceQuantizeGBps);
   EXPECT_EQ(zcclCommDestroy(comm), zcclSuccess);
   device.release(deviceIn);
   device.release(deviceOut);
