@@ -25,6 +25,10 @@ struct QuantKernels {
   // out[i] = (code - center) * scale + offset
   void (*decodeUnsigned)(const uint8_t* codes, size_t n, float scale, float offset, float center,
                          float* out);
+  // Two codes per byte, low nibble first (an odd last code fills the low nibble alone).
+  void (*packNibbles)(const uint8_t* codes, size_t n, uint8_t* packed);
+  // The inverse; signed codes sign-extend from four bits.
+  void (*unpackNibbles)(const uint8_t* packed, size_t n, bool isSigned, uint8_t* codes);
   void (*widenFloat16)(const uint16_t* in, size_t n, float* out);
   void (*widenBfloat16)(const uint16_t* in, size_t n, float* out);
   void (*narrowFloat16)(const float* in, size_t n, uint16_t* out);

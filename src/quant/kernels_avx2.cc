@@ -127,6 +127,45 @@ void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, f
   scalar().decodeUnsigned(codes + i, n - i, scale, offset, center, out + i);
 }
 
+// Sixty-four codes per step: each 16-bit lane holds a pair, folded into its low byte, and
+// the two halves narrowed with unsigned saturation (exact: every folded lane is < 256).
+void packNibbles(const uint8_t* codes, size_t n, uint8_t* packed) {
+  const __m256i lowMask = _mm256_set1_epi16(0x000f), highMask = _mm256_set1_epi16(0x00f0);
+  const auto fold = [&](const uint8_t* p) {
+    const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm256_or_si256(_mm256_and_si256(pairs, lowMask),
+                           _mm256_and_si256(_mm256_srli_epi16(pairs, 4), highMask));
+  };
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    // packus works within 128-bit lanes; the permute puts the quarters back in order.
+    const __m256i narrowed = _mm256_packus_epi16(fold(codes + i), fold(codes + i + 32));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + i / 2),
+                        _mm256_permute4x64_epi64(narrowed, 0xd8));
+  }
+  scalar().packNibbles(codes + i, n - i, packed + i / 2);
+}
+
+// Sixteen bytes per step, each widened to a 16-bit lane that receives its two codes.
+void unpackNibbles(const uint8_t* packed, size_t n, bool isSigned, uint8_t* codes) {
+  const __m256i byteMask = _mm256_set1_epi16(0x00ff);
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i bytes =
+        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + i / 2)));
+    __m256i low, high;
+    if (isSigned) {
+      low = _mm256_and_si256(_mm256_srai_epi16(_mm256_slli_epi16(bytes, 12), 12), byteMask);
+      high = _mm256_slli_epi16(_mm256_srai_epi16(_mm256_slli_epi16(bytes, 8), 12), 8);
+    } else {
+      low = _mm256_and_si256(bytes, _mm256_set1_epi16(0x000f));
+      high = _mm256_slli_epi16(_mm256_srli_epi16(bytes, 4), 8);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), _mm256_or_si256(low, high));
+  }
+  scalar().unpackNibbles(packed + i / 2, n - i, isSigned, codes + i);
+}
+
 void widenFloat16(const uint16_t* in, size_t n, float* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -187,9 +226,10 @@ void accumulate(float* accumulator, const float* x, size_t n) {
 }  // namespace
 
 const QuantKernels* avx2QuantKernels() {
-  static const QuantKernels kernels{"avx2",        stats,          codesNearest, codesStochastic,
-                                    decodeSigned,  decodeUnsigned, widenFloat16, widenBfloat16,
-                                    narrowFloat16, narrowBfloat16, accumulate};
+  static const QuantKernels kernels{"avx2",       stats,          codesNearest,  codesStochastic,
+                                    decodeSigned, decodeUnsigned, packNibbles,   unpackNibbles,
+                                    widenFloat16, widenBfloat16,  narrowFloat16, narrowBfloat16,
+                                    accumulate};
   // F16C from cpuid directly: clang's __builtin_cpu_supports does not know it.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;

@@ -105,6 +105,10 @@ inline __m128i load16Bytes(const void* p) {
   return _mm_loadu_si128(static_cast<const __m128i*>(p));
 }
 
+inline __m256i load32Bytes(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
 void decodeSigned(const int8_t* codes, size_t n, float scale, float* out) {
   const __m512 vScale = _mm512_set1_ps(scale);
   size_t i = 0;
@@ -126,6 +130,38 @@ void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, f
     _mm512_storeu_ps(out + i, _mm512_add_ps(_mm512_mul_ps(centered, vScale), vOffset));
   }
   scalar().decodeUnsigned(codes + i, n - i, scale, offset, center, out + i);
+}
+
+// Sixty-four codes per step: each 16-bit lane holds a pair, folded into its low byte.
+void packNibbles(const uint8_t* codes, size_t n, uint8_t* packed) {
+  const __m512i lowMask = _mm512_set1_epi16(0x000f), highMask = _mm512_set1_epi16(0x00f0);
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i pairs = _mm512_loadu_si512(codes + i);
+    const __m512i folded = _mm512_or_si512(_mm512_and_si512(pairs, lowMask),
+                                           _mm512_and_si512(_mm512_srli_epi16(pairs, 4), highMask));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + i / 2), _mm512_cvtepi16_epi8(folded));
+  }
+  scalar().packNibbles(codes + i, n - i, packed + i / 2);
+}
+
+// Thirty-two bytes per step, each widened to a 16-bit lane that receives its two codes.
+void unpackNibbles(const uint8_t* packed, size_t n, bool isSigned, uint8_t* codes) {
+  const __m512i byteMask = _mm512_set1_epi16(0x00ff);
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i bytes = _mm512_cvtepu8_epi16(load32Bytes(packed + i / 2));
+    __m512i low, high;
+    if (isSigned) {
+      low = _mm512_and_si512(_mm512_srai_epi16(_mm512_slli_epi16(bytes, 12), 12), byteMask);
+      high = _mm512_slli_epi16(_mm512_srai_epi16(_mm512_slli_epi16(bytes, 8), 12), 8);
+    } else {
+      low = _mm512_and_si512(bytes, _mm512_set1_epi16(0x000f));
+      high = _mm512_slli_epi16(_mm512_srli_epi16(bytes, 4), 8);
+    }
+    _mm512_storeu_si512(codes + i, _mm512_or_si512(low, high));
+  }
+  scalar().unpackNibbles(packed + i / 2, n - i, isSigned, codes + i);
 }
 
 inline __m256i load16Halves(const uint16_t* p) {
@@ -188,9 +224,10 @@ void accumulate(float* accumulator, const float* x, size_t n) {
 }  // namespace
 
 const QuantKernels* avx512QuantKernels() {
-  static const QuantKernels kernels{"avx512",      stats,          codesNearest, codesStochastic,
-                                    decodeSigned,  decodeUnsigned, widenFloat16, widenBfloat16,
-                                    narrowFloat16, narrowBfloat16, accumulate};
+  static const QuantKernels kernels{"avx512",     stats,          codesNearest,  codesStochastic,
+                                    decodeSigned, decodeUnsigned, packNibbles,   unpackNibbles,
+                                    widenFloat16, widenBfloat16,  narrowFloat16, narrowBfloat16,
+                                    accumulate};
   const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                          __builtin_cpu_supports("avx512vl");
   return supported ? &kernels : nullptr;

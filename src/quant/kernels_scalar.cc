@@ -45,6 +45,27 @@ void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, f
   for (size_t i = 0; i < n; ++i) out[i] = decodeUnsignedCode(codes[i], scale, offset, center);
 }
 
+void packNibbles(const uint8_t* codes, size_t n, uint8_t* packed) {
+  for (size_t i = 0; i + 1 < n; i += 2)
+    packed[i / 2] = static_cast<uint8_t>((codes[i] & 0x0f) | (codes[i + 1] << 4));
+  if (n % 2) packed[n / 2] = static_cast<uint8_t>(codes[n - 1] & 0x0f);
+}
+
+// Signed nibbles sign-extend through an arithmetic shift of the byte.
+void unpackNibbles(const uint8_t* packed, size_t n, bool isSigned, uint8_t* codes) {
+  const size_t pairs = n / 2;
+  for (size_t j = 0; j < pairs; ++j) {
+    const auto byte = static_cast<int8_t>(packed[j]);
+    codes[2 * j] =
+        static_cast<uint8_t>(isSigned ? static_cast<int8_t>(byte << 4) >> 4 : byte & 0x0f);
+    codes[2 * j + 1] = static_cast<uint8_t>(isSigned ? byte >> 4 : (byte >> 4) & 0x0f);
+  }
+  if (n % 2) {
+    const unsigned nibble = packed[pairs] & 0x0fu;
+    codes[n - 1] = static_cast<uint8_t>(isSigned && nibble >= 8 ? nibble | 0xf0u : nibble);
+  }
+}
+
 void widenFloat16(const uint16_t* in, size_t n, float* out) {
   for (size_t i = 0; i < n; ++i) out[i] = toFloat(float16_t{in[i]});
 }
@@ -68,9 +89,10 @@ void accumulate(float* accumulator, const float* x, size_t n) {
 }  // namespace
 
 const QuantKernels& scalarQuantKernels() {
-  static const QuantKernels kernels{"scalar",      stats,          codesNearest, codesStochastic,
-                                    decodeSigned,  decodeUnsigned, widenFloat16, widenBfloat16,
-                                    narrowFloat16, narrowBfloat16, accumulate};
+  static const QuantKernels kernels{"scalar",     stats,          codesNearest,  codesStochastic,
+                                    decodeSigned, decodeUnsigned, packNibbles,   unpackNibbles,
+                                    widenFloat16, widenBfloat16,  narrowFloat16, narrowBfloat16,
+                                    accumulate};
   return kernels;
 }
 

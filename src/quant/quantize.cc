@@ -37,34 +37,6 @@ void storeParameter(unsigned char* base, size_t i, float v) {
   std::memcpy(base + 4 * i, &v, sizeof(v));
 }
 
-// Two codes per byte, low nibble first.
-void packNibbles(const uint8_t* codes, size_t n, unsigned char* out) {
-  for (size_t i = 0; i + 1 < n; i += 2)
-    out[i / 2] = static_cast<unsigned char>((codes[i] & 0x0f) | (codes[i + 1] << 4));
-  if (n % 2) out[n / 2] = static_cast<unsigned char>(codes[n - 1] & 0x0f);
-}
-
-void unpackNibbles(const unsigned char* in, size_t n, bool isSigned, uint8_t* codes) {
-  // Branch-free per byte so that the compiler vectorizes it; signed nibbles sign-extend
-  // through an arithmetic shift of the byte.
-  const size_t pairs = n / 2;
-  if (isSigned) {
-    for (size_t j = 0; j < pairs; ++j) {
-      codes[2 * j] = static_cast<uint8_t>(static_cast<int8_t>(in[j] << 4) >> 4);
-      codes[2 * j + 1] = static_cast<uint8_t>(static_cast<int8_t>(in[j]) >> 4);
-    }
-  } else {
-    for (size_t j = 0; j < pairs; ++j) {
-      codes[2 * j] = in[j] & 0x0f;
-      codes[2 * j + 1] = in[j] >> 4;
-    }
-  }
-  if (n % 2) {
-    const unsigned nibble = in[pairs] & 0x0fu;
-    codes[n - 1] = static_cast<uint8_t>(isSigned && nibble >= 8 ? nibble | 0xf0u : nibble);
-  }
-}
-
 // Walks the groups of a decoded message: decodes each group's float32 values to
 // `target(first)` (a staging buffer when it returns nullptr), then hands them to `sink`.
 template <typename Target, typename Sink>
@@ -91,7 +63,7 @@ Status decodeGroups(const void* message, size_t bytes, size_t count, Target&& ta
     if (values == nullptr) values = staging;
     const uint8_t* groupCodes = payload + first;
     if (h.bits == 4) {
-      unpackNibbles(payload + first / 2, n, scheme == QuantScheme::kSymmetric, codes);
+      k.unpackNibbles(payload + first / 2, n, scheme == QuantScheme::kSymmetric, codes);
       groupCodes = codes;
     }
     const float scale = loadParameter(scales, g);
@@ -213,7 +185,7 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
                           groupSeed(params.seed, first), static_cast<uint32_t>(first), groupCodes);
       }
     }
-    if (params.bits == 4) packNibbles(groupCodes, n, payload + first / 2);
+    if (params.bits == 4) k.packNibbles(groupCodes, n, payload + first / 2);
     storeParameter(scales, g, gs.scale);
     if (params.scheme == QuantScheme::kAsymmetric) storeParameter(offsets, g, gs.offset);
   }

@@ -430,6 +430,21 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
       ref.codesStochastic(x.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, c1.data());
       simd->codesStochastic(x.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, c2.data());
       EXPECT_EQ(c1, c2) << "stochastic n=" << n << " lo=" << lo;
+      std::vector<uint8_t> p1((n + 1) / 2), p2((n + 1) / 2);
+      ref.packNibbles(c1.data(), n, p1.data());
+      simd->packNibbles(c1.data(), n, p2.data());
+      EXPECT_EQ(p1, p2) << "pack n=" << n << " lo=" << lo;
+      if (hi <= 15) {  // four-bit codes come back from their nibbles
+        for (bool isSigned : {false, true}) {
+          std::vector<uint8_t> u1(n), u2(n);
+          ref.unpackNibbles(p1.data(), n, isSigned, u1.data());
+          simd->unpackNibbles(p1.data(), n, isSigned, u2.data());
+          EXPECT_EQ(u1, u2) << "unpack n=" << n << " signed=" << isSigned;
+          if (isSigned == (lo < 0)) {
+            EXPECT_EQ(u2, c1) << "round trip n=" << n << " lo=" << lo;
+          }
+        }
+      }
       std::vector<float> y1(n), y2(n);
       ref.decodeSigned(reinterpret_cast<const int8_t*>(c1.data()), n, 0.37f, y1.data());
       simd->decodeSigned(reinterpret_cast<const int8_t*>(c1.data()), n, 0.37f, y2.data());
