@@ -27,4 +27,12 @@ inline QuantParams senderParams(const QuantParams& params, int rank, int hop) {
   return mine;
 }
 
+// Chunk `chunk` of a pipelined message draws stochastic-rounding numbers of its own (chunk 0
+// those of the whole message), for the same reason.
+inline QuantParams chunkParams(const QuantParams& params, size_t chunk) {
+  QuantParams mine = params;
+  mine.seed ^= static_cast<uint64_t>(chunk) * 0xd6e8feb86659fd93ull;
+  return mine;
+}
+
 }  // namespace zccl

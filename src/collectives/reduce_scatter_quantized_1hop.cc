@@ -1,7 +1,10 @@
 // Quantized reduce-scatter in one hop (ZeRO++ qgZ without hierarchy): each rank quantizes
 // block j of its input for rank j and sends it straight there (an all-to-all of messages),
-// then dequantizes the copies of its own block and sums them in float32, in rank order, its
-// own contribution unquantized. Each contribution is quantized exactly once.
+// then dequantizes the copies of its own block and sums them in float32: its own contribution
+// (unquantized) first, then the others in the order they arrive, each as soon as it is in.
+// Each contribution is quantized exactly once.
+#include <vector>
+
 #include "collectives/algorithms.h"
 #include "collectives/quantized.h"
 
@@ -28,12 +31,16 @@ Status reduceScatterQuantized1Hop(Context& ctx, const CollectiveArgs& a, const P
   ZCCL_CHECK(ctx.scratch.get(kScratchAccumulate, mine * sizeof(float), &accBuffer));
   char* outbox = static_cast<char*>(sendBuffer);
   char* inbox = static_cast<char*>(recvBuffer);
-  Ticket ticket;
-  for (int peer = 0; peer < n; ++peer) {
-    if (peer != me)
-      ZCCL_CHECK(t.postRecv(inbox + peer * mineBytes, mineBytes, peer, ctx.tag, &ticket));
+  // Receives in the order the messages come (peer me - 1 sends to me first), each summed as
+  // soon as it is in while the later ones travel.
+  std::vector<Ticket> arrivals(static_cast<size_t>(n));
+  const auto sender = [&](int distance) { return (me - distance + n) % n; };
+  for (int distance = 1; distance < n && mine > 0; ++distance) {
+    ZCCL_CHECK(t.postRecv(inbox + sender(distance) * mineBytes, mineBytes, sender(distance),
+                          ctx.tag, &arrivals[distance]));
   }
   const QuantParams senderMine = senderParams(params, me, 1);
+  Ticket ticket;
   for (int distance = 1; distance < n; ++distance) {
     const int peer = (me + distance) % n;  // each message leaves as soon as it is quantized
     if (blocks.size(peer) == 0) continue;
@@ -42,17 +49,15 @@ Status reduceScatterQuantized1Hop(Context& ctx, const CollectiveArgs& a, const P
                                     senderMine, message, outgoing.size(peer)));
     ZCCL_CHECK(t.postSend(message, outgoing.size(peer), peer, ctx.tag, &ticket));
   }
-  ZCCL_CHECK(t.waitAll());
   float* acc = static_cast<float*>(accBuffer);
-  ZCCL_CHECK(ctx.kernels.zeroFloats(acc, mine));
-  for (int peer = 0; peer < n && mine > 0; ++peer) {
-    if (peer == me) {
-      ZCCL_CHECK(ctx.kernels.accumulateAsFloat(in + blocks.offset(me) * es, type, mine, acc));
-    } else {
-      ZCCL_CHECK(
-          ctx.kernels.dequantizeAccumulate(inbox + peer * mineBytes, mineBytes, params, acc, mine));
-    }
+  if (mine > 0)
+    ZCCL_CHECK(ctx.kernels.convertToFloat(in + blocks.offset(me) * es, type, mine, acc));
+  for (int distance = 1; distance < n && mine > 0; ++distance) {
+    ZCCL_CHECK(t.wait(arrivals[distance]));
+    ZCCL_CHECK(ctx.kernels.dequantizeAccumulate(inbox + sender(distance) * mineBytes, mineBytes,
+                                                params, acc, mine));
   }
+  ZCCL_CHECK(t.waitAll());
   return ctx.kernels.storeFloatAs(acc, mine, a.op == RedOp::kAvg ? n : 1, type, a.recv);
 }
 

@@ -1,13 +1,24 @@
 // Quantized reduce-scatter in two hops (ZeRO++ qgZ). Hop 1, inside the node: each rank
-// quantizes, for node peer m, the blocks local rank m owns on every node, packed into one
-// message, and sums its node's copies of its own bundle in float32. Hop 2, between nodes:
-// it quantizes node j's piece of that partial sum for its owner (the rank of its local rank
-// on node j) and sums the partials of its own block in float32. So each contribution is
-// quantized once per hop, and only reduced data crosses between nodes: per rank,
-// (nodes - 1) quantized blocks inter-node against (n - 1) for one hop. The own contribution
-// of each hop stays unquantized; sums run in a fixed order (local rank, then node); kAvg
-// divides by the number of ranks once, at the end.
-#include <cstring>
+// quantizes, for node peer m, the blocks local rank m owns on every node, and sums its node's
+// copies of its own bundle in float32. Hop 2, between nodes: it quantizes node j's piece of
+// that partial sum for its owner (the rank of its local rank on node j), which sums the
+// partials of its block in float32. So each contribution is quantized once per hop, and only
+// reduced data crosses between nodes: per rank, (nodes - 1) quantized blocks inter-node
+// against (n - 1) for one hop. In every sum the own contribution (unquantized) comes first,
+// then the others in local-rank, then node order; kAvg divides by the number of ranks once,
+// at the end.
+//
+// The blocks go in rows of chunks of Kernels::pipelineElements() (a multiple of every group
+// size, so the groups are those of the whole block): row c's hop-1 message to a peer holds
+// chunk c of each of its blocks, and row c's hop-2 messages leave as soon as row c is reduced
+// inside the node, so that the link carries row c while the CPU reduces row c + 1. Blocks of
+// one chunk send exactly the messages of the unpipelined algorithm.
+//
+// Each row's receives are posted before any wait that could need them, and in the same row
+// on every rank: the NCCL transport launches what was posted at each wait, so a send and its
+// receive must be launched in the same round on both sides.
+#include <algorithm>
+#include <vector>
 
 #include "collectives/algorithms.h"
 #include "collectives/quantized.h"
@@ -15,113 +26,213 @@
 namespace zccl {
 namespace {
 
-struct TwoHopBuffers {
-  char* outbox;
-  char* inbox;
-  float* partial;  // my bundle, summed over my node
-  float* total;    // my block, summed over all nodes
+class QuantizedTwoHop {
+ public:
+  QuantizedTwoHop(Context& ctx, const CollectiveArgs& a, const Plan& plan)
+      : ctx_(ctx),
+        a_(a),
+        lv_(*ctx.levels),
+        params_(plan.quant),
+        me_(ctx.transport.rank()),
+        mine_(a.blocks.size(me_)),
+        chunk_(std::max<size_t>(ctx.kernels.pipelineElements(), plan.quant.groupSize)),
+        rows_((a.blocks.largest() + chunk_ - 1) / chunk_),
+        fullChunkBytes_(messageBytes(chunk_, plan.quant)),
+        hop1_(senderParams(plan.quant, me_, 1)),
+        hop2_(senderParams(plan.quant, me_, 2)),
+        rowTickets_(2 * static_cast<size_t>(lv_.ranksPerNode)),
+        crossTickets_(static_cast<size_t>(lv_.numNodes)) {}
+
+  Status run() {
+    ZCCL_CHECK(layOut());
+    if (rows_ > 0) ZCCL_CHECK(sendRow(0));
+    for (size_t row = 0; row < rows_; ++row) {
+      if (row + 1 < rows_) ZCCL_CHECK(sendRow(row + 1));
+      ZCCL_CHECK(postCrossReceives(row));
+      ZCCL_CHECK(reduceRow(row));
+      if (row > 0) ZCCL_CHECK(sumCrossRow(row - 1));
+    }
+    if (rows_ > 0) ZCCL_CHECK(sumCrossRow(rows_ - 1));
+    ZCCL_CHECK(lv_.node->waitAll());
+    return lv_.cross->waitAll();
+  }
+
+ private:
+  size_t blockOf(int node, int local) const { return a_.blocks.size(lv_.rankAt(node, local)); }
+  size_t chunkSize(size_t block, size_t row) const {
+    return row * chunk_ < block ? std::min(chunk_, block - row * chunk_) : 0;
+  }
+  const char* input(int owner, size_t row) const {
+    return static_cast<const char*>(a_.send) +
+           (a_.blocks.offset(owner) + row * chunk_) * elementSize(a_.type);
+  }
+  // Where chunk `row` of node `node`'s block starts in the messages of local rank `local`'s
+  // bundle (node = numNodes: where the row ends).
+  size_t rowOffset(int local, size_t row, int node) const {
+    const size_t stride = static_cast<size_t>(lv_.numNodes) * rows_ + 1;
+    return bundleLayout_[static_cast<size_t>(local) * stride + row * lv_.numNodes + node];
+  }
+  size_t rowBytes(int local, size_t row) const {
+    return rowOffset(local, row, lv_.numNodes) - rowOffset(local, row, 0);
+  }
+  char* peerInbox(int local) const { return hop1Inbox_ + local * rowOffset(lv_.myLocal, rows_, 0); }
+  Ticket& rowTicket(size_t row, int local) {
+    return rowTickets_[(row % 2) * static_cast<size_t>(lv_.ranksPerNode) + local];
+  }
+
+  Status layOut() {
+    const size_t stride = static_cast<size_t>(lv_.numNodes) * rows_ + 1;
+    bundleLayout_.assign(static_cast<size_t>(lv_.ranksPerNode) * stride, 0);
+    size_t outbox = 0;
+    for (int local = 0; local < lv_.ranksPerNode; ++local) {
+      size_t* offsets = &bundleLayout_[static_cast<size_t>(local) * stride];
+      for (size_t row = 0; row < rows_; ++row) {
+        for (int node = 0; node < lv_.numNodes; ++node) {
+          offsets[row * lv_.numNodes + node + 1] =
+              offsets[row * lv_.numNodes + node] +
+              messageBytes(chunkSize(blockOf(node, local), row), params_);
+        }
+      }
+      sendAt_.push_back(outbox);
+      if (local != lv_.myLocal) outbox += offsets[stride - 1];
+    }
+    const size_t bundleBytes = rowOffset(lv_.myLocal, rows_, 0);
+    mineBytes_ = 0;
+    for (size_t row = 0; row < rows_; ++row)
+      mineBytes_ += messageBytes(chunkSize(mine_, row), params_);
+
+    void* buffers[4];
+    ZCCL_CHECK(ctx_.scratch.get(kScratchQuantizedSend, outbox + bundleBytes, &buffers[0]));
+    ZCCL_CHECK(ctx_.scratch.get(kScratchQuantizedReceive,
+                                bundleBytes * lv_.ranksPerNode + mineBytes_ * lv_.numNodes,
+                                &buffers[1]));
+    ZCCL_CHECK(ctx_.scratch.get(
+        kScratchPartial, std::min(chunk_, a_.blocks.largest()) * sizeof(float), &buffers[2]));
+    ZCCL_CHECK(ctx_.scratch.get(kScratchAccumulate, 2 * std::min(chunk_, mine_) * sizeof(float),
+                                &buffers[3]));
+    hop1Outbox_ = static_cast<char*>(buffers[0]);
+    hop2Outbox_ = hop1Outbox_ + outbox;
+    hop1Inbox_ = static_cast<char*>(buffers[1]);
+    hop2Inbox_ = hop1Inbox_ + bundleBytes * lv_.ranksPerNode;
+    tile_ = static_cast<float*>(buffers[2]);
+    totals_ = static_cast<float*>(buffers[3]);
+    return Status::kSuccess;
+  }
+
+  // Hop 1 of `row`: its receives from every node peer, then its quantized messages to them.
+  Status sendRow(size_t row) {
+    for (int local = 0; local < lv_.ranksPerNode; ++local) {
+      if (local == lv_.myLocal || rowBytes(lv_.myLocal, row) == 0) continue;
+      ZCCL_CHECK(lv_.node->postRecv(peerInbox(local) + rowOffset(lv_.myLocal, row, 0),
+                                    rowBytes(lv_.myLocal, row), local, ctx_.tag,
+                                    &rowTicket(row, local)));
+    }
+    const QuantParams params = chunkParams(hop1_, row);
+    for (int distance = 1; distance < lv_.ranksPerNode; ++distance) {
+      const int peer = (lv_.myLocal + distance) % lv_.ranksPerNode;
+      char* outbox = hop1Outbox_ + sendAt_[static_cast<size_t>(peer)];
+      for (int node = 0; node < lv_.numNodes; ++node) {
+        const size_t count = chunkSize(blockOf(node, peer), row);
+        if (count == 0) continue;
+        ZCCL_CHECK(ctx_.kernels.quantize(input(lv_.rankAt(node, peer), row), a_.type, count, params,
+                                         outbox + rowOffset(peer, row, node),
+                                         messageBytes(count, params_)));
+      }
+      if (rowBytes(peer, row) == 0) continue;
+      Ticket ticket;
+      ZCCL_CHECK(lv_.node->postSend(outbox + rowOffset(peer, row, 0), rowBytes(peer, row), peer,
+                                    ctx_.tag, &ticket));
+    }
+    return Status::kSuccess;
+  }
+
+  Status postCrossReceives(size_t row) {
+    const size_t count = chunkSize(mine_, row);
+    for (int node = 0; node < lv_.numNodes && count > 0; ++node) {
+      if (node == lv_.myNode) continue;
+      ZCCL_CHECK(lv_.cross->postRecv(crossMessage(node, row), messageBytes(count, params_), node,
+                                     ctx_.tag, &crossTickets_[static_cast<size_t>(node)]));
+    }
+    return Status::kSuccess;
+  }
+  char* crossMessage(int node, size_t row) const {
+    return hop2Inbox_ + node * mineBytes_ + row * fullChunkBytes_;
+  }
+
+  // Sums row `row` of my bundle over my node; sends the other nodes' chunks on at once.
+  Status reduceRow(size_t row) {
+    for (int local = 0; local < lv_.ranksPerNode; ++local) {
+      if (local != lv_.myLocal && rowBytes(lv_.myLocal, row) > 0)
+        ZCCL_CHECK(lv_.node->wait(rowTicket(row, local)));
+    }
+    const QuantParams params = chunkParams(hop2_, row);
+    for (int distance = 1; distance <= lv_.numNodes; ++distance) {
+      const int node = (lv_.myNode + distance) % lv_.numNodes;  // my own node's chunk last
+      const size_t count = chunkSize(blockOf(node, lv_.myLocal), row);
+      if (count == 0) continue;
+      float* partial = node == lv_.myNode ? totalRow(row) : tile_;
+      ZCCL_CHECK(ctx_.kernels.convertToFloat(input(lv_.rankAt(node, lv_.myLocal), row), a_.type,
+                                             count, partial));
+      for (int local = 0; local < lv_.ranksPerNode; ++local) {
+        if (local == lv_.myLocal) continue;
+        ZCCL_CHECK(ctx_.kernels.dequantizeAccumulate(
+            peerInbox(local) + rowOffset(lv_.myLocal, row, node), messageBytes(count, params_),
+            params_, partial, count));
+      }
+      if (node == lv_.myNode) continue;
+      char* message = hop2Outbox_ + rowOffset(lv_.myLocal, row, node);
+      ZCCL_CHECK(ctx_.kernels.quantize(partial, DataType::kFloat32, count, params, message,
+                                       messageBytes(count, params_)));
+      Ticket ticket;
+      ZCCL_CHECK(
+          lv_.cross->postSend(message, messageBytes(count, params_), node, ctx_.tag, &ticket));
+    }
+    return Status::kSuccess;
+  }
+
+  // Sums row `row` of my block over the nodes and stores it: the input it overwrites, when
+  // the call is in place, was read when the row was reduced inside the node.
+  Status sumCrossRow(size_t row) {
+    const size_t count = chunkSize(mine_, row);
+    if (count == 0) return Status::kSuccess;
+    for (int node = 0; node < lv_.numNodes; ++node) {
+      if (node == lv_.myNode) continue;
+      ZCCL_CHECK(lv_.cross->wait(crossTickets_[static_cast<size_t>(node)]));
+      ZCCL_CHECK(ctx_.kernels.dequantizeAccumulate(
+          crossMessage(node, row), messageBytes(count, params_), params_, totalRow(row), count));
+    }
+    return ctx_.kernels.storeFloatAs(
+        totalRow(row), count, a_.op == RedOp::kAvg ? ctx_.transport.size() : 1, a_.type,
+        static_cast<char*>(a_.recv) + row * chunk_ * elementSize(a_.type));
+  }
+  // Two rows are in flight: one reduced inside the node, the one before summed over the nodes.
+  float* totalRow(size_t row) const { return totals_ + (row % 2) * chunk_; }
+
+  Context& ctx_;
+  const CollectiveArgs& a_;
+  const NodeLevels& lv_;
+  const QuantParams& params_;
+  const int me_;
+  const size_t mine_;
+  const size_t chunk_;
+  const size_t rows_;
+  const size_t fullChunkBytes_;
+  const QuantParams hop1_, hop2_;
+  std::vector<size_t> bundleLayout_;  // per local rank, rows x nodes + 1 message offsets
+  std::vector<size_t> sendAt_;        // where each node peer's messages start in the outbox
+  size_t mineBytes_ = 0;              // my block's chunks, as one node sends them
+  std::vector<Ticket> rowTickets_;    // hop-1 receives of two rows in flight
+  std::vector<Ticket> crossTickets_;  // hop-2 receives of one row
+  char* hop1Outbox_ = nullptr;
+  char* hop2Outbox_ = nullptr;
+  char* hop1Inbox_ = nullptr;
+  char* hop2Inbox_ = nullptr;
+  float* tile_ = nullptr;    // another node's chunk of my bundle, summed over my node
+  float* totals_ = nullptr;  // rows of my block, summed over my node, then over all nodes
 };
 
 Status reduceScatterQuantized2Hop(Context& ctx, const CollectiveArgs& a, const Plan& plan) {
-  const NodeLevels& lv = *ctx.levels;
-  const Partition& blocks = a.blocks;
-  const DataType type = a.type;
-  const QuantParams& params = plan.quant;
-  const int me = ctx.transport.rank();
-  const size_t es = elementSize(type);
-  const char* in = static_cast<const char*>(a.send);
-  const auto messageOf = [&](int rank) { return messageBytes(blocks.size(rank), params); };
-  const auto elementsOf = [&](int rank) { return blocks.size(rank); };
-  // Where node k's message / elements start in local rank m's bundle.
-  const auto messageAt = [&](int local, int node) {
-    return bundleOffset(lv, local, node, messageOf);
-  };
-  const auto elementAt = [&](int node) { return bundleOffset(lv, lv.myLocal, node, elementsOf); };
-  const size_t myBundleBytes = messageAt(lv.myLocal, lv.numNodes);
-  size_t outboxBytes = 0;
-  for (int local = 0; local < lv.ranksPerNode; ++local)
-    outboxBytes += messageAt(local, lv.numNodes);
-  const size_t mine = blocks.size(me);
-
-  void* buffers[4];
-  ZCCL_CHECK(ctx.scratch.get(kScratchQuantizedSend, outboxBytes, &buffers[0]));
-  ZCCL_CHECK(
-      ctx.scratch.get(kScratchQuantizedReceive, myBundleBytes * lv.ranksPerNode, &buffers[1]));
-  ZCCL_CHECK(ctx.scratch.get(kScratchPartial, elementAt(lv.numNodes) * sizeof(float), &buffers[2]));
-  ZCCL_CHECK(ctx.scratch.get(kScratchAccumulate, mine * sizeof(float), &buffers[3]));
-  const TwoHopBuffers b{static_cast<char*>(buffers[0]), static_cast<char*>(buffers[1]),
-                        static_cast<float*>(buffers[2]), static_cast<float*>(buffers[3])};
-  Ticket ticket;
-
-  // Hop 1: intra-node.
-  for (int peer = 0; peer < lv.ranksPerNode; ++peer) {
-    if (peer == lv.myLocal) continue;
-    ZCCL_CHECK(
-        lv.node->postRecv(b.inbox + peer * myBundleBytes, myBundleBytes, peer, ctx.tag, &ticket));
-  }
-  const QuantParams hop1 = senderParams(params, me, 1);
-  char* next = b.outbox;
-  for (int distance = 1; distance < lv.ranksPerNode; ++distance) {
-    const int peer = (lv.myLocal + distance) % lv.ranksPerNode;
-    for (int node = 0; node < lv.numNodes; ++node) {
-      const int owner = lv.rankAt(node, peer);
-      if (blocks.size(owner) == 0) continue;
-      ZCCL_CHECK(ctx.kernels.quantize(in + blocks.offset(owner) * es, type, blocks.size(owner),
-                                      hop1, next + messageAt(peer, node), messageOf(owner)));
-    }
-    ZCCL_CHECK(lv.node->postSend(next, messageAt(peer, lv.numNodes), peer, ctx.tag, &ticket));
-    next += messageAt(peer, lv.numNodes);
-  }
-  ZCCL_CHECK(lv.node->waitAll());
-  ZCCL_CHECK(ctx.kernels.zeroFloats(b.partial, elementAt(lv.numNodes)));
-  for (int peer = 0; peer < lv.ranksPerNode; ++peer) {
-    for (int node = 0; node < lv.numNodes; ++node) {
-      const int owner = lv.rankAt(node, lv.myLocal);
-      float* piece = b.partial + elementAt(node);
-      if (blocks.size(owner) == 0) continue;
-      if (peer == lv.myLocal) {
-        ZCCL_CHECK(ctx.kernels.accumulateAsFloat(in + blocks.offset(owner) * es, type,
-                                                 blocks.size(owner), piece));
-      } else {
-        ZCCL_CHECK(ctx.kernels.dequantizeAccumulate(
-            b.inbox + peer * myBundleBytes + messageAt(lv.myLocal, node), messageOf(owner), params,
-            piece, blocks.size(owner)));
-      }
-    }
-  }
-
-  // Hop 2: inter-node, among the ranks of my local rank.
-  const size_t mineBytes = messageOf(me);
-  ZCCL_CHECK(ctx.scratch.get(kScratchQuantizedReceive, mineBytes * lv.numNodes, &buffers[1]));
-  char* inbox = static_cast<char*>(buffers[1]);
-  for (int node = 0; node < lv.numNodes; ++node) {
-    if (node == lv.myNode) continue;
-    ZCCL_CHECK(lv.cross->postRecv(inbox + node * mineBytes, mineBytes, node, ctx.tag, &ticket));
-  }
-  const QuantParams hop2 = senderParams(params, me, 2);
-  next = b.outbox;
-  for (int distance = 1; distance < lv.numNodes; ++distance) {
-    const int node = (lv.myNode + distance) % lv.numNodes;
-    const int owner = lv.rankAt(node, lv.myLocal);
-    if (blocks.size(owner) == 0) continue;
-    ZCCL_CHECK(ctx.kernels.quantize(b.partial + elementAt(node), DataType::kFloat32,
-                                    blocks.size(owner), hop2, next, messageOf(owner)));
-    ZCCL_CHECK(lv.cross->postSend(next, messageOf(owner), node, ctx.tag, &ticket));
-    next += messageOf(owner);
-  }
-  ZCCL_CHECK(lv.cross->waitAll());
-  ZCCL_CHECK(ctx.kernels.zeroFloats(b.total, mine));
-  for (int node = 0; node < lv.numNodes && mine > 0; ++node) {
-    if (node == lv.myNode) {
-      ZCCL_CHECK(ctx.kernels.accumulateAsFloat(b.partial + elementAt(node), DataType::kFloat32,
-                                               mine, b.total));
-    } else {
-      ZCCL_CHECK(ctx.kernels.dequantizeAccumulate(inbox + node * mineBytes, mineBytes, params,
-                                                  b.total, mine));
-    }
-  }
-  return ctx.kernels.storeFloatAs(b.total, mine, a.op == RedOp::kAvg ? ctx.transport.size() : 1,
-                                  type, a.recv);
+  return QuantizedTwoHop(ctx, a, plan).run();
 }
 
 }  // namespace

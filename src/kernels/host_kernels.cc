@@ -53,9 +53,13 @@ class HostKernels final : public Kernels {
                            float* accumulator) override {
     return zccl::accumulateAsFloat(x, type, count, accumulator);
   }
+  Status convertToFloat(const void* x, DataType type, size_t count, float* out) override {
+    return zccl::convertToFloat(x, type, count, out);
+  }
   Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out) override {
     return zccl::storeFloatAs(values, count, divisor, type, out);
   }
+  size_t pipelineElements() const override { return size_t{1} << 16; }
 
  private:
   static Status checkFormat(const void* message, size_t bytes, const QuantParams& format,

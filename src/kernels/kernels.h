@@ -46,8 +46,18 @@ class Kernels {
                                       float* accumulator, size_t count) = 0;
   virtual Status accumulateAsFloat(const void* x, DataType type, size_t count,
                                    float* accumulator) = 0;
+  // out[i] = x[i] in float32: a float32 accumulator's start from a reduction's own
+  // contribution. By default zeroFloats then accumulateAsFloat.
+  virtual Status convertToFloat(const void* x, DataType type, size_t count, float* out) {
+    ZCCL_CHECK(zeroFloats(out, count));
+    return accumulateAsFloat(x, type, count, out);
+  }
   virtual Status storeFloatAs(float* values, size_t count, int divisor, DataType type,
                               void* out) = 0;
+
+  // Elements a pipelined algorithm handles per step: on the host a few hundred KiB that stay
+  // in the cache between steps; on a device, where every step costs kernel launches, more.
+  virtual size_t pipelineElements() const { return size_t{1} << 22; }
 
   // Once the work queued so far has finished: what the checks made on the device found since
   // the last call (a message whose header differs from its format). The host's find nothing

@@ -275,6 +275,19 @@ Status accumulateAsFloat(const void* x, DataType type, size_t count, float* accu
   return Status::kSuccess;
 }
 
+Status convertToFloat(const void* x, DataType type, size_t count, float* out) {
+  ZCCL_CHECK(checkQuantizableType(type, "type"));
+  const QuantKernels& k = activeQuantKernels();
+  if (type == DataType::kFloat32) {
+    if (count > 0 && out != x) std::memmove(out, x, count * sizeof(float));
+  } else if (type == DataType::kFloat16) {
+    k.widenFloat16(static_cast<const uint16_t*>(x), count, out);
+  } else {
+    k.widenBfloat16(static_cast<const uint16_t*>(x), count, out);
+  }
+  return Status::kSuccess;
+}
+
 Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out) {
   ZCCL_CHECK(checkQuantizableType(type, "type"));
   if (divisor != 1) {

@@ -101,6 +101,9 @@ Status dequantizeAccumulate(const void* message, size_t bytes, float* accumulato
 // own, unquantized contribution.
 Status accumulateAsFloat(const void* x, DataType type, size_t count, float* accumulator);
 
+// out[i] = x[i] in float32, for x of float32, float16 or bfloat16: an accumulator's start.
+Status convertToFloat(const void* x, DataType type, size_t count, float* out);
+
 // out[i] = values[i] / divisor (skipped for 1), rounded once to `type` (float32, float16 or
 // bfloat16); `values` is overwritten. out may alias values only for float32.
 Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out);
