@@ -1,14 +1,27 @@
 // Quantized all-gather (ZeRO++ qwZ): each rank quantizes its block once, the messages
-// (codes, scales and header in one buffer) travel over the flat or the two-level ring
-// unchanged, and every rank dequantizes every block, its own too, so that all ranks hold
-// identical values.
+// (codes, scales and header in one buffer) travel unchanged, and every rank dequantizes every
+// block, its own too, so that all ranks hold identical values.
+//
+// Flat: the messages go round the ring. Two-level: pipelined in rows of chunks (RowLayout).
+// Row c of my block goes straight to my local rank on every other node; once those of row c
+// are in, my bundle's row c (chunk c of my local rank's block on every node) goes to each
+// node peer as one message, and every row is dequantized as soon as it is in, while the
+// next rows cross between nodes. Per rank, as the two-level ring: (nodes - 1) blocks
+// inter-node, (ranksPerNode - 1) bundles intra-node.
+#include <vector>
+
 #include "collectives/algorithms.h"
 #include "collectives/quantized.h"
 
 namespace zccl {
 namespace {
 
-Status allGatherQuantized(Context& ctx, const CollectiveArgs& a, const Plan& plan) {
+const void* ownInput(const CollectiveArgs& a, int me) {
+  return a.send != nullptr ? a.send
+                           : static_cast<char*>(a.recv) + a.blocks.offset(me) * elementSize(a.type);
+}
+
+Status allGatherQuantizedRing(Context& ctx, const CollectiveArgs& a, const Plan& plan) {
   const Partition& blocks = a.blocks;
   const int me = ctx.transport.rank();
   const size_t es = elementSize(a.type);
@@ -17,14 +30,12 @@ Status allGatherQuantized(Context& ctx, const CollectiveArgs& a, const Plan& pla
   void* buffer = nullptr;
   ZCCL_CHECK(ctx.scratch.get(kScratchQuantizedReceive, wire.total(), &buffer));
   char* messages = static_cast<char*>(buffer);
-  const void* mine = a.send != nullptr ? a.send : out + blocks.offset(me) * es;
   if (blocks.size(me) > 0) {
-    ZCCL_CHECK(ctx.kernels.quantize(mine, a.type, blocks.size(me), senderParams(plan.quant, me, 0),
-                                    messages + wire.offset(me), wire.size(me)));
+    ZCCL_CHECK(ctx.kernels.quantize(ownInput(a, me), a.type, blocks.size(me),
+                                    senderParams(plan.quant, me, 0), messages + wire.offset(me),
+                                    wire.size(me)));
   }
-  ZCCL_CHECK(plan.algorithm == Algorithm::kTwoLevel
-                 ? allGatherTwoLevel(ctx, nullptr, messages, wire)
-                 : allGatherRing(ctx, nullptr, messages, wire));
+  ZCCL_CHECK(allGatherRing(ctx, nullptr, messages, wire));
   for (int r = 0; r < blocks.parts; ++r) {
     if (blocks.size(r) == 0) continue;
     ZCCL_CHECK(ctx.kernels.dequantize(messages + wire.offset(r), wire.size(r), plan.quant,
@@ -33,13 +44,135 @@ Status allGatherQuantized(Context& ctx, const CollectiveArgs& a, const Plan& pla
   return Status::kSuccess;
 }
 
+// As the quantized reduce-scatter's two hops, each row's receives are posted before any wait
+// that could need them, in the same row on every rank (the NCCL transport launches what was
+// posted at each wait).
+class QuantizedAllGatherTwoLevel {
+ public:
+  QuantizedAllGatherTwoLevel(Context& ctx, const CollectiveArgs& a, const Plan& plan)
+      : ctx_(ctx),
+        a_(a),
+        lv_(*ctx.levels),
+        params_(plan.quant),
+        me_(ctx.transport.rank()),
+        rows_(a.blocks, lv_, plan.quant, ctx.kernels),
+        sender_(senderParams(plan.quant, me_, 0)),
+        crossTickets_(2 * static_cast<size_t>(lv_.numNodes)),
+        nodeTickets_(static_cast<size_t>(lv_.ranksPerNode)) {}
+
+  Status run() {
+    size_t bytes = 0;
+    for (int local = 0; local < lv_.ranksPerNode; ++local) {
+      bundleAt_.push_back(bytes);
+      bytes += rows_.bundleBytes(local);
+    }
+    void* buffer = nullptr;
+    ZCCL_CHECK(ctx_.scratch.get(kScratchQuantizedReceive, bytes, &buffer));
+    messages_ = static_cast<char*>(buffer);
+    if (rows_.rows() > 0) ZCCL_CHECK(sendCrossRow(0));
+    for (size_t row = 0; row < rows_.rows(); ++row) {
+      if (row + 1 < rows_.rows()) ZCCL_CHECK(sendCrossRow(row + 1));
+      ZCCL_CHECK(shareRow(row));
+    }
+    ZCCL_CHECK(lv_.cross->waitAll());
+    return lv_.node->waitAll();
+  }
+
+ private:
+  char* message(int local, size_t row, int node) const {
+    return messages_ + bundleAt_[static_cast<size_t>(local)] + rows_.offset(local, row, node);
+  }
+  Ticket& crossTicket(size_t row, int node) {
+    return crossTickets_[(row % 2) * static_cast<size_t>(lv_.numNodes) + node];
+  }
+
+  // Row `row` of my block, quantized, to my local rank on every other node; theirs to me.
+  Status sendCrossRow(size_t row) {
+    for (int node = 0; node < lv_.numNodes; ++node) {
+      const size_t count = rows_.chunkSize(rows_.blockOf(node, lv_.myLocal), row);
+      if (node == lv_.myNode || count == 0) continue;
+      ZCCL_CHECK(lv_.cross->postRecv(message(lv_.myLocal, row, node), messageBytes(count, params_),
+                                     node, ctx_.tag, &crossTicket(row, node)));
+    }
+    const size_t count = rows_.chunkSize(a_.blocks.size(me_), row);
+    if (count == 0) return Status::kSuccess;
+    char* mine = message(lv_.myLocal, row, lv_.myNode);
+    ZCCL_CHECK(ctx_.kernels.quantize(
+        static_cast<const char*>(ownInput(a_, me_)) + row * rows_.chunk() * elementSize(a_.type),
+        a_.type, count, chunkParams(sender_, row), mine, messageBytes(count, params_)));
+    for (int distance = 1; distance < lv_.numNodes; ++distance) {
+      Ticket ticket;
+      ZCCL_CHECK(lv_.cross->postSend(mine, messageBytes(count, params_),
+                                     (lv_.myNode + distance) % lv_.numNodes, ctx_.tag, &ticket));
+    }
+    return Status::kSuccess;
+  }
+
+  // My bundle's row `row` to every node peer and theirs to me, each dequantized once it is in.
+  Status shareRow(size_t row) {
+    for (int node = 0; node < lv_.numNodes; ++node) {
+      if (node != lv_.myNode && rows_.chunkSize(rows_.blockOf(node, lv_.myLocal), row) > 0)
+        ZCCL_CHECK(lv_.cross->wait(crossTicket(row, node)));
+    }
+    for (int local = 0; local < lv_.ranksPerNode; ++local) {
+      if (local == lv_.myLocal || rows_.rowBytes(local, row) == 0) continue;
+      ZCCL_CHECK(lv_.node->postRecv(message(local, row, 0), rows_.rowBytes(local, row), local,
+                                    ctx_.tag, &nodeTickets_[static_cast<size_t>(local)]));
+    }
+    for (int distance = 1; distance < lv_.ranksPerNode && rows_.rowBytes(lv_.myLocal, row) > 0;
+         ++distance) {
+      Ticket ticket;
+      ZCCL_CHECK(lv_.node->postSend(message(lv_.myLocal, row, 0), rows_.rowBytes(lv_.myLocal, row),
+                                    (lv_.myLocal + distance) % lv_.ranksPerNode, ctx_.tag,
+                                    &ticket));
+    }
+    ZCCL_CHECK(dequantizeRow(lv_.myLocal, row));
+    for (int local = 0; local < lv_.ranksPerNode; ++local) {
+      if (local == lv_.myLocal || rows_.rowBytes(local, row) == 0) continue;
+      ZCCL_CHECK(lv_.node->wait(nodeTickets_[static_cast<size_t>(local)]));
+      ZCCL_CHECK(dequantizeRow(local, row));
+    }
+    return Status::kSuccess;
+  }
+
+  Status dequantizeRow(int local, size_t row) {
+    const size_t es = elementSize(a_.type);
+    for (int node = 0; node < lv_.numNodes; ++node) {
+      const int owner = lv_.rankAt(node, local);
+      const size_t count = rows_.chunkSize(a_.blocks.size(owner), row);
+      if (count == 0) continue;
+      char* out =
+          static_cast<char*>(a_.recv) + (a_.blocks.offset(owner) + row * rows_.chunk()) * es;
+      ZCCL_CHECK(ctx_.kernels.dequantize(message(local, row, node), messageBytes(count, params_),
+                                         params_, out, a_.type, count));
+    }
+    return Status::kSuccess;
+  }
+
+  Context& ctx_;
+  const CollectiveArgs& a_;
+  const NodeLevels& lv_;
+  const QuantParams& params_;
+  const int me_;
+  const RowLayout rows_;
+  const QuantParams sender_;
+  std::vector<size_t> bundleAt_;      // where each local rank's bundle starts in messages_
+  std::vector<Ticket> crossTickets_;  // cross-node receives of two rows in flight
+  std::vector<Ticket> nodeTickets_;   // intra-node receives of one row
+  char* messages_ = nullptr;
+};
+
+Status allGatherQuantizedTwoLevel(Context& ctx, const CollectiveArgs& a, const Plan& plan) {
+  return QuantizedAllGatherTwoLevel(ctx, a, plan).run();
+}
+
 }  // namespace
 
 extern const AlgorithmRow kAllGatherQuantizedRing{
     Collective::kAllGather, Algorithm::kRing, true, 1, kAnyMemory, true,
-    allGatherQuantized,     allGatherRingCost};
+    allGatherQuantizedRing, allGatherRingCost};
 extern const AlgorithmRow kAllGatherQuantizedTwoLevel{
-    Collective::kAllGather, Algorithm::kTwoLevel, true, 2, kAnyMemory, true,
-    allGatherQuantized,     allGatherTwoLevelCost};
+    Collective::kAllGather,     Algorithm::kTwoLevel, true, 2, kAnyMemory, true,
+    allGatherQuantizedTwoLevel, allGatherTwoLevelCost};
 
 }  // namespace zccl

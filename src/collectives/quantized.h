@@ -1,8 +1,10 @@
 // What the quantized algorithms share: message sizes per block and per-sender parameters.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "collectives/context.h"
 #include "quant/quantize.h"
@@ -34,5 +36,63 @@ inline QuantParams chunkParams(const QuantParams& params, size_t chunk) {
   mine.seed ^= static_cast<uint64_t>(chunk) * 0xd6e8feb86659fd93ull;
   return mine;
 }
+
+// Blocks cut into rows of chunks for the pipelined two-level algorithms: chunk `row` of a block
+// holds its elements [row * chunk, (row + 1) * chunk), and `chunk` is a multiple of every group
+// size, so that the groups are those of the whole block. A bundle is the blocks of one local
+// rank on every node; its messages lie row by row, row `row` holding that row's chunk of each
+// node's block, so that a bundle's row is one contiguous message.
+class RowLayout {
+ public:
+  RowLayout(const Partition& blocks, const NodeLevels& levels, const QuantParams& params,
+            const Kernels& kernels)
+      : blocks_(blocks),
+        levels_(levels),
+        params_(params),
+        chunk_(std::max<size_t>(kernels.pipelineElements(), params.groupSize)),
+        rows_((blocks.largest() + chunk_ - 1) / chunk_),
+        stride_(static_cast<size_t>(levels.numNodes) * rows_ + 1),
+        offsets_(static_cast<size_t>(levels.ranksPerNode) * stride_, 0) {
+    for (int local = 0; local < levels.ranksPerNode; ++local) {
+      size_t* at = &offsets_[static_cast<size_t>(local) * stride_];
+      for (size_t i = 0; i + 1 < stride_; ++i) {
+        const int node = static_cast<int>(i % levels.numNodes);
+        at[i + 1] =
+            at[i] + messageBytes(chunkSize(blockOf(node, local), i / levels.numNodes), params);
+      }
+    }
+  }
+
+  size_t chunk() const { return chunk_; }
+  size_t rows() const { return rows_; }
+  size_t blockOf(int node, int local) const { return blocks_.size(levels_.rankAt(node, local)); }
+  // Elements of chunk `row` of a block of `block` elements (0 past its end).
+  size_t chunkSize(size_t block, size_t row) const {
+    return row * chunk_ < block ? std::min(chunk_, block - row * chunk_) : 0;
+  }
+  size_t chunkBytes(size_t block, size_t row) const {
+    return messageBytes(chunkSize(block, row), params_);
+  }
+  // Where chunk `row` of node `node`'s block starts in local rank `local`'s bundle (node =
+  // numNodes: where the row ends).
+  size_t offset(int local, size_t row, int node) const {
+    return offsets_[static_cast<size_t>(local) * stride_ + row * levels_.numNodes + node];
+  }
+  size_t rowBytes(int local, size_t row) const {
+    return offset(local, row, levels_.numNodes) - offset(local, row, 0);
+  }
+  size_t bundleBytes(int local) const { return offset(local, rows_, 0); }
+  // Where chunk `row` of a block starts among that block's chunk messages: after full chunks.
+  size_t chunkOffset(size_t row) const { return row * messageBytes(chunk_, params_); }
+
+ private:
+  const Partition& blocks_;
+  const NodeLevels& levels_;
+  const QuantParams& params_;
+  const size_t chunk_;
+  const size_t rows_;
+  const size_t stride_;
+  std::vector<size_t> offsets_;  // per local rank, rows x nodes + 1
+};
 
 }  // namespace zccl

@@ -35,9 +35,7 @@ class QuantizedTwoHop {
         params_(plan.quant),
         me_(ctx.transport.rank()),
         mine_(a.blocks.size(me_)),
-        chunk_(std::max<size_t>(ctx.kernels.pipelineElements(), plan.quant.groupSize)),
-        rows_((a.blocks.largest() + chunk_ - 1) / chunk_),
-        fullChunkBytes_(messageBytes(chunk_, plan.quant)),
+        rows_(a.blocks, lv_, plan.quant, ctx.kernels),
         hop1_(senderParams(plan.quant, me_, 1)),
         hop2_(senderParams(plan.quant, me_, 2)),
         rowTickets_(2 * static_cast<size_t>(lv_.ranksPerNode)),
@@ -45,71 +43,48 @@ class QuantizedTwoHop {
 
   Status run() {
     ZCCL_CHECK(layOut());
-    if (rows_ > 0) ZCCL_CHECK(sendRow(0));
-    for (size_t row = 0; row < rows_; ++row) {
-      if (row + 1 < rows_) ZCCL_CHECK(sendRow(row + 1));
+    if (rows_.rows() > 0) ZCCL_CHECK(sendRow(0));
+    for (size_t row = 0; row < rows_.rows(); ++row) {
+      if (row + 1 < rows_.rows()) ZCCL_CHECK(sendRow(row + 1));
       ZCCL_CHECK(postCrossReceives(row));
       ZCCL_CHECK(reduceRow(row));
       if (row > 0) ZCCL_CHECK(sumCrossRow(row - 1));
     }
-    if (rows_ > 0) ZCCL_CHECK(sumCrossRow(rows_ - 1));
+    if (rows_.rows() > 0) ZCCL_CHECK(sumCrossRow(rows_.rows() - 1));
     ZCCL_CHECK(lv_.node->waitAll());
     return lv_.cross->waitAll();
   }
 
  private:
-  size_t blockOf(int node, int local) const { return a_.blocks.size(lv_.rankAt(node, local)); }
-  size_t chunkSize(size_t block, size_t row) const {
-    return row * chunk_ < block ? std::min(chunk_, block - row * chunk_) : 0;
-  }
   const char* input(int owner, size_t row) const {
     return static_cast<const char*>(a_.send) +
-           (a_.blocks.offset(owner) + row * chunk_) * elementSize(a_.type);
+           (a_.blocks.offset(owner) + row * rows_.chunk()) * elementSize(a_.type);
   }
-  // Where chunk `row` of node `node`'s block starts in the messages of local rank `local`'s
-  // bundle (node = numNodes: where the row ends).
-  size_t rowOffset(int local, size_t row, int node) const {
-    const size_t stride = static_cast<size_t>(lv_.numNodes) * rows_ + 1;
-    return bundleLayout_[static_cast<size_t>(local) * stride + row * lv_.numNodes + node];
-  }
-  size_t rowBytes(int local, size_t row) const {
-    return rowOffset(local, row, lv_.numNodes) - rowOffset(local, row, 0);
-  }
-  char* peerInbox(int local) const { return hop1Inbox_ + local * rowOffset(lv_.myLocal, rows_, 0); }
+  char* peerInbox(int local) const { return hop1Inbox_ + local * rows_.bundleBytes(lv_.myLocal); }
   Ticket& rowTicket(size_t row, int local) {
     return rowTickets_[(row % 2) * static_cast<size_t>(lv_.ranksPerNode) + local];
   }
 
   Status layOut() {
-    const size_t stride = static_cast<size_t>(lv_.numNodes) * rows_ + 1;
-    bundleLayout_.assign(static_cast<size_t>(lv_.ranksPerNode) * stride, 0);
     size_t outbox = 0;
     for (int local = 0; local < lv_.ranksPerNode; ++local) {
-      size_t* offsets = &bundleLayout_[static_cast<size_t>(local) * stride];
-      for (size_t row = 0; row < rows_; ++row) {
-        for (int node = 0; node < lv_.numNodes; ++node) {
-          offsets[row * lv_.numNodes + node + 1] =
-              offsets[row * lv_.numNodes + node] +
-              messageBytes(chunkSize(blockOf(node, local), row), params_);
-        }
-      }
       sendAt_.push_back(outbox);
-      if (local != lv_.myLocal) outbox += offsets[stride - 1];
+      if (local != lv_.myLocal) outbox += rows_.bundleBytes(local);
     }
-    const size_t bundleBytes = rowOffset(lv_.myLocal, rows_, 0);
+    const size_t bundleBytes = rows_.bundleBytes(lv_.myLocal);
     mineBytes_ = 0;
-    for (size_t row = 0; row < rows_; ++row)
-      mineBytes_ += messageBytes(chunkSize(mine_, row), params_);
+    for (size_t row = 0; row < rows_.rows(); ++row) mineBytes_ += rows_.chunkBytes(mine_, row);
 
     void* buffers[4];
     ZCCL_CHECK(ctx_.scratch.get(kScratchQuantizedSend, outbox + bundleBytes, &buffers[0]));
     ZCCL_CHECK(ctx_.scratch.get(kScratchQuantizedReceive,
                                 bundleBytes * lv_.ranksPerNode + mineBytes_ * lv_.numNodes,
                                 &buffers[1]));
-    ZCCL_CHECK(ctx_.scratch.get(
-        kScratchPartial, std::min(chunk_, a_.blocks.largest()) * sizeof(float), &buffers[2]));
-    ZCCL_CHECK(ctx_.scratch.get(kScratchAccumulate, 2 * std::min(chunk_, mine_) * sizeof(float),
-                                &buffers[3]));
+    ZCCL_CHECK(ctx_.scratch.get(kScratchPartial,
+                                std::min(rows_.chunk(), a_.blocks.largest()) * sizeof(float),
+                                &buffers[2]));
+    ZCCL_CHECK(ctx_.scratch.get(kScratchAccumulate,
+                                2 * std::min(rows_.chunk(), mine_) * sizeof(float), &buffers[3]));
     hop1Outbox_ = static_cast<char*>(buffers[0]);
     hop2Outbox_ = hop1Outbox_ + outbox;
     hop1Inbox_ = static_cast<char*>(buffers[1]);
@@ -122,9 +97,9 @@ class QuantizedTwoHop {
   // Hop 1 of `row`: its receives from every node peer, then its quantized messages to them.
   Status sendRow(size_t row) {
     for (int local = 0; local < lv_.ranksPerNode; ++local) {
-      if (local == lv_.myLocal || rowBytes(lv_.myLocal, row) == 0) continue;
-      ZCCL_CHECK(lv_.node->postRecv(peerInbox(local) + rowOffset(lv_.myLocal, row, 0),
-                                    rowBytes(lv_.myLocal, row), local, ctx_.tag,
+      if (local == lv_.myLocal || rows_.rowBytes(lv_.myLocal, row) == 0) continue;
+      ZCCL_CHECK(lv_.node->postRecv(peerInbox(local) + rows_.offset(lv_.myLocal, row, 0),
+                                    rows_.rowBytes(lv_.myLocal, row), local, ctx_.tag,
                                     &rowTicket(row, local)));
     }
     const QuantParams params = chunkParams(hop1_, row);
@@ -132,22 +107,22 @@ class QuantizedTwoHop {
       const int peer = (lv_.myLocal + distance) % lv_.ranksPerNode;
       char* outbox = hop1Outbox_ + sendAt_[static_cast<size_t>(peer)];
       for (int node = 0; node < lv_.numNodes; ++node) {
-        const size_t count = chunkSize(blockOf(node, peer), row);
+        const size_t count = rows_.chunkSize(rows_.blockOf(node, peer), row);
         if (count == 0) continue;
         ZCCL_CHECK(ctx_.kernels.quantize(input(lv_.rankAt(node, peer), row), a_.type, count, params,
-                                         outbox + rowOffset(peer, row, node),
+                                         outbox + rows_.offset(peer, row, node),
                                          messageBytes(count, params_)));
       }
-      if (rowBytes(peer, row) == 0) continue;
+      if (rows_.rowBytes(peer, row) == 0) continue;
       Ticket ticket;
-      ZCCL_CHECK(lv_.node->postSend(outbox + rowOffset(peer, row, 0), rowBytes(peer, row), peer,
-                                    ctx_.tag, &ticket));
+      ZCCL_CHECK(lv_.node->postSend(outbox + rows_.offset(peer, row, 0), rows_.rowBytes(peer, row),
+                                    peer, ctx_.tag, &ticket));
     }
     return Status::kSuccess;
   }
 
   Status postCrossReceives(size_t row) {
-    const size_t count = chunkSize(mine_, row);
+    const size_t count = rows_.chunkSize(mine_, row);
     for (int node = 0; node < lv_.numNodes && count > 0; ++node) {
       if (node == lv_.myNode) continue;
       ZCCL_CHECK(lv_.cross->postRecv(crossMessage(node, row), messageBytes(count, params_), node,
@@ -156,19 +131,19 @@ class QuantizedTwoHop {
     return Status::kSuccess;
   }
   char* crossMessage(int node, size_t row) const {
-    return hop2Inbox_ + node * mineBytes_ + row * fullChunkBytes_;
+    return hop2Inbox_ + node * mineBytes_ + rows_.chunkOffset(row);
   }
 
   // Sums row `row` of my bundle over my node; sends the other nodes' chunks on at once.
   Status reduceRow(size_t row) {
     for (int local = 0; local < lv_.ranksPerNode; ++local) {
-      if (local != lv_.myLocal && rowBytes(lv_.myLocal, row) > 0)
+      if (local != lv_.myLocal && rows_.rowBytes(lv_.myLocal, row) > 0)
         ZCCL_CHECK(lv_.node->wait(rowTicket(row, local)));
     }
     const QuantParams params = chunkParams(hop2_, row);
     for (int distance = 1; distance <= lv_.numNodes; ++distance) {
       const int node = (lv_.myNode + distance) % lv_.numNodes;  // my own node's chunk last
-      const size_t count = chunkSize(blockOf(node, lv_.myLocal), row);
+      const size_t count = rows_.chunkSize(rows_.blockOf(node, lv_.myLocal), row);
       if (count == 0) continue;
       float* partial = node == lv_.myNode ? totalRow(row) : tile_;
       ZCCL_CHECK(ctx_.kernels.convertToFloat(input(lv_.rankAt(node, lv_.myLocal), row), a_.type,
@@ -176,11 +151,11 @@ class QuantizedTwoHop {
       for (int local = 0; local < lv_.ranksPerNode; ++local) {
         if (local == lv_.myLocal) continue;
         ZCCL_CHECK(ctx_.kernels.dequantizeAccumulate(
-            peerInbox(local) + rowOffset(lv_.myLocal, row, node), messageBytes(count, params_),
+            peerInbox(local) + rows_.offset(lv_.myLocal, row, node), messageBytes(count, params_),
             params_, partial, count));
       }
       if (node == lv_.myNode) continue;
-      char* message = hop2Outbox_ + rowOffset(lv_.myLocal, row, node);
+      char* message = hop2Outbox_ + rows_.offset(lv_.myLocal, row, node);
       ZCCL_CHECK(ctx_.kernels.quantize(partial, DataType::kFloat32, count, params, message,
                                        messageBytes(count, params_)));
       Ticket ticket;
@@ -193,7 +168,7 @@ class QuantizedTwoHop {
   // Sums row `row` of my block over the nodes and stores it: the input it overwrites, when
   // the call is in place, was read when the row was reduced inside the node.
   Status sumCrossRow(size_t row) {
-    const size_t count = chunkSize(mine_, row);
+    const size_t count = rows_.chunkSize(mine_, row);
     if (count == 0) return Status::kSuccess;
     for (int node = 0; node < lv_.numNodes; ++node) {
       if (node == lv_.myNode) continue;
@@ -203,10 +178,10 @@ class QuantizedTwoHop {
     }
     return ctx_.kernels.storeFloatAs(
         totalRow(row), count, a_.op == RedOp::kAvg ? ctx_.transport.size() : 1, a_.type,
-        static_cast<char*>(a_.recv) + row * chunk_ * elementSize(a_.type));
+        static_cast<char*>(a_.recv) + row * rows_.chunk() * elementSize(a_.type));
   }
   // Two rows are in flight: one reduced inside the node, the one before summed over the nodes.
-  float* totalRow(size_t row) const { return totals_ + (row % 2) * chunk_; }
+  float* totalRow(size_t row) const { return totals_ + (row % 2) * rows_.chunk(); }
 
   Context& ctx_;
   const CollectiveArgs& a_;
@@ -214,11 +189,8 @@ class QuantizedTwoHop {
   const QuantParams& params_;
   const int me_;
   const size_t mine_;
-  const size_t chunk_;
-  const size_t rows_;
-  const size_t fullChunkBytes_;
+  const RowLayout rows_;
   const QuantParams hop1_, hop2_;
-  std::vector<size_t> bundleLayout_;  // per local rank, rows x nodes + 1 message offsets
   std::vector<size_t> sendAt_;        // where each node peer's messages start in the outbox
   size_t mineBytes_ = 0;              // my block's chunks, as one node sends them
   std::vector<Ticket> rowTickets_;    // hop-1 receives of two rows in flight

@@ -252,10 +252,12 @@ class ZeroPlusPlus : public ::testing::Test {
     e->messages[layout_.link(peer)] += messages;
   }
 
-  // What a ring all-gather of `blockBytes(r)` blocks sends: flat, or two-level (cross ring of
-  // my local rank's blocks, then node ring of bundles, one message per block).
+  // What an all-gather of `blockBytes(r)` blocks sends: flat ring, two-level (cross ring of
+  // my local rank's blocks, then node ring of bundles, one message per block), or quantized
+  // two-level (my block to every other node, then my bundle to every node peer, one message
+  // each while a block is one pipeline row).
   template <typename BlockBytes>
-  void allGatherTraffic(Expected* e, bool twoLevel, BlockBytes&& blockBytes) const {
+  void allGatherTraffic(Expected* e, bool twoLevel, bool quantized, BlockBytes&& blockBytes) const {
     const Layout& L = layout_;
     if (!twoLevel) {
       for (int step = 0; step < L.n - 1; ++step)
@@ -263,6 +265,16 @@ class ZeroPlusPlus : public ::testing::Test {
       return;
     }
     const int N = L.nodes(), P = L.perNode, k = L.node(L.me), l = L.local(L.me);
+    if (quantized) {  // my block to every other node, then my bundle to every node peer
+      uint64_t bundle = 0;
+      for (int node = 0; node < N; ++node) {
+        if (node != k) send(e, L.rankAt(node, l), blockBytes(L.me));
+        bundle += blockBytes(L.rankAt(node, l));
+      }
+      for (int m = 0; m < P; ++m)
+        if (m != l) send(e, L.rankAt(k, m), bundle);
+      return;
+    }
     for (int step = 0; step < N - 1; ++step) {
       const int unit = ((k - step) % N + N) % N;
       send(e, L.rankAt((k + 1) % N, l), blockBytes(L.rankAt(unit, l)));
@@ -581,7 +593,7 @@ TEST_F(ZeroPlusPlus, StatsEqualEachAlgorithmsDefinition) {
                                 &options),
                 zcclSuccess);
       Expected e;
-      allGatherTraffic(&e, twoLevel,
+      allGatherTraffic(&e, twoLevel, wire != nullptr,
                        [&](int) { return wire ? wire->messageBytes(count) : count * 2; });
       expectStats(comm_, e.bytes, e.messages, name + (wire ? " qwZ all-gather" : " all-gather"));
     }
@@ -610,7 +622,7 @@ TEST_F(ZeroPlusPlus, StatsEqualEachAlgorithmsDefinition) {
     Expected e;
     const auto messageOf = [&](int r) { return int4.messageBytes(blocks.size(r)); };
     reduceScatterTraffic(&e, twoLevel, true, messageOf);
-    allGatherTraffic(&e, twoLevel, messageOf);
+    allGatherTraffic(&e, twoLevel, true, messageOf);
     expectStats(comm_, e.bytes, e.messages, name + " quantized all-reduce");
   }
 }
