@@ -37,35 +37,19 @@ inline QuantParams chunkParams(const QuantParams& params, size_t chunk) {
   return mine;
 }
 
-// Blocks cut into rows of chunks for the pipelined two-level algorithms: chunk `row` of a block
-// holds its elements [row * chunk, (row + 1) * chunk), and `chunk` is a multiple of every group
-// size, so that the groups are those of the whole block. A bundle is the blocks of one local
-// rank on every node; its messages lie row by row, row `row` holding that row's chunk of each
-// node's block, so that a bundle's row is one contiguous message.
-class RowLayout {
+// Blocks cut into rows of chunks for the pipelined algorithms: chunk `row` of a block holds
+// its elements [row * chunk, (row + 1) * chunk), each chunk one quantized message, and `chunk`
+// is a multiple of every group size, so that the groups are those of the whole block. A block
+// of one chunk sends exactly the message of the unpipelined algorithm.
+class PipelineRows {
  public:
-  RowLayout(const Partition& blocks, const NodeLevels& levels, const QuantParams& params,
-            const Kernels& kernels)
-      : blocks_(blocks),
-        levels_(levels),
-        params_(params),
+  PipelineRows(const Partition& blocks, const QuantParams& params, const Kernels& kernels)
+      : params_(params),
         chunk_(std::max<size_t>(kernels.pipelineElements(), params.groupSize)),
-        rows_((blocks.largest() + chunk_ - 1) / chunk_),
-        stride_(static_cast<size_t>(levels.numNodes) * rows_ + 1),
-        offsets_(static_cast<size_t>(levels.ranksPerNode) * stride_, 0) {
-    for (int local = 0; local < levels.ranksPerNode; ++local) {
-      size_t* at = &offsets_[static_cast<size_t>(local) * stride_];
-      for (size_t i = 0; i + 1 < stride_; ++i) {
-        const int node = static_cast<int>(i % levels.numNodes);
-        at[i + 1] =
-            at[i] + messageBytes(chunkSize(blockOf(node, local), i / levels.numNodes), params);
-      }
-    }
-  }
+        rows_((blocks.largest() + chunk_ - 1) / chunk_) {}
 
   size_t chunk() const { return chunk_; }
   size_t rows() const { return rows_; }
-  size_t blockOf(int node, int local) const { return blocks_.size(levels_.rankAt(node, local)); }
   // Elements of chunk `row` of a block of `block` elements (0 past its end).
   size_t chunkSize(size_t block, size_t row) const {
     return row * chunk_ < block ? std::min(chunk_, block - row * chunk_) : 0;
@@ -73,6 +57,41 @@ class RowLayout {
   size_t chunkBytes(size_t block, size_t row) const {
     return messageBytes(chunkSize(block, row), params_);
   }
+  // Where chunk `row` starts among its block's chunk messages (after full chunks), and where
+  // they end.
+  size_t chunkOffset(size_t row) const { return row * messageBytes(chunk_, params_); }
+  size_t blockBytes(size_t block) const {
+    return chunkOffset(block / chunk_) + messageBytes(block % chunk_, params_);
+  }
+
+ private:
+  const QuantParams& params_;
+  const size_t chunk_;
+  const size_t rows_;
+};
+
+// Rows of the two-level algorithms. A bundle is the blocks of one local rank on every node;
+// its messages lie row by row, row `row` holding that row's chunk of each node's block, so
+// that a bundle's row is one contiguous message.
+class RowLayout : public PipelineRows {
+ public:
+  RowLayout(const Partition& blocks, const NodeLevels& levels, const QuantParams& params,
+            const Kernels& kernels)
+      : PipelineRows(blocks, params, kernels),
+        blocks_(blocks),
+        levels_(levels),
+        stride_(static_cast<size_t>(levels.numNodes) * rows() + 1),
+        offsets_(static_cast<size_t>(levels.ranksPerNode) * stride_, 0) {
+    for (int local = 0; local < levels.ranksPerNode; ++local) {
+      size_t* at = &offsets_[static_cast<size_t>(local) * stride_];
+      for (size_t i = 0; i + 1 < stride_; ++i) {
+        const int node = static_cast<int>(i % levels.numNodes);
+        at[i + 1] = at[i] + chunkBytes(blockOf(node, local), i / levels.numNodes);
+      }
+    }
+  }
+
+  size_t blockOf(int node, int local) const { return blocks_.size(levels_.rankAt(node, local)); }
   // Where chunk `row` of node `node`'s block starts in local rank `local`'s bundle (node =
   // numNodes: where the row ends).
   size_t offset(int local, size_t row, int node) const {
@@ -81,16 +100,11 @@ class RowLayout {
   size_t rowBytes(int local, size_t row) const {
     return offset(local, row, levels_.numNodes) - offset(local, row, 0);
   }
-  size_t bundleBytes(int local) const { return offset(local, rows_, 0); }
-  // Where chunk `row` of a block starts among that block's chunk messages: after full chunks.
-  size_t chunkOffset(size_t row) const { return row * messageBytes(chunk_, params_); }
+  size_t bundleBytes(int local) const { return offset(local, rows(), 0); }
 
  private:
   const Partition& blocks_;
   const NodeLevels& levels_;
-  const QuantParams& params_;
-  const size_t chunk_;
-  const size_t rows_;
   const size_t stride_;
   std::vector<size_t> offsets_;  // per local rank, rows x nodes + 1
 };

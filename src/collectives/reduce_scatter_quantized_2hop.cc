@@ -72,8 +72,7 @@ class QuantizedTwoHop {
       if (local != lv_.myLocal) outbox += rows_.bundleBytes(local);
     }
     const size_t bundleBytes = rows_.bundleBytes(lv_.myLocal);
-    mineBytes_ = 0;
-    for (size_t row = 0; row < rows_.rows(); ++row) mineBytes_ += rows_.chunkBytes(mine_, row);
+    mineBytes_ = rows_.blockBytes(mine_);
 
     void* buffers[4];
     ZCCL_CHECK(ctx_.scratch.get(kScratchQuantizedSend, outbox + bundleBytes, &buffers[0]));

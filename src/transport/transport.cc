@@ -1,5 +1,9 @@
 #include "transport/transport.h"
 
+#include <sched.h>
+
+#include <ctime>
+
 namespace zccl {
 namespace {
 
@@ -31,6 +35,16 @@ Status Transport::nativeGather(const void*, void*, size_t, DataType, int) {
 }
 Status Transport::nativeScatter(const void*, void*, size_t, DataType, int) {
   return noNativeCollectives();
+}
+
+void pauseBetweenPolls(unsigned poll) {
+  constexpr unsigned kYieldingPolls = 256;
+  if (poll < kYieldingPolls) {
+    sched_yield();
+    return;
+  }
+  const timespec pause{0, 20000};
+  nanosleep(&pause, nullptr);
 }
 
 }  // namespace zccl

@@ -103,4 +103,10 @@ class Transport {
   std::atomic<bool> abortRequested_{false};
 };
 
+// Between two polls of a wait: sched_yield for the first polls, so that a message that is
+// nearly there is taken at once, then 20 us sleeps, so that a rank waiting on a slow link
+// leaves its core to the ranks that compute (more ranks than cores) instead of taking turns
+// with them. Measured on 4 ranks over 2 cores: qgZ reduce-scatter of 64 MiB 85 -> 72 ms.
+void pauseBetweenPolls(unsigned poll);
+
 }  // namespace zccl

@@ -433,8 +433,7 @@ class MpiTransport final : public Transport {
         return fail(Status::kRemoteError, "rank %d: the communicator was aborted while waiting",
                     rank_);
       }
-      // Yield so that oversubscribed ranks (more ranks than cores) still progress.
-      sched_yield();
+      pauseBetweenPolls(spin);
       if (options_.timeoutSeconds > 0 && (spin & 1023u) == 0 &&
           secondsSince(start) > options_.timeoutSeconds) {
         return timedOut(first, last);
@@ -522,7 +521,7 @@ Status createMpiTransport(MPI_Comm comm, const TransportOptions& options,
     int done = 0;
     ZCCL_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     if (done) break;
-    sched_yield();
+    pauseBetweenPolls(spin);
     if (options.timeoutSeconds > 0 && (spin & 1023u) == 0 &&
         secondsSince(start) > options.timeoutSeconds) {
       // The request stays pending: MPI may still complete the duplicate, which is leaked.

@@ -1,7 +1,6 @@
 #include "transport/nccl/nccl_transport.h"
 
 #include <cuda_runtime.h>
-#include <sched.h>
 
 #include <chrono>
 #include <string>
@@ -261,7 +260,7 @@ class NcclTransport final : public StreamTransport {
   Status waitForStream() {
     ZCCL_CUDA_CHECK(cudaEventRecord(done_, stream_));
     const auto start = Clock::now();
-    for (;;) {
+    for (unsigned poll = 0;; ++poll) {
       const cudaError_t done = cudaEventQuery(done_);
       if (done == cudaSuccess) return Status::kSuccess;
       if (done != cudaErrorNotReady) return cudaFailure(done, "cudaEventQuery");
@@ -285,7 +284,7 @@ class NcclTransport final : public StreamTransport {
                     "(ZCCL_TIMEOUT_S); a peer may be gone",
                     rank(), options_.timeoutSeconds);
       }
-      sched_yield();
+      pauseBetweenPolls(poll);
     }
   }
 

@@ -1,6 +1,5 @@
 #include "transport/ucx/ucx_transport.h"
 
-#include <sched.h>
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
@@ -377,7 +376,7 @@ class UcxTransport final : public Transport {
         return fail(Status::kRemoteError, "rank %d: the communicator was aborted while waiting",
                     rank_);
       }
-      sched_yield();
+      pauseBetweenPolls(spin);
       if (options_.timeoutSeconds > 0 && (spin & 1023u) == 0 &&
           secondsSince(start) > options_.timeoutSeconds) {
         return timedOut(first, last);
