@@ -55,10 +55,11 @@ void packNibbles(const uint8_t* codes, size_t n, uint8_t* packed) {
 void unpackNibbles(const uint8_t* packed, size_t n, bool isSigned, uint8_t* codes) {
   const size_t pairs = n / 2;
   for (size_t j = 0; j < pairs; ++j) {
-    const auto byte = static_cast<int8_t>(packed[j]);
-    codes[2 * j] =
-        static_cast<uint8_t>(isSigned ? static_cast<int8_t>(byte << 4) >> 4 : byte & 0x0f);
-    codes[2 * j + 1] = static_cast<uint8_t>(isSigned ? byte >> 4 : (byte >> 4) & 0x0f);
+    const unsigned byte = packed[j];
+    const auto low = static_cast<int8_t>(static_cast<uint8_t>(byte << 4));
+    const auto high = static_cast<int8_t>(byte);
+    codes[2 * j] = static_cast<uint8_t>(isSigned ? low >> 4 : byte & 0x0fu);
+    codes[2 * j + 1] = static_cast<uint8_t>(isSigned ? high >> 4 : byte >> 4);
   }
   if (n % 2) {
     const unsigned nibble = packed[pairs] & 0x0fu;
