@@ -107,6 +107,8 @@ void collectPci(hwloc_topology_t topology, NodeTopology* node, std::vector<hwloc
 void collectNetwork(hwloc_topology_t topology, bool live, NodeTopology* node) {
   for (hwloc_obj_t os = hwloc_get_next_osdev(topology, nullptr); os != nullptr;
        os = hwloc_get_next_osdev(topology, os)) {
+    // A device without a name (a damaged topology file) cannot be told from another.
+    if (os->name == nullptr) continue;
     if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
       node->hcas.push_back(Hca{os->name, locate(topology, os)});
     } else if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) {

@@ -122,6 +122,17 @@ TEST(Topology, InfinibandInterfaceSitsOnItsHca) {
   EXPECT_EQ(visible, 1) << "cuda0 only";
 }
 
+TEST(Topology, OsDevicesWithoutANameAreLeftOut) {
+  // Found by fuzzing: a network device without a name (hwloc accepts it) crashed discovery.
+  TopologyOptions options;
+  options.xmlPath = ZCCL_FUZZ_CORPUS "/topology_xml/nameless-osdev.xml";
+  NodeTopology t;
+  ASSERT_EQ(discoverTopology(options, &t), Status::kSuccess) << lastThreadError();
+  ASSERT_EQ(t.nics.size(), 1u);
+  EXPECT_EQ(t.nics[0].name, "eth1");
+  EXPECT_TRUE(t.hcas.empty()) << "the HCA has no name either";
+}
+
 TEST(Topology, AFileThatCrashesHwlocIsAnErrorNamingTheVariable) {
   // Found by fuzzing: hwloc 2.9 dies (SEGV) parsing this; zccl asks a child process first.
   TopologyOptions options;
