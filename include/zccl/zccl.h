@@ -19,7 +19,7 @@
  * zcclSend/zcclRecv on a stream do the same per call, or per group at zcclGroupEnd (one
  * communicator's messages in a group share one stream). A host buffer with a stream, a device
  * buffer with stream=NULL, or a buffer on another device is an error naming the buffer.
- * NULL always means host memory: CUDA's legacy default stream is cudaStreamLegacy.
+ * NULL always means host memory: CUDA's legacy default stream is ZCCL_STREAM_LEGACY.
  */
 #ifndef ZCCL_ZCCL_H_
 #define ZCCL_ZCCL_H_
@@ -118,6 +118,9 @@ typedef ZCCL_ENUM(zcclHierarchy_e){
 typedef struct zcclComm* zcclComm_t;
 /* A CUDA stream (cudaStream_t) for device memory; NULL for host memory. */
 typedef void* zcclStream_t;
+/* CUDA's legacy default stream (cudaStreamLegacy, whose value this is): NULL is host memory,
+ * so a client whose stream handle is NULL for the legacy default stream passes this instead. */
+#define ZCCL_STREAM_LEGACY ((zcclStream_t)0x1)
 
 #define ZCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
 #define ZCCL_CONFIG_UNDEF_DOUBLE (-1.0)

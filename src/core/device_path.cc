@@ -45,10 +45,16 @@ struct DevicePath::StreamState {
   NodeLevels levels;
   bool messagesPosted = false;  // point-to-point messages since the last completion
 
-  void abandon() {
+  // Its transports that exist (the levels only on a communicator with levels).
+  std::vector<Transport*> transports() const {
+    std::vector<Transport*> all;
     for (Transport* t : {transport.get(), node.get(), cross.get()}) {
-      if (t != nullptr) t->abandon();
+      if (t != nullptr) all.push_back(t);
     }
+    return all;
+  }
+  void abandon() const {
+    for (Transport* t : transports()) t->abandon();
   }
 };
 
@@ -248,9 +254,8 @@ Status DevicePath::makeNcclTransports() {
 std::vector<Transport*> DevicePath::transports() const {
   std::vector<Transport*> all;
   for (const auto& s : streams_) {
-    for (Transport* t : {s->transport.get(), s->node.get(), s->cross.get()}) {
-      if (t != nullptr) all.push_back(t);
-    }
+    const std::vector<Transport*> staged = s->transports();
+    all.insert(all.end(), staged.begin(), staged.end());
   }
   for (Transport* t :
        {static_cast<Transport*>(ncclFlat_.get()), static_cast<Transport*>(ncclNode_.get()),

@@ -16,11 +16,10 @@ namespace zccl::nccl {
 namespace {
 
 // The stream zccl takes for the call: NULL (host memory) or the call's, where NCCL's NULL is
-// CUDA's legacy default stream (cudaStreamLegacy), which zccl names explicitly.
+// CUDA's legacy default stream, which zccl names explicitly (ZCCL_STREAM_LEGACY).
 zcclStream_t streamOf(const Call& call) {
   if (!onDevice(call)) return nullptr;
-  return call.stream != nullptr ? static_cast<zcclStream_t>(call.stream)
-                                : reinterpret_cast<zcclStream_t>(0x1);
+  return call.stream != nullptr ? static_cast<zcclStream_t>(call.stream) : ZCCL_STREAM_LEGACY;
 }
 
 const char* memoryName(const Call& call) {

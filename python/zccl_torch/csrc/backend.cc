@@ -135,7 +135,7 @@ void checkTensor(const at::Tensor& tensor, const char* operation, const char* ar
 // Where a zccl call on `tensor` runs: for a CPU tensor host memory (stream NULL); for a CUDA
 // tensor its device, made current for the call, and that device's current stream. zccl reads
 // NULL as host memory, so CUDA's legacy default stream (whose handle is NULL) goes as
-// cudaStreamLegacy.
+// ZCCL_STREAM_LEGACY.
 class OnDeviceOf {
  public:
   explicit OnDeviceOf(const at::Tensor& tensor) : guard_(tensor.device()) {
@@ -143,12 +143,11 @@ class OnDeviceOf {
     const c10::Stream current =
         c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(tensor.device());
     void* handle = current.native_handle();
-    stream_ = handle != nullptr ? handle : kCudaStreamLegacy;
+    stream_ = handle != nullptr ? handle : ZCCL_STREAM_LEGACY;
   }
   zcclStream_t stream() const { return stream_; }
 
  private:
-  static inline zcclStream_t const kCudaStreamLegacy = reinterpret_cast<zcclStream_t>(0x1);
   c10::DeviceGuard guard_;
   zcclStream_t stream_ = nullptr;
 };
