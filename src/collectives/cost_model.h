@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 
 #include "collectives/paths.h"
@@ -35,6 +36,9 @@ struct ClusterModel {
   double quantizeBytesPerSecond = 7e9;
   double dequantizeBytesPerSecond = 14e9;
   double reduceBytesPerSecond = 10e9;
+  // Elements per row of the pipelined quantized paths: the planned memory's
+  // Kernels::pipelineElements().
+  double pipelineElements = 65536;
 
   int ranks() const { return nodes * ranksPerNode; }
   bool twoLevelAvailable() const { return uniform && nodes > 1 && ranksPerNode > 1; }
@@ -69,6 +73,15 @@ struct CostTerms {
     return quantized ? blocks * floatBlock / c.dequantizeBytesPerSecond : 0;
   }
   double reduce(double blocks) const { return blocks * floatBlock / c.reduceBytesPerSecond; }
+  // A path pipelined in rows (the quantized two-level and direct ones) runs its kernels while
+  // the link carries other rows: the slower of the two counts, plus one row of the other to
+  // fill the pipeline. Other paths pay both.
+  double overlapped(double wire, double compute) const {
+    if (!quantized) return wire + compute;
+    const double elements = floatBlock / 4;
+    const double rows = std::max(1.0, std::ceil(elements / c.pipelineElements));
+    return std::max(wire, compute) + std::min(wire, compute) / rows;
+  }
   // Sends to every other rank at once: the inter-node and intra-node shares overlap.
   double direct(double bytesPerPeer) const {
     const double n = c.ranks(), L = c.ranksPerNode;

@@ -41,8 +41,8 @@ Status reduceScatterDirect(Context& ctx, const CollectiveArgs& a, const Plan& /*
 
 double reduceScatterDirectCost(const CostTerms& t, Plan* /*plan*/) {
   const double n = t.c.ranks();
-  return t.direct(t.wireBlock) + t.quantize(n - 1) + t.dequantize(n - 1) +
-         (t.quantized ? 0 : t.reduce(n - 1));
+  return t.overlapped(t.direct(t.wireBlock), t.quantize(n - 1) + t.dequantize(n - 1) +
+                                                (t.quantized ? 0 : t.reduce(n - 1)));
 }
 
 extern const AlgorithmRow kReduceScatterDirect{

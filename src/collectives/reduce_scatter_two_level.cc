@@ -94,9 +94,10 @@ double reduceScatterTwoLevelCost(const CostTerms& t, Plan* /*plan*/) {
   const double hop1 = (L - 1) * N, hop2 = N - 1;
   // The quantized form packs each node peer's pieces into one message.
   const double messages1 = t.quantized ? L - 1 : hop1;
-  return CostTerms::step(t.c.intra, hop1 * t.wireBlock, messages1) +
-         CostTerms::step(t.c.inter, hop2 * t.wireBlock, hop2) + t.quantize(hop1 + hop2) +
-         t.dequantize(hop1 + hop2) + (t.quantized ? 0 : t.reduce(hop1 + hop2));
+  return t.overlapped(CostTerms::step(t.c.intra, hop1 * t.wireBlock, messages1) +
+                         CostTerms::step(t.c.inter, hop2 * t.wireBlock, hop2),
+                     t.quantize(hop1 + hop2) + t.dequantize(hop1 + hop2) +
+                         (t.quantized ? 0 : t.reduce(hop1 + hop2)));
 }
 
 extern const AlgorithmRow kReduceScatterTwoLevel{

@@ -99,10 +99,13 @@ Status discoverNodes(zcclComm* comm) {
   std::vector<Identity> all(static_cast<size_t>(comm->size()));
   ZCCL_CHECK(comm->transport->allGatherControl(&mine, sizeof(mine), all.data()));
   std::vector<uint64_t> hosts;
+  int ranksOnThisMachine = 0;
   for (const Identity& identity : all) {
     hosts.push_back(identity.host);
     comm->processes.push_back(identity.process);
+    if (identity.process.kernel == mine.process.kernel) ++ranksOnThisMachine;
   }
+  noteRanksOnThisMachine(ranksOnThisMachine);
   comm->nodes = nodeMapFromHosts(hosts, comm->config.ranksPerNode);
   return Status::kSuccess;
 }
