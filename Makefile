@@ -56,8 +56,8 @@ test-second-mpi: deps
 
 # The unit and multi-rank suites under AddressSanitizer + UndefinedBehaviorSanitizer (leaks
 # included, those of MPI, UCX and hwloc's PCI plugin aside; the tests labelled asan), and the
-# threaded parts (abort from another thread, communicators set up on several threads) under
-# ThreadSanitizer.
+# threaded parts (abort from another thread, communicators set up on several threads, device
+# work on a communicator's own thread) under ThreadSanitizer.
 SANITIZER_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo $(call mpi_flags,$(ZCCL_MPI)) \
 	-DZCCL_WITH_CUDA=OFF -DZCCL_BUILD_PERF=OFF $(CMAKE_FLAGS)
 test-sanitizers: deps
@@ -68,10 +68,10 @@ test-sanitizers: deps
 		UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 1 -L asan
 	cmake -S . -B build-tsan -DZCCL_TSAN=ON -DZCCL_BUILD_EXAMPLES=OFF $(SANITIZER_FLAGS)
 	cmake --build build-tsan -j $(JOBS) --target zcclrun reliability_test_ucx bootstrap_test \
-		bootstrap_peer
+		bootstrap_peer staged_test
 	# UCX's memory hooks (libucm) and ThreadSanitizer's interceptors do not mix.
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 UCX_MEM_EVENTS=no \
-		ctest --output-on-failure -j 1 -R "^reliability_test_ucx_np|^bootstrap$$"
+		ctest --output-on-failure -j 1 -R "^reliability_test_ucx_np|^bootstrap$$|^staged_test_2x2$$"
 
 # libFuzzer targets, built with clang, each for a minute from its corpus.
 test-fuzz: deps

@@ -8,17 +8,27 @@
  * the MPI way in.
  *
  * Memory: stream=NULL means host buffers (moved over MPI or UCX). A CUDA stream means device
- * buffers on the current device: the collective runs after the work queued on that stream
- * before the call, and work queued after it sees its result. zccl's algorithms run with the
+ * buffers on the current device, as with NCCL: the call queues the collective on that stream
+ * and returns; the collective runs after the work queued on the stream before the call, and
+ * the work queued on it after the call sees its result. zccl's algorithms run with the
  * quantization and reduction kernels on the GPU (only compressed bytes leave it on quantized
  * paths); their messages go over NCCL (one rank per GPU) or staged through page-locked host
- * memory over the host transports (ZCCL_DEVICE_BACKEND=auto|nccl|staged). What blocks: a
- * device call waits (cudaStreamSynchronize) for the stream's earlier work, runs, and returns
- * when its own work on the stream has finished, so the calling thread is blocked for the
- * whole collective.
- * zcclSend/zcclRecv on a stream do the same per call, or per group at zcclGroupEnd (one
- * communicator's messages in a group share one stream). A host buffer with a stream, a device
- * buffer with stream=NULL, or a buffer on another device is an error naming the buffer.
+ * memory over the host transports (ZCCL_DEVICE_BACKEND=auto|nccl|staged).
+ * What blocks the calling thread: a call with a stream checks its arguments and queues its
+ * work, which the communicator's own thread runs in call order on a stream of zccl's own
+ * (the caller's stream waits for it at a gate), so it returns before the stream's earlier
+ * work ends. It blocks instead, running the work itself and returning when it has finished,
+ * under ZCCL_DEVICE_BLOCKING=1 and where the communicator was made from MPI initialized
+ * below MPI_THREAD_MULTIPLE (zccl's thread may not call MPI then); with ZCCL_CHECK=1 it first
+ * waits for the work queued before it (the agreement uses the transports). Every call with
+ * stream=NULL, and zcclCommSplit*,
+ * zcclCommGetStats, zcclCommResetStats and zcclCommDestroy, first waits for the device work
+ * queued before on the communicator. A failure of queued work is returned by the calls after
+ * it (and by zcclCommGetAsyncError); the communicator must then be aborted.
+ * zcclSend/zcclRecv on a stream are queued the same way, per call, or per group at
+ * zcclGroupEnd (one communicator's messages in a group share one stream). A host buffer with
+ * a stream, a device buffer with stream=NULL, or a buffer on another device is an error
+ * naming the buffer, returned by the call itself.
  * NULL always means host memory: CUDA's legacy default stream is ZCCL_STREAM_LEGACY.
  */
 #ifndef ZCCL_ZCCL_H_
@@ -252,6 +262,9 @@ ZCCL_API zcclResult_t zcclCommInitStore(zcclComm_t* comm, int nranks, int rank,
 #define ZCCL_SPLIT_NOCOLOR (-1)
 ZCCL_API zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newcomm,
                                     const zcclConfig* config);
+/* Waits for the device work queued on comm to finish (host calls finish before they return);
+ * its first failure. As ncclCommFinalize; the communicator stays usable. */
+ZCCL_API zcclResult_t zcclCommFinalize(zcclComm_t comm);
 ZCCL_API zcclResult_t zcclCommDestroy(zcclComm_t comm);
 /* Frees comm without waiting for peers; pending operations are abandoned. */
 ZCCL_API zcclResult_t zcclCommAbort(zcclComm_t comm);
@@ -259,6 +272,9 @@ ZCCL_API zcclResult_t zcclCommCount(const zcclComm_t comm, int* count);
 ZCCL_API zcclResult_t zcclCommUserRank(const zcclComm_t comm, int* rank);
 ZCCL_API zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats);
 ZCCL_API zcclResult_t zcclCommResetStats(zcclComm_t comm);
+/* The first failure of comm's queued device work (zcclSuccess while none), without waiting
+ * for it; zcclGetLastError(comm) then says why. As ncclCommGetAsyncError. */
+ZCCL_API zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError);
 
 /* In place when sendbuff == recvbuff + rank * sendcount elements. */
 ZCCL_API zcclResult_t zcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,

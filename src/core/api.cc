@@ -16,28 +16,30 @@ static_assert(static_cast<int>(zccl::Algorithm::kNative) == zcclAlgoNative, "alg
 namespace {
 
 // A communicator with messages pending in this thread's group, and the stream they are on
-// (NULL: host memory).
+// (NULL: host memory, posted at once; device messages go to the device path together).
 struct PendingMessages {
   zcclComm* comm;
   zcclStream_t stream;
+  std::vector<zccl::DeviceMessage> device;
 };
 
 thread_local int groupDepth = 0;
 thread_local std::vector<PendingMessages> groupComms;
 
-// Waits for `comm`'s messages on `stream` (and, for device memory, for the stream).
-Status completeMessages(zcclComm* comm, zcclStream_t stream) {
-  if (stream == nullptr) return comm->transport->waitAll();
+// Host messages: waits for them. Device messages: queues them on their stream as one batch.
+Status completeMessages(PendingMessages& pending) {
+  if (pending.stream == nullptr) return pending.comm->transport->waitAll();
   zccl::DevicePath* device = nullptr;
-  ZCCL_CHECK(zccl::devicePathOf(comm, &device));
-  return device->completeMessages(stream);
+  ZCCL_CHECK(zccl::devicePathOf(pending.comm, &device));
+  return device->enqueueMessages(pending.stream, std::move(pending.device));
 }
 
 // Joins `comm` on `stream` to this thread's group; a communicator's messages in one group
 // share one stream (or host memory), which GroupEnd completes.
-Status joinGroup(zcclComm* comm, zcclStream_t stream) {
-  for (const PendingMessages& pending : groupComms) {
+Status joinGroup(zcclComm* comm, zcclStream_t stream, PendingMessages** joined) {
+  for (PendingMessages& pending : groupComms) {
     if (pending.comm != comm) continue;
+    *joined = &pending;
     if (pending.stream == stream) return Status::kSuccess;
     return zccl::fail(Status::kInvalidUsage,
                       "stream=%p: this group already holds messages of comm=%p on stream=%p; "
@@ -45,27 +47,32 @@ Status joinGroup(zcclComm* comm, zcclStream_t stream) {
                       "(NULL: host memory)",
                       stream, static_cast<void*>(comm), pending.stream);
   }
-  groupComms.push_back({comm, stream});
+  groupComms.push_back({comm, stream, {}});
+  *joined = &groupComms.back();
   return Status::kSuccess;
 }
 
-// Posts one point-to-point message; outside a group it also waits for it.
+// One point-to-point message: a host message is posted at once (after the communicator's
+// device work queued before it), a device message joins its batch; outside a group the
+// message is completed (host) or queued (device) at once.
 Status pointToPoint(zcclComm* comm, bool isSend, void* buffer, size_t bytes, int peer,
                     zcclStream_t stream) {
-  if (groupDepth > 0) ZCCL_CHECK(joinGroup(comm, stream));
-  zccl::Transport* transport = comm->transport.get();
+  PendingMessages single{comm, stream, {}};
+  PendingMessages* pending = &single;
+  if (groupDepth > 0) ZCCL_CHECK(joinGroup(comm, stream, &pending));
   if (stream != nullptr) {
-    zccl::DevicePath* device = nullptr;
-    ZCCL_CHECK(zccl::devicePathOf(comm, &device));
-    ZCCL_CHECK(device->messageTransport(stream, &transport));
-  }
-  zccl::Ticket ticket;
-  if (isSend) {
-    ZCCL_CHECK(transport->postSend(buffer, bytes, peer, zccl::kPointToPointTag, &ticket));
+    pending->device.push_back({isSend, buffer, bytes, peer});
   } else {
-    ZCCL_CHECK(transport->postRecv(buffer, bytes, peer, zccl::kPointToPointTag, &ticket));
+    ZCCL_CHECK(zccl::drainDeviceWork(comm));
+    zccl::Ticket ticket;
+    zccl::Transport* transport = comm->transport.get();
+    if (isSend) {
+      ZCCL_CHECK(transport->postSend(buffer, bytes, peer, zccl::kPointToPointTag, &ticket));
+    } else {
+      ZCCL_CHECK(transport->postRecv(buffer, bytes, peer, zccl::kPointToPointTag, &ticket));
+    }
   }
-  return groupDepth == 0 ? completeMessages(comm, stream) : Status::kSuccess;
+  return groupDepth == 0 ? completeMessages(single) : Status::kSuccess;
 }
 
 Status checkPointToPoint(zcclComm* comm, const void* buffer, const char* name, size_t count,
@@ -99,7 +106,11 @@ Status endComm(zcclComm* comm, bool abort) {
     return zccl::fail(Status::kInvalidUsage, "comm=%p is being destroyed by another thread",
                       static_cast<void*>(comm));
   }
-  const Status status = abort ? Status::kSuccess : comm->transport->waitAll();
+  Status status = Status::kSuccess;
+  if (!abort) {
+    status = zccl::drainDeviceWork(comm);
+    if (status == Status::kSuccess) status = comm->transport->waitAll();
+  }
   zccl::abortComm(comm);  // nothing pending after a successful wait: this only frees
   return status;
 }
@@ -140,8 +151,13 @@ zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newc
                            const zcclConfig* config) {
   return zccl::guardedComm(comm, [&] {
     if (newcomm == nullptr) return zccl::fail(Status::kInvalidArgument, "newcomm=NULL");
+    ZCCL_CHECK(zccl::drainDeviceWork(comm));
     return zccl::splitComm(comm, color, key, config, newcomm);
   });
+}
+
+zcclResult_t zcclCommFinalize(zcclComm_t comm) {
+  return zccl::guardedComm(comm, [&] { return zccl::drainDeviceWork(comm); });
 }
 
 zcclResult_t zcclCommDestroy(zcclComm_t comm) {
@@ -171,6 +187,7 @@ zcclResult_t zcclCommUserRank(const zcclComm_t comm, int* rank) {
 zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats) {
   return zccl::guardedComm(comm, [&] {
     if (stats == nullptr) return zccl::fail(Status::kInvalidArgument, "stats=NULL");
+    ZCCL_CHECK(zccl::drainDeviceWork(comm));  // its counts are complete, and no longer moving
     *stats = zcclStats{};
     const auto traffic = comm->trafficByPeer();
     for (int peer = 0; peer < comm->size(); ++peer) {
@@ -184,8 +201,20 @@ zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats) {
   });
 }
 
+zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError) {
+  return zccl::guardedComm(comm, [&] {
+    if (asyncError == nullptr) return zccl::fail(Status::kInvalidArgument, "asyncError=NULL");
+    const Status failure = comm->device != nullptr ? comm->device->failure() : Status::kSuccess;
+    *asyncError = static_cast<zcclResult_t>(failure);
+    // zcclGetLastError(comm) says why, as after a failed call.
+    if (failure != Status::kSuccess) comm->lastError = zccl::lastThreadError();
+    return Status::kSuccess;
+  });
+}
+
 zcclResult_t zcclCommResetStats(zcclComm_t comm) {
   return zccl::guardedComm(comm, [&] {
+    ZCCL_CHECK(zccl::drainDeviceWork(comm));
     comm->resetTraffic();
     return Status::kSuccess;
   });
@@ -194,6 +223,7 @@ zcclResult_t zcclCommResetStats(zcclComm_t comm) {
 zcclResult_t zcclCommSplitNode(zcclComm_t comm, zcclComm_t* nodeComm) {
   return zccl::guardedComm(comm, [&] {
     if (nodeComm == nullptr) return zccl::fail(Status::kInvalidArgument, "nodeComm=NULL");
+    ZCCL_CHECK(zccl::drainDeviceWork(comm));
     return zccl::cachedSplit(comm, false, nodeComm);
   });
 }
@@ -201,6 +231,7 @@ zcclResult_t zcclCommSplitNode(zcclComm_t comm, zcclComm_t* nodeComm) {
 zcclResult_t zcclCommSplitCrossNode(zcclComm_t comm, zcclComm_t* crossComm) {
   return zccl::guardedComm(comm, [&] {
     if (crossComm == nullptr) return zccl::fail(Status::kInvalidArgument, "crossComm=NULL");
+    ZCCL_CHECK(zccl::drainDeviceWork(comm));
     return zccl::cachedSplit(comm, true, crossComm);
   });
 }
@@ -237,12 +268,13 @@ zcclResult_t zcclGroupEnd(void) {
     }
     if (--groupDepth > 0) return Status::kSuccess;
     Status first = Status::kSuccess;
-    for (const auto& [comm, stream] : groupComms) {
+    for (PendingMessages& pending : groupComms) {
+      zcclComm* comm = pending.comm;
       Status status = Status::kInvalidUsage;
       if (!zccl::acquireComm(comm)) {
         zccl::fail(status, "comm=%p was destroyed inside the group", static_cast<void*>(comm));
       } else {
-        status = completeMessages(comm, stream);
+        status = completeMessages(pending);
         if (status != Status::kSuccess) comm->lastError = zccl::lastThreadError();
         zccl::releaseComm(comm);
       }

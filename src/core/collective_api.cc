@@ -238,6 +238,9 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   CheckedCall checked;
   const Status valid = checkArguments(entry, call, &checked);
   zcclComm* comm = call.comm;
+  // What runs on the caller's thread uses the communicator's transports: its device work
+  // queued earlier finishes first. A device call itself only queues its work.
+  if (call.stream == nullptr || comm->config.checkCalls) ZCCL_CHECK(drainDeviceWork(comm));
   if (comm->config.checkCalls) {
     ZCCL_CHECK(agreeOnCall(comm, entry, call, checked.options, checked.inPlace, valid));
   }
@@ -254,21 +257,21 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
                             toType(call.datatype),
                             toOp(call.op),
                             call.root};
-  Status status = Status::kSuccess;
+  const auto name = [&] {
+    return std::string(entry.function) + "(" + entry.countName + "=" + std::to_string(call.count) +
+           ", " + dataTypeName(args.type) + ")";
+  };
   if (call.stream != nullptr) {
     DevicePath* device = nullptr;
     ZCCL_CHECK(devicePathOf(comm, &device));
-    status = device->run(call.stream, entry.collective, args, options);
-  } else {
-    Context ctx = comm->nextCollective(hostKernels());
-    status = runCollective(ctx, entry.collective, args, options);
+    return device->enqueueCollective(call.stream, name(), entry.collective, args, options);
   }
+  Context ctx = comm->nextCollective(hostKernels());
+  const Status status = runCollective(ctx, entry.collective, args, options);
   // A call that failed past its checks may have left messages in flight, and its peers
   // may be gone: nothing pending survives it, and the communicator takes no more work.
   if (status != Status::kSuccess) {
-    addErrorContext(std::string(entry.function) + "(" + entry.countName + "=" +
-                        std::to_string(call.count) + ", " + dataTypeName(args.type) + ")",
-                    comm->exitedRanks());
+    addErrorContext(name(), comm->exitedRanks());
     for (Transport* t : comm->transports(/*withOwned=*/false)) t->abandon();
   }
   return status;

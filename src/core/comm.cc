@@ -307,13 +307,29 @@ bool retireComm(zcclComm* comm) {
   return true;
 }
 
+namespace {
+
+// The device paths of `comm` and of the communicators it owns.
+template <typename Visit>
+void forEachDevicePath(zcclComm* comm, Visit&& visit) {
+  if (comm->device != nullptr) visit(*comm->device);
+  for (zcclComm* owned : {comm->nodeComm.get(), comm->crossComm.get()}) {
+    if (owned != nullptr) forEachDevicePath(owned, visit);
+  }
+}
+
+}  // namespace
+
 void abortComm(zcclComm* comm) {
-  const auto transports = comm->transports(/*withOwned=*/true);
-  for (Transport* t : transports) t->requestAbort();
-  // Other threads' waits end at their next poll; the caller itself is counted once.
+  // Device paths first, so that they make no transport the loop below would miss.
+  forEachDevicePath(comm, [](DevicePath& device) { device.requestAbort(); });
+  for (Transport* t : comm->transports(/*withOwned=*/true)) t->requestAbort();
+  // Other threads' waits end at their next poll (the device threads' too, which end); the
+  // caller itself is counted once.
+  forEachDevicePath(comm, [](DevicePath& device) { device.stop(); });
   while (comm->activeCalls.load() > 1) sched_yield();
   bool quiescent = true;
-  for (Transport* t : transports) quiescent &= t->abandon();
+  for (Transport* t : comm->transports(/*withOwned=*/true)) quiescent &= t->abandon();
   retireSequence(*comm);
   if (quiescent) {
     delete comm;

@@ -172,12 +172,15 @@ Status applyEnvironment(CommConfig* result) {
   if (const auto text = envString("ZCCL_HIERARCHY"))
     ZCCL_CHECK(parseNamed("ZCCL_HIERARCHY", *text, kHierarchyNames, &o.hierarchy));
   if (const auto text = envString("ZCCL_DEVICE_BACKEND")) {
-    ZCCL_CHECK(parseNamed("ZCCL_DEVICE_BACKEND", *text, kDeviceBackendNames,
-                          &result->deviceBackend));
+    ZCCL_CHECK(
+        parseNamed("ZCCL_DEVICE_BACKEND", *text, kDeviceBackendNames, &result->deviceBackend));
   }
   std::optional<long> chunk;
   ZCCL_CHECK(envInt("ZCCL_STAGED_CHUNK_BYTES", 4096, 1L << 30, &chunk));
   if (chunk) result->stagedChunkBytes = static_cast<size_t>(*chunk);
+  std::optional<long> blocking;
+  ZCCL_CHECK(envInt("ZCCL_DEVICE_BLOCKING", 0, 1, &blocking));
+  if (blocking) result->deviceBlocking = *blocking == 1;
   std::optional<long> group;
   ZCCL_CHECK(envInt("ZCCL_QUANT_GROUP", kMinGroupSize, kMaxGroupSize, &group));
   if (group) {

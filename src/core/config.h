@@ -26,6 +26,10 @@ struct CommConfig {
   // The staged path cuts device messages into chunks of this size (ZCCL_STAGED_CHUNK_BYTES),
   // the copy of one overlapping the transfer of the one before.
   size_t stagedChunkBytes = size_t{1} << 20;
+  // A call with a stream returns once its work has finished instead of once it is queued
+  // (ZCCL_DEVICE_BLOCKING=1, for debugging, as CUDA_LAUNCH_BLOCKING): its own failure is then
+  // its result.
+  bool deviceBlocking = false;
 };
 
 // Resolves `config` (may be null) over the ZCCL_* environment and the defaults.

@@ -1,6 +1,15 @@
-// CUDA's device runtime: pointers classified by cudaPointerGetAttributes, the CUDA kernels
-// and copier on the caller's stream, scratch from cudaMalloc.
+// CUDA's device runtime: pointers classified by cudaPointerGetAttributes; zccl's own
+// non-blocking stream with the CUDA kernels, copier and a stream-ordered scratch allocator;
+// gates that hold a caller's stream with a one-thread kernel polling a page-locked counter
+// the device thread raises (kernels of other streams run beside it, unlike a stream memory
+// wait, which stalls the hardware queue it shares with other streams).
+//
+// While a caller's stream is held at a gate, the device thread must not call what waits for
+// the whole device (cudaFree, cudaFreeHost, synchronous copies on the legacy stream): scratch
+// comes from cudaMallocAsync on zccl's stream, staging memory is kept until the end.
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 #include "common/cuda_status.h"
 #include "core/cuda_device_runtime.h"
@@ -10,12 +19,41 @@
 namespace zccl {
 namespace {
 
+__global__ void holdUntilReleased(const volatile uint64_t* released, uint64_t ticket) {
+  while (*released < ticket) __nanosleep(1000);
+  __threadfence_system();
+}
+
+// Device memory allocated and released in the order of `stream` (or, where the device has
+// no memory pools, cudaMalloc and cudaFree).
+ScratchAllocator streamOrderedAllocator(cudaStream_t stream) {
+  int device = 0, pools = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess ||
+      pools == 0) {
+    return cudaScratchAllocator();
+  }
+  return ScratchAllocator{[stream](size_t bytes) {
+                            void* data = nullptr;
+                            return cudaMallocAsync(&data, bytes, stream) == cudaSuccess ? data
+                                                                                        : nullptr;
+                          },
+                          [stream](void* data) { cudaFreeAsync(data, stream); }};
+}
+
 class CudaStreamResources final : public DeviceStreamResources {
  public:
   explicit CudaStreamResources(cudaStream_t stream)
       : stream_(stream), kernels_(makeCudaKernels(stream)), copier_(makeCudaCopier(stream)) {}
+  ~CudaStreamResources() override {
+    kernels_.reset();
+    copier_.reset();
+    cudaStreamDestroy(stream_);
+  }
+  void* stream() override { return stream_; }
   Kernels& kernels() override { return *kernels_; }
   DeviceCopier& copier() override { return *copier_; }
+  ScratchAllocator scratchAllocator() override { return streamOrderedAllocator(stream_); }
   Status synchronize() override {
     ZCCL_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return kernels_->deviceErrors();
@@ -25,6 +63,52 @@ class CudaStreamResources final : public DeviceStreamResources {
   cudaStream_t stream_;
   std::unique_ptr<Kernels> kernels_;
   std::unique_ptr<DeviceCopier> copier_;
+};
+
+class CudaStreamInputs final : public StreamInputs {
+ public:
+  explicit CudaStreamInputs(cudaEvent_t event) : event_(event) {}
+  ~CudaStreamInputs() override { cudaEventDestroy(event_); }
+  Status precede(DeviceStreamResources& own) override {
+    ZCCL_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(own.stream()), event_, 0));
+    return Status::kSuccess;
+  }
+
+ private:
+  cudaEvent_t event_;
+};
+
+class CudaStreamGates final : public StreamGates {
+ public:
+  ~CudaStreamGates() override {
+    if (released_ != nullptr) cudaFreeHost(released_);
+  }
+  Status start() {
+    void* counter = nullptr;
+    ZCCL_CUDA_CHECK(cudaHostAlloc(&counter, sizeof(uint64_t), cudaHostAllocMapped));
+    released_ = static_cast<uint64_t*>(counter);
+    *released_ = 0;
+    void* onDevice = nullptr;
+    ZCCL_CUDA_CHECK(cudaHostGetDevicePointer(&onDevice, counter, 0));
+    releasedOnDevice_ = static_cast<const uint64_t*>(onDevice);
+    return Status::kSuccess;
+  }
+  Status close(void* stream, uint64_t ticket, std::unique_ptr<StreamInputs>* inputs) override {
+    const auto caller = static_cast<cudaStream_t>(stream);
+    cudaEvent_t event = nullptr;
+    ZCCL_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    auto marked = std::make_unique<CudaStreamInputs>(event);
+    ZCCL_CUDA_CHECK(cudaEventRecord(event, caller));
+    holdUntilReleased<<<1, 1, 0, caller>>>(releasedOnDevice_, ticket);
+    ZCCL_CUDA_CHECK(cudaGetLastError());
+    *inputs = std::move(marked);
+    return Status::kSuccess;
+  }
+  void release(uint64_t ticket) override { __atomic_store_n(released_, ticket, __ATOMIC_RELEASE); }
+
+ private:
+  uint64_t* released_ = nullptr;
+  const uint64_t* releasedOnDevice_ = nullptr;
 };
 
 class CudaRuntime final : public DeviceRuntime {
@@ -45,11 +129,27 @@ class CudaRuntime final : public DeviceRuntime {
     ZCCL_CUDA_CHECK(cudaGetDevice(device));
     return Status::kSuccess;
   }
-  Status forStream(void* stream, std::unique_ptr<DeviceStreamResources>* out) override {
-    *out = std::make_unique<CudaStreamResources>(static_cast<cudaStream_t>(stream));
+  Status setCurrentDevice(int device) override {
+    ZCCL_CUDA_CHECK(cudaSetDevice(device));
     return Status::kSuccess;
   }
-  ScratchAllocator scratchAllocator() override { return cudaScratchAllocator(); }
+  Status ownStream(std::unique_ptr<DeviceStreamResources>* out) override {
+    // Non-blocking: the legacy default stream, which a caller may pass and which a gate
+    // holds, must not hold zccl's stream, nor zccl's stream it. The highest priority, so that
+    // the staging copies and kernels a held stream waits for are not starved.
+    int least = 0, greatest = 0;
+    ZCCL_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t stream = nullptr;
+    ZCCL_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
+    *out = std::make_unique<CudaStreamResources>(stream);
+    return Status::kSuccess;
+  }
+  Status streamGates(std::unique_ptr<StreamGates>* out) override {
+    auto gates = std::make_unique<CudaStreamGates>();
+    ZCCL_CHECK(gates->start());
+    *out = std::move(gates);
+    return Status::kSuccess;
+  }
   bool ncclDeviceId(std::string* id, std::string* whyNot) override {
     int device = 0;
     char busId[32] = {};

@@ -35,17 +35,12 @@ Status checkBufferMemory(const char* name, const void* buffer, void* stream) {
   return Status::kSuccess;
 }
 
-// The staged transports of one stream (their copies go on it), levels included.
-struct DevicePath::StreamState {
-  void* stream = nullptr;
-  std::unique_ptr<DeviceStreamResources> resources;
-  std::unique_ptr<Transport> transport;
-  std::unique_ptr<Transport> node;
-  std::unique_ptr<Transport> cross;
-  NodeLevels levels;
-  bool messagesPosted = false;  // point-to-point messages since the last completion
+// What the device thread's work runs on: zccl's own stream, with its scratch, and the staged
+// transports over the communicator's (levels included).
+struct DevicePath::OwnStream {
+  explicit OwnStream(std::unique_ptr<DeviceStreamResources> made)
+      : resources(std::move(made)), scratch(resources->scratchAllocator()) {}
 
-  // Its transports that exist (the levels only on a communicator with levels).
   std::vector<Transport*> transports() const {
     std::vector<Transport*> all;
     for (Transport* t : {transport.get(), node.get(), cross.get()}) {
@@ -53,48 +48,141 @@ struct DevicePath::StreamState {
     }
     return all;
   }
-  void abandon() const {
-    for (Transport* t : transports()) t->abandon();
-  }
+
+  std::unique_ptr<DeviceStreamResources> resources;
+  ScratchPool scratch;
+  std::unique_ptr<Transport> transport;
+  std::unique_ptr<Transport> node;
+  std::unique_ptr<Transport> cross;
+  NodeLevels levels;
 };
 
-DevicePath::DevicePath(zcclComm& comm, DeviceRuntime& runtime)
-    : comm_(comm), runtime_(runtime), scratch_(runtime.scratchAllocator()) {}
+DevicePath::DevicePath(zcclComm& comm, DeviceRuntime& runtime) : comm_(comm), runtime_(runtime) {}
 
-DevicePath::~DevicePath() = default;
+DevicePath::~DevicePath() { stop(); }
 
-Status DevicePath::stateFor(void* stream, StreamState** state) {
-  for (const auto& s : streams_) {
-    if (s->stream != stream) continue;
-    *state = s.get();
-    return Status::kSuccess;
+Status DevicePath::start() {
+  ZCCL_CHECK(runtime_.currentDevice(&device_));
+  ZCCL_CHECK(runtime_.streamGates(&gates_));
+  // Work on another thread would use the host transports while the program makes its own calls
+  // to the engine (MPI below MPI_THREAD_MULTIPLE forbids it): then each call runs its work itself.
+  onCallersThread_ = comm_.config.deviceBlocking;
+  for (const Transport* t : comm_.transports(/*withOwned=*/false)) {
+    onCallersThread_ |= !t->allowsOtherThreads();
   }
-  auto s = std::make_unique<StreamState>();
-  s->stream = stream;
-  ZCCL_CHECK(runtime_.forStream(stream, &s->resources));
-  const StagedOptions options{comm_.config.stagedChunkBytes};
-  DeviceCopier& copier = s->resources->copier();
-  s->transport = makeStagedTransport(*comm_.transport, copier, options);
-  if (comm_.hasLevels()) {
-    s->node = makeStagedTransport(*comm_.nodeTransport, copier, options);
-    s->cross = makeStagedTransport(*comm_.crossTransport, copier, options);
-    s->levels = comm_.levels;
-    s->levels.node = s->node.get();
-    s->levels.cross = s->cross.get();
-  }
-  streams_.push_back(std::move(s));
-  *state = streams_.back().get();
   return Status::kSuccess;
+}
+
+Status DevicePath::checkDevice() const {
+  int current = -1;
+  ZCCL_CHECK(runtime_.currentDevice(&current));
+  if (current == device_) return Status::kSuccess;
+  return fail(Status::kInvalidUsage,
+              "the current device is %d, but this communicator's device work is on device %d "
+              "(the device current at its first call with a stream)",
+              current, device_);
+}
+
+Status DevicePath::submit(void* stream, std::function<Status()> work) {
+  std::lock_guard<std::mutex> lock(submitMutex_);  // tickets in the queue's order
+  ZCCL_CHECK(checkDevice());
+  const uint64_t ticket = tickets_ + 1;
+  std::unique_ptr<StreamInputs> inputs;
+  ZCCL_CHECK(gates_->close(stream, ticket, &inputs));
+  tickets_ = ticket;
+  std::shared_ptr<StreamInputs> after(std::move(inputs));
+  DeviceQueue::Job job{[this, after, work] {
+                         ZCCL_CHECK(prepare());
+                         ZCCL_CHECK(after->precede(*own_->resources));
+                         return work();
+                       },
+                       [this, ticket] { gates_->release(ticket); }};
+  if (!onCallersThread_) return queue_.submit(std::move(job));
+  ZCCL_CHECK(queue_.drain());
+  const Status status = job.run();
+  job.settle();
+  return status;
+}
+
+Status DevicePath::enqueueCollective(void* stream, const std::string& call, Collective collective,
+                                     const CollectiveArgs& args, const CollectiveOptions& options) {
+  return submit(stream, [this, call, collective, args, options] {
+    const Status status = runCollective(collective, args, options);
+    if (status != Status::kSuccess) failed(call);
+    return status;
+  });
+}
+
+Status DevicePath::enqueueMessages(void* stream, std::vector<DeviceMessage> messages) {
+  return submit(stream, [this, messages = std::move(messages)] {
+    const Status status = runMessages(messages);
+    if (status != Status::kSuccess) failed("device messages");
+    return status;
+  });
+}
+
+void DevicePath::requestAbort() {
+  std::lock_guard<std::mutex> lock(transportsMutex_);
+  stopping_ = true;
+  for (Transport* t : transportsLocked()) t->requestAbort();
+}
+
+void DevicePath::stop() {
+  requestAbort();
+  queue_.stop();
+  if (gates_ != nullptr) gates_->release(tickets_);
+}
+
+// The device thread's first job makes what the work runs on: the stream on the device the
+// path was made on, and the staged transports.
+Status DevicePath::prepare() {
+  if (own_ != nullptr) return Status::kSuccess;
+  ZCCL_CHECK(runtime_.setCurrentDevice(device_));
+  std::unique_ptr<DeviceStreamResources> resources;
+  ZCCL_CHECK(runtime_.ownStream(&resources));
+  auto own = std::make_unique<OwnStream>(std::move(resources));
+  const StagedOptions options{comm_.config.stagedChunkBytes};
+  DeviceCopier& copier = own->resources->copier();
+  own->transport = makeStagedTransport(*comm_.transport, copier, options);
+  if (comm_.hasLevels()) {
+    own->node = makeStagedTransport(*comm_.nodeTransport, copier, options);
+    own->cross = makeStagedTransport(*comm_.crossTransport, copier, options);
+    own->levels = comm_.levels;
+    own->levels.node = own->node.get();
+    own->levels.cross = own->cross.get();
+  }
+  return publish([&] { own_ = std::move(own); });
+}
+
+// Transports become the communicator's (for abort and statistics) under the lock that abort
+// takes, so that none is made after an abort asked the others to end.
+template <typename Adopt>
+Status DevicePath::publish(Adopt&& adopt) {
+  std::lock_guard<std::mutex> lock(transportsMutex_);
+  if (stopping_) return fail(Status::kRemoteError, "the communicator was aborted");
+  adopt();
+  return Status::kSuccess;
+}
+
+// After a failure what is in flight may still touch the transports' memory and the caller's
+// buffers: every transport of the communicator gives up its messages (NCCL's communicators
+// are aborted, which ends their kernels), then the stream's work is let finish before the
+// gate opens.
+void DevicePath::failed(const std::string& call) {
+  addErrorContext(call, comm_.exitedRanks());
+  for (Transport* t : comm_.transports(/*withOwned=*/false)) t->abandon();
+  if (own_ != nullptr) own_->resources->synchronize();
 }
 
 // 16 MiB of float32: large enough that a GPU's launch latency does not hide its rate.
 constexpr size_t kRateSampleCount = size_t{1} << 22;
 
-Status DevicePath::measureRates(DeviceStreamResources& resources) {
+Status DevicePath::measureRates() {
   if (measured_) return Status::kSuccess;
+  DeviceStreamResources& resources = *own_->resources;
   const QuantParams params;
   const size_t messageBytes = quantizedBytes(kRateSampleCount, params);
-  const ScratchAllocator allocator = runtime_.scratchAllocator();
+  const ScratchAllocator allocator = resources.scratchAllocator();
   void* buffers[3] = {allocator.allocate(kRateSampleCount * sizeof(float)),
                       allocator.allocate(kRateSampleCount * sizeof(float)),
                       allocator.allocate(messageBytes)};
@@ -122,13 +210,13 @@ Status DevicePath::measureRates(DeviceStreamResources& resources) {
 
 // A rank that could not measure still takes part, so that the others fail at once naming it
 // instead of waiting for it until the timeout.
-Status DevicePath::agreeOnRates(DeviceStreamResources& resources) {
+Status DevicePath::agreeOnRates() {
   if (cluster_) return Status::kSuccess;
   struct Offer {
     KernelRates rates;
     int measured;
   };
-  const Status measured = measureRates(resources);
+  const Status measured = measureRates();
   const std::string why = measured == Status::kSuccess ? "" : lastThreadError();
   const Offer mine{measured_.value_or(KernelRates{}), measured == Status::kSuccess ? 1 : 0};
   std::vector<Offer> all(static_cast<size_t>(comm_.size()));
@@ -138,6 +226,7 @@ Status DevicePath::agreeOnRates(DeviceStreamResources& resources) {
     return measured;
   }
   ClusterModel cluster = comm_.cluster;
+  cluster.pipelineElements = static_cast<double>(own_->resources->kernels().pipelineElements());
   cluster.quantizeBytesPerSecond = cluster.dequantizeBytesPerSecond = 1e300;
   for (size_t r = 0; r < all.size(); ++r) {
     if (all[r].measured == 0) {
@@ -152,12 +241,12 @@ Status DevicePath::agreeOnRates(DeviceStreamResources& resources) {
   return Status::kSuccess;
 }
 
+// On the caller's thread, once the device thread is idle.
 Status DevicePath::localRates(KernelRates* rates) {
-  if (!measured_) {
-    std::unique_ptr<DeviceStreamResources> defaultStream;
-    ZCCL_CHECK(runtime_.forStream(nullptr, &defaultStream));
-    ZCCL_CHECK(measureRates(*defaultStream));
-  }
+  ZCCL_CHECK(drain());
+  ZCCL_CHECK(checkDevice());
+  ZCCL_CHECK(prepare());
+  ZCCL_CHECK(measureRates());
   *rates = *measured_;
   return Status::kSuccess;
 }
@@ -235,11 +324,12 @@ Status DevicePath::chooseBackend() {
 Status DevicePath::makeNcclTransports() {
   const TransportOptions options{comm_.config.timeoutSeconds};
   const auto make = [&](Transport& control, std::unique_ptr<StreamTransport>* out) {
-    ZCCL_CHECK(makeNcclTransport(control, options, out));
+    std::unique_ptr<StreamTransport> made;
+    ZCCL_CHECK(makeNcclTransport(control, options, &made));
     std::vector<int> ranks(static_cast<size_t>(control.size()));
     for (int m = 0; m < control.size(); ++m) ranks[static_cast<size_t>(m)] = control.peerRank(m);
-    (*out)->setPeerRanks(std::move(ranks));
-    return Status::kSuccess;
+    made->setPeerRanks(std::move(ranks));
+    return publish([&] { *out = std::move(made); });
   };
   ZCCL_CHECK(make(*comm_.transport, &ncclFlat_));
   if (!comm_.hasLevels()) return Status::kSuccess;
@@ -252,11 +342,13 @@ Status DevicePath::makeNcclTransports() {
 }
 
 std::vector<Transport*> DevicePath::transports() const {
+  std::lock_guard<std::mutex> lock(transportsMutex_);
+  return transportsLocked();
+}
+
+std::vector<Transport*> DevicePath::transportsLocked() const {
   std::vector<Transport*> all;
-  for (const auto& s : streams_) {
-    const std::vector<Transport*> staged = s->transports();
-    all.insert(all.end(), staged.begin(), staged.end());
-  }
+  if (own_ != nullptr) all = own_->transports();
   for (Transport* t :
        {static_cast<Transport*>(ncclFlat_.get()), static_cast<Transport*>(ncclNode_.get()),
         static_cast<Transport*>(ncclCross_.get())}) {
@@ -265,51 +357,41 @@ std::vector<Transport*> DevicePath::transports() const {
   return all;
 }
 
-Status DevicePath::run(void* stream, Collective collective, const CollectiveArgs& args,
-                       const CollectiveOptions& options) {
-  StreamState* s = nullptr;
-  ZCCL_CHECK(stateFor(stream, &s));
+Status DevicePath::runCollective(Collective collective, const CollectiveArgs& args,
+                                 const CollectiveOptions& options) {
   // At the first device collective of every rank (collective, in call order).
-  ZCCL_CHECK(agreeOnRates(*s->resources));
+  ZCCL_CHECK(agreeOnRates());
   ZCCL_CHECK(chooseBackend());
-  Transport* transport = s->transport.get();
-  const NodeLevels* levels = comm_.hasLevels() ? &s->levels : nullptr;
+  Transport* transport = own_->transport.get();
+  const NodeLevels* levels = comm_.hasLevels() ? &own_->levels : nullptr;
+  DeviceStreamResources& resources = *own_->resources;
   if (*backend_ == DeviceBackend::kNccl) {
     for (StreamTransport* t : {ncclFlat_.get(), ncclNode_.get(), ncclCross_.get()}) {
-      if (t != nullptr) t->useStream(stream);
+      if (t != nullptr) t->useStream(resources.stream());
     }
     transport = ncclFlat_.get();
     levels = comm_.hasLevels() ? &ncclLevels_ : nullptr;
   }
-  ZCCL_CHECK(s->resources->synchronize());  // the stream's earlier work wrote the inputs
-  const Context next = comm_.nextCollective(s->resources->kernels());
-  Context ctx{*transport, scratch_, levels, next.native, &*cluster_, next.kernels, next.tag};
-  Status status = runCollective(ctx, collective, args, options);
-  // A failure leaves the caller to abandon every transport of the communicator, these
-  // included (zcclComm::transports): what is in flight may still touch their memory.
-  if (status == Status::kSuccess) status = s->resources->synchronize();
-  return status;
+  const Context next = comm_.nextCollective(resources.kernels());
+  Context ctx{*transport, own_->scratch, levels, next.native, &*cluster_, next.kernels, next.tag};
+  ZCCL_CHECK(zccl::runCollective(ctx, collective, args, options));
+  return resources.synchronize();
 }
 
-Status DevicePath::messageTransport(void* stream, Transport** transport) {
-  StreamState* s = nullptr;
-  ZCCL_CHECK(stateFor(stream, &s));
-  if (!s->messagesPosted) {
-    ZCCL_CHECK(s->resources->synchronize());  // the stream's earlier work wrote the buffers
-    s->messagesPosted = true;
+// Always staged: one side of a pair cannot know whether the other made its NCCL
+// communicators yet.
+Status DevicePath::runMessages(const std::vector<DeviceMessage>& messages) {
+  Transport& transport = *own_->transport;
+  for (const DeviceMessage& m : messages) {
+    Ticket ticket;
+    if (m.isSend) {
+      ZCCL_CHECK(transport.postSend(m.buffer, m.bytes, m.peer, kPointToPointTag, &ticket));
+    } else {
+      ZCCL_CHECK(transport.postRecv(m.buffer, m.bytes, m.peer, kPointToPointTag, &ticket));
+    }
   }
-  *transport = s->transport.get();
-  return Status::kSuccess;
-}
-
-Status DevicePath::completeMessages(void* stream) {
-  StreamState* s = nullptr;
-  ZCCL_CHECK(stateFor(stream, &s));
-  s->messagesPosted = false;
-  Status status = s->transport->waitAll();
-  if (status == Status::kSuccess) status = s->resources->synchronize();
-  if (status != Status::kSuccess) s->abandon();
-  return status;
+  ZCCL_CHECK(transport.waitAll());
+  return own_->resources->synchronize();
 }
 
 Status devicePathOf(zcclComm* comm, DevicePath** out) {
@@ -318,10 +400,16 @@ Status devicePathOf(zcclComm* comm, DevicePath** out) {
     if (runtime == nullptr) {
       return fail(Status::kInternalError, "a device call passed its checks without a runtime");
     }
-    comm->device = std::make_unique<DevicePath>(*comm, *runtime);
+    auto made = std::make_unique<DevicePath>(*comm, *runtime);
+    ZCCL_CHECK(made->start());
+    comm->device = std::move(made);
   }
   *out = comm->device.get();
   return Status::kSuccess;
+}
+
+Status drainDeviceWork(zcclComm* comm) {
+  return comm->device != nullptr ? comm->device->drain() : Status::kSuccess;
 }
 
 }  // namespace zccl

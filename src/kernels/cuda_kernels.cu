@@ -47,14 +47,13 @@ class CudaKernels final : public Kernels {
   Status dequantize(const void* message, size_t bytes, const QuantParams& format, void* out,
                     DataType type, size_t count) override {
     ZCCL_CHECK(mismatchFlag());
-    return dequantizeKnownCuda(message, bytes, format, count, out, type, false, mismatch_,
-                               stream_);
+    return dequantizeKnownCuda(message, bytes, format, count, out, type, false, mismatch_, stream_);
   }
   Status dequantizeAccumulate(const void* message, size_t bytes, const QuantParams& format,
                               float* accumulator, size_t count) override {
     ZCCL_CHECK(mismatchFlag());
-    return dequantizeKnownCuda(message, bytes, format, count, accumulator, DataType::kFloat32,
-                               true, mismatch_, stream_);
+    return dequantizeKnownCuda(message, bytes, format, count, accumulator, DataType::kFloat32, true,
+                               mismatch_, stream_);
   }
   Status accumulateAsFloat(const void* x, DataType type, size_t count,
                            float* accumulator) override {
@@ -64,12 +63,16 @@ class CudaKernels final : public Kernels {
     return storeFloatAsCuda(values, count, divisor, type, out, stream_);
   }
 
+  // On the stream, not the legacy one: a caller's stream may be held at a gate meanwhile,
+  // which a synchronous copy would wait for.
   Status deviceErrors() override {
     if (mismatch_ == nullptr) return Status::kSuccess;
     int mismatch = 0;
-    ZCCL_CUDA_CHECK(cudaMemcpy(&mismatch, mismatch_, sizeof(mismatch), cudaMemcpyDeviceToHost));
+    ZCCL_CUDA_CHECK(
+        cudaMemcpyAsync(&mismatch, mismatch_, sizeof(mismatch), cudaMemcpyDeviceToHost, stream_));
+    ZCCL_CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (mismatch == 0) return Status::kSuccess;
-    ZCCL_CUDA_CHECK(cudaMemset(mismatch_, 0, sizeof(int)));
+    ZCCL_CUDA_CHECK(cudaMemsetAsync(mismatch_, 0, sizeof(int), stream_));
     return fail(Status::kInvalidUsage,
                 "a quantized message this rank received had another format than the call's "
                 "(bits, scheme, group size or count); nothing was decoded from it");

@@ -218,7 +218,11 @@ NCCL_API(ncclResult_t, ncclCommSplit,
 
 NCCL_API(ncclResult_t, ncclCommFinalize, (ncclComm_t comm)) {
   NCCL_CHECK(checkComm(comm, "ncclCommFinalize"));
-  // Host calls complete before they return; only the real NCCL's may still be in flight.
+  // Host calls complete before they return; zccl's device work and the real NCCL's may still
+  // be in flight.
+  if (comm->host != nullptr) {
+    NCCL_CHECK(fromZccl(zcclCommFinalize(comm->host), "ncclCommFinalize", comm));
+  }
   if (comm->real != nullptr) {
     std::string error;
     const RealNccl* real = realNccl(&error);
@@ -293,6 +297,14 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t* as
   NCCL_CHECK(checkComm(comm, "ncclCommGetAsyncError"));
   NCCL_CHECK(checkPointer(asyncError, "ncclCommGetAsyncError", "asyncError"));
   *asyncError = static_cast<ncclResult_t>(comm->asyncError.load());
+  if (*asyncError == ncclSuccess && comm->host != nullptr) {
+    // zccl's device work runs after the call that queued it: its failure comes later.
+    zcclResult_t queued = zcclSuccess;
+    NCCL_CHECK(fromZccl(zcclCommGetAsyncError(comm->host, &queued), "ncclCommGetAsyncError", comm));
+    if (queued != zcclSuccess) {
+      *asyncError = fromZccl(queued, "ncclCommGetAsyncError (device work queued earlier)", comm);
+    }
+  }
   if (*asyncError == ncclSuccess && comm->real != nullptr) {
     std::string error;
     return realNccl(&error)->commGetAsyncError(comm->real, asyncError);

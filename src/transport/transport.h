@@ -51,6 +51,10 @@ class Transport {
   // Control-plane exchange (not counted as traffic), bounded like every wait.
   virtual Status allGatherControl(const void* mine, size_t bytes, void* all) = 0;
 
+  // Whether another thread than the program's may use it, one thread at a time, while the
+  // program makes its own calls to the engine (MPI: only under MPI_THREAD_MULTIPLE).
+  virtual bool allowsOtherThreads() const { return true; }
+
   // The engine's own collectives (the "native" algorithm), false when it has none (then each
   // of them is an error: callers check first). kAvg is not accepted here: callers sum and
   // divide. In-place forms are not accepted either.

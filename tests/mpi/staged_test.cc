@@ -10,11 +10,17 @@
 // through the public API, with the same bytes on the wire.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -41,21 +47,26 @@ using zccl::Collective;
 using zccl::Status;
 
 // Host memory that stands for a device's: allocations are recorded, and owns() tells them
-// from any other memory.
+// from any other memory. The library's device thread asks while the test allocates.
 class EmulatedDeviceMemory {
  public:
   void* allocate(size_t bytes) {
     auto* data = new char[bytes > 0 ? bytes : 1];
+    std::lock_guard<std::mutex> lock(mutex_);
     regions_[data] = bytes;
     return data;
   }
   void release(void* data) {
-    regions_.erase(static_cast<char*>(data));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      regions_.erase(static_cast<char*>(data));
+    }
     delete[] static_cast<char*>(data);
   }
   bool owns(const void* data, size_t bytes) const {
     if (bytes == 0) return true;
     const char* p = static_cast<const char*>(data);
+    std::lock_guard<std::mutex> lock(mutex_);
     auto it = regions_.upper_bound(const_cast<char*>(p));
     if (it == regions_.begin()) return false;
     --it;
@@ -63,10 +74,12 @@ class EmulatedDeviceMemory {
   }
 
  private:
+  mutable std::mutex mutex_;
   std::map<char*, size_t> regions_;
 };
 
-// The host kernels, refusing any buffer that is not the device's.
+// The host kernels, refusing any buffer that is not the device's; they run at once, on the
+// thread that queues them (the library's device thread).
 class EmulatedDeviceKernels final : public zccl::Kernels {
  public:
   explicit EmulatedDeviceKernels(const EmulatedDeviceMemory& memory) : memory_(memory) {}
@@ -102,6 +115,9 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
   Status quantize(const void* in, zccl::DataType type, size_t count,
                   const zccl::QuantParams& params, void* out, size_t capacity) override {
     std::this_thread::sleep_for(quantizeDelay);  // a slower device, where a test asks for one
+    if (failQuantize) {
+      return zccl::fail(Status::kSystemError, "the emulated device failed a quantize kernel");
+    }
     ZCCL_CHECK(device(in, count * zccl::elementSize(type), "quantize in"));
     ZCCL_CHECK(device(out, zccl::quantizedBytes(count, params), "quantize out"));
     return host().quantize(in, type, count, params, out, capacity);
@@ -132,6 +148,7 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
   }
 
   std::chrono::milliseconds quantizeDelay{0};
+  std::atomic<bool> failQuantize{false};
 
  private:
   static zccl::Kernels& host() { return zccl::hostKernels(); }
@@ -179,6 +196,152 @@ class EmulatedCopier final : public zccl::DeviceCopier {
   size_t copies_ = 0;
 };
 
+// A caller's stream on the emulated device: work queued on it runs in order on a thread of
+// its own, after the work queued before.
+class EmulatedStream {
+ public:
+  EmulatedStream() : thread_([this] { serve(); }) {}
+  ~EmulatedStream() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ending_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  void enqueue(std::function<void()> work) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      work_.push_back(std::move(work));
+    }
+    changed_.notify_all();
+  }
+  // Returns when the work queued so far has run.
+  void synchronize() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return work_.empty() && !busy_; });
+  }
+
+ private:
+  void serve() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [this] { return ending_ || !work_.empty(); });
+      if (work_.empty()) return;
+      std::function<void()> work = std::move(work_.front());
+      work_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      work();
+      lock.lock();
+      busy_ = false;
+      changed_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::function<void()>> work_;
+  bool busy_ = false;
+  bool ending_ = false;
+  std::thread thread_;
+};
+
+// A point on a stream's work that the host can wait for.
+class Mark {
+ public:
+  void reach() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reached_ = true;
+    changed_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return reached_; });
+  }
+  bool reached() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return reached_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool reached_ = false;
+};
+
+// What a test holds a stream with, as a long kernel would: open() lets it go on; after a
+// deadline it goes on by itself and says so (a call that waited for the stream would
+// otherwise never return).
+class Hold {
+ public:
+  void open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    opened_ = true;
+    changed_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!changed_.wait_for(lock, std::chrono::seconds(30), [this] { return opened_; })) {
+      expired_ = true;
+    }
+  }
+  bool expired() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return expired_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool opened_ = false;
+  bool expired_ = false;
+};
+
+// The gates on emulated streams: each holds its stream's thread until released.
+class EmulatedGates final : public zccl::StreamGates {
+ public:
+  class Inputs final : public zccl::StreamInputs {
+   public:
+    explicit Inputs(std::shared_ptr<Mark> mark) : mark_(std::move(mark)) {}
+    // zccl's own stream runs its work at once: the host waits for the marked work instead.
+    Status precede(zccl::DeviceStreamResources&) override {
+      mark_->wait();
+      return Status::kSuccess;
+    }
+
+   private:
+    std::shared_ptr<Mark> mark_;
+  };
+
+  Status close(void* stream, uint64_t ticket,
+               std::unique_ptr<zccl::StreamInputs>* inputs) override {
+    auto mark = std::make_shared<Mark>();
+    auto* caller = static_cast<EmulatedStream*>(stream);
+    caller->enqueue([mark] { mark->reach(); });
+    // The stream's thread may still be leaving a gate when the gates are gone.
+    caller->enqueue([state = state_, ticket] {
+      std::unique_lock<std::mutex> lock(state->mutex);
+      state->released.wait(lock, [&] { return state->releasedUpTo >= ticket; });
+    });
+    *inputs = std::make_unique<Inputs>(mark);
+    return Status::kSuccess;
+  }
+  void release(uint64_t ticket) override {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->releasedUpTo = std::max(state_->releasedUpTo, ticket);
+    state_->released.notify_all();
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable released;
+    uint64_t releasedUpTo = 0;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
 // Where a test's device buffers live: the emulated device, or a real GPU (several ranks may
 // share it: the staged path is what lets them).
 class TestDevice {
@@ -188,34 +351,47 @@ class TestDevice {
   // library's own, CUDA's).
   virtual void* stream() = 0;
   virtual zccl::DeviceRuntime* runtime() = 0;
-  // Stream synchronizations the library asked for so far (emulated device only).
-  virtual int synchronizations() const { return -1; }
   virtual zccl::Kernels& kernels() = 0;
   virtual zccl::DeviceCopier& copier() = 0;
   virtual zccl::ScratchAllocator scratchAllocator() = 0;
   virtual void* allocate(size_t bytes) = 0;
   virtual void release(void* data) = 0;
   virtual void upload(void* device, const void* host, size_t bytes) = 0;
-  // After the work queued so far.
-  virtual void download(void* host, const void* device, size_t bytes) = 0;
+  // Host memory that copies on the stream take without waiting for it (page-locked).
+  virtual void* allocateHost(size_t bytes) = 0;
+  virtual void releaseHost(void* data) = 0;
+  // Queued on stream(): a copy (either way, between device memory and allocateHost's), and a
+  // hold of the stream until `hold` opens.
+  virtual void copyOnStream(void* to, const void* from, size_t bytes) = 0;
+  virtual void holdStream(Hold* hold) = 0;
+  // Returns when the work queued on stream() so far has run.
+  virtual void synchronize() = 0;
+  // After the work queued on stream() so far.
+  void download(void* host, const void* device, size_t bytes) {
+    synchronize();
+    copyToHost(host, device, bytes);
+  }
+
+ protected:
+  virtual void copyToHost(void* host, const void* device, size_t bytes) = 0;
 };
 
-// The device's kernels and copier, lent to the library for a stream.
+// zccl's own stream on the emulated device: the device's kernels and copier, which run at once.
 class LentStreamResources final : public zccl::DeviceStreamResources {
  public:
-  LentStreamResources(zccl::Kernels& kernels, zccl::DeviceCopier& copier, int* synchronizations)
-      : kernels_(kernels), copier_(copier), synchronizations_(synchronizations) {}
+  LentStreamResources(zccl::Kernels& kernels, zccl::DeviceCopier& copier,
+                      zccl::ScratchAllocator scratch)
+      : kernels_(kernels), copier_(copier), scratch_(std::move(scratch)) {}
+  void* stream() override { return this; }
   zccl::Kernels& kernels() override { return kernels_; }
   zccl::DeviceCopier& copier() override { return copier_; }
-  Status synchronize() override {
-    ++*synchronizations_;
-    return Status::kSuccess;
-  }
+  zccl::ScratchAllocator scratchAllocator() override { return scratch_; }
+  Status synchronize() override { return Status::kSuccess; }
 
  private:
   zccl::Kernels& kernels_;
   zccl::DeviceCopier& copier_;
-  int* synchronizations_;
+  zccl::ScratchAllocator scratch_;
 };
 
 // The emulated device as the library's device runtime: its memory is device 0's (the
@@ -235,11 +411,16 @@ class EmulatedRuntime final : public zccl::DeviceRuntime {
     *device = current;
     return Status::kSuccess;
   }
-  Status forStream(void*, std::unique_ptr<zccl::DeviceStreamResources>* out) override {
-    *out = std::make_unique<LentStreamResources>(kernels_, copier_, &synchronizations);
+  Status setCurrentDevice(int) override { return Status::kSuccess; }
+  Status ownStream(std::unique_ptr<zccl::DeviceStreamResources>* out) override {
+    *out = std::make_unique<LentStreamResources>(kernels_, copier_, scratchAllocator());
     return Status::kSuccess;
   }
-  zccl::ScratchAllocator scratchAllocator() override {
+  Status streamGates(std::unique_ptr<zccl::StreamGates>* out) override {
+    *out = std::make_unique<EmulatedGates>();
+    return Status::kSuccess;
+  }
+  zccl::ScratchAllocator scratchAllocator() {
     return zccl::ScratchAllocator{[this](size_t bytes) { return memory_.allocate(bytes); },
                                   [this](void* data) { memory_.release(data); }};
   }
@@ -247,8 +428,7 @@ class EmulatedRuntime final : public zccl::DeviceRuntime {
     *whyNot = "the emulated device cannot run NCCL";
     return false;
   }
-  int current = 0;
-  int synchronizations = 0;
+  std::atomic<int> current{0};
 
  private:
   EmulatedDeviceMemory& memory_;
@@ -258,23 +438,32 @@ class EmulatedRuntime final : public zccl::DeviceRuntime {
 
 class EmulatedDevice final : public TestDevice {
  public:
-  void* stream() override { return &streamToken_; }
+  void* stream() override { return &stream_; }
   zccl::DeviceRuntime* runtime() override { return &runtime_; }
-  int synchronizations() const override { return runtime_.synchronizations; }
   EmulatedRuntime& emulatedRuntime() { return runtime_; }
+  EmulatedStream& emulatedStream() { return stream_; }
+  EmulatedDeviceKernels& emulatedKernels() { return kernels_; }
   void slowQuantization(std::chrono::milliseconds delay) { kernels_.quantizeDelay = delay; }
   zccl::Kernels& kernels() override { return kernels_; }
   zccl::DeviceCopier& copier() override { return copier_; }
-  zccl::ScratchAllocator scratchAllocator() override {
-    return zccl::ScratchAllocator{[this](size_t bytes) { return memory_.allocate(bytes); },
-                                  [this](void* data) { memory_.release(data); }};
-  }
+  zccl::ScratchAllocator scratchAllocator() override { return runtime_.scratchAllocator(); }
   void* allocate(size_t bytes) override { return memory_.allocate(bytes); }
   void release(void* data) override { memory_.release(data); }
   void upload(void* device, const void* host, size_t bytes) override {
     std::memcpy(device, host, bytes);
   }
-  void download(void* host, const void* device, size_t bytes) override {
+  void* allocateHost(size_t bytes) override { return new char[bytes]; }
+  void releaseHost(void* data) override { delete[] static_cast<char*>(data); }
+  void copyOnStream(void* to, const void* from, size_t bytes) override {
+    stream_.enqueue([to, from, bytes] { std::memcpy(to, from, bytes); });
+  }
+  void holdStream(Hold* hold) override {
+    stream_.enqueue([hold] { hold->wait(); });
+  }
+  void synchronize() override { stream_.synchronize(); }
+
+ protected:
+  void copyToHost(void* host, const void* device, size_t bytes) override {
     std::memcpy(host, device, bytes);
   }
 
@@ -283,7 +472,7 @@ class EmulatedDevice final : public TestDevice {
   EmulatedDeviceKernels kernels_{memory_};
   EmulatedCopier copier_{memory_};
   EmulatedRuntime runtime_{memory_, kernels_, copier_};
-  int streamToken_ = 0;  // the emulated stream's handle: any pointer but NULL
+  EmulatedStream stream_;  // declared last: ends first, while the gates' memory is there
 };
 
 #ifdef ZCCL_HAVE_CUDA
@@ -317,8 +506,25 @@ class CudaDevice final : public TestDevice {
   void upload(void* device, const void* host, size_t bytes) override {
     EXPECT_EQ(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
   }
-  void download(void* host, const void* device, size_t bytes) override {
-    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  void* allocateHost(size_t bytes) override {
+    void* data = nullptr;
+    EXPECT_EQ(cudaHostAlloc(&data, bytes, cudaHostAllocDefault), cudaSuccess);
+    return data;
+  }
+  void releaseHost(void* data) override { cudaFreeHost(data); }
+  void copyOnStream(void* to, const void* from, size_t bytes) override {
+    EXPECT_EQ(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_), cudaSuccess);
+  }
+  // A host function on the stream stands for a long kernel (zccl queues none of its own).
+  void holdStream(Hold* hold) override {
+    EXPECT_EQ(cudaLaunchHostFunc(
+                  stream_, [](void* held) { static_cast<Hold*>(held)->wait(); }, hold),
+              cudaSuccess);
+  }
+  void synchronize() override { EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess); }
+
+ protected:
+  void copyToHost(void* host, const void* device, size_t bytes) override {
     EXPECT_EQ(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   }
 
@@ -462,14 +668,9 @@ class Staged : public ::testing::TestWithParam<Route> {
 
   Status runOnDevice(const Case& c, const void* send, void* recv) {
     if (!throughApi_) return runBelowApi(c, send, recv);
-    const int before = device_->synchronizations();
     const zcclResult_t result = runPublic(c, send, recv, device_->stream());
     if (result != zcclSuccess) {
       return zccl::fail(Status::kInternalError, "%s", zcclGetLastError(comm_));
-    }
-    // The call waited for the stream's earlier work and for its own.
-    if (before >= 0) {
-      EXPECT_GE(device_->synchronizations() - before, 2);
     }
     return Status::kSuccess;
   }
@@ -610,7 +811,7 @@ TEST_P(Staged, SendAndReceiveOnDeviceMemory) {
     ASSERT_EQ(fromPrev[i], static_cast<float>(prev * 10000 + i)) << "element " << i;
   }
   EXPECT_EQ(bytesSent() - before, count * sizeof(float));
-  // Outside a group each call completes before it returns: rank 0 to rank 1.
+  // Outside a group each call is queued by itself: rank 0 to rank 1.
   if (rank_ < 2) {
     const zcclResult_t result = rank_ == 0 ? zcclSend(send, count, zcclFloat32, 1, comm_, stream)
                                            : zcclRecv(recv, count, zcclFloat32, 0, comm_, stream);
@@ -620,8 +821,49 @@ TEST_P(Staged, SendAndReceiveOnDeviceMemory) {
       EXPECT_EQ(fromPrev[count - 1], static_cast<float>(count - 1));
     }
   }
+  device_->synchronize();  // the queued send has read its buffer
   device_->release(send);
   device_->release(recv);
+}
+
+// NCCL's stream semantics: the call returns while the work queued before it on its stream
+// has not run (a hold, opened only after the call), its collective reads what that work
+// wrote, and the work queued after it reads its result.
+TEST_P(Staged, ACallQueuesItsWorkBehindTheStreamsEarlierWork) {
+  if (!throughApi_) GTEST_SKIP() << "the stream is the public API's";
+  const int n = worldSize();
+  const size_t count = 5003, bytes = count * sizeof(float);
+  auto* mine = static_cast<float*>(device_->allocateHost(bytes));
+  auto* result = static_cast<float*>(device_->allocateHost(bytes));
+  for (size_t i = 0; i < count; ++i) {
+    mine[i] = static_cast<float>(inputValue(rank_, i));
+    result[i] = -1.0f;
+  }
+  void* in = device_->allocate(bytes);
+  void* out = device_->allocate(bytes);
+  const std::vector<float> stale(count, 0.0f);  // what a call that read too early would sum
+  device_->upload(in, stale.data(), bytes);
+  Hold hold;
+  device_->holdStream(&hold);
+  device_->copyOnStream(in, mine, bytes);  // the input arrives only once the hold opens
+  ASSERT_EQ(zcclAllReduce(in, out, count, zcclFloat32, zcclSum, comm_, device_->stream()),
+            zcclSuccess)
+      << zcclGetLastError(comm_);
+  device_->copyOnStream(result, out, bytes);  // queued after the call: sees its result
+  hold.open();
+  device_->synchronize();
+  EXPECT_FALSE(hold.expired()) << "the call waited for the stream's earlier work";
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    double sum = 0;
+    for (int r = 0; r < n; ++r) sum += inputValue(r, i);
+    wrong += result[i] != static_cast<float>(sum) ? 1 : 0;
+  }
+  EXPECT_EQ(wrong, 0u) << "of " << count << " elements";
+  device_->release(in);
+  device_->release(out);
+  device_->releaseHost(mine);
+  device_->releaseHost(result);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Staged,
@@ -698,19 +940,77 @@ TEST_F(DeviceMemoryErrors, OneCommunicatorsMessagesInAGroupShareAStream) {
 
 // ZCCL_DEVICE_BACKEND=nccl where a rank cannot run NCCL (here: the emulated device) fails
 // every rank's first device collective at once, naming the rank and why; auto (the default,
-// which every other test here runs with) stages instead.
+// which every other test here runs with) stages instead. The call only queued its work: the
+// failure is the communicator's asynchronous error and every later call's result, until it
+// is aborted.
 TEST_F(DeviceMemoryErrors, NcclBackendWhereARankCannotRunNccl) {
   setenv("ZCCL_DEVICE_BACKEND", "nccl", 1);
   zcclComm_t nccl = makeComm(zcclAlgoAuto);
   unsetenv("ZCCL_DEVICE_BACKEND");
   ASSERT_NE(nccl, nullptr);
   EXPECT_EQ(zcclAllReduce(onDevice_, onDevice_, 4, zcclFloat32, zcclSum, nccl, device_.stream()),
-            zcclInvalidUsage);
-  EXPECT_NE(std::string(zcclGetLastError(nccl))
-                .find("ZCCL_DEVICE_BACKEND=nccl: rank 0: the emulated device cannot run NCCL"),
-            std::string::npos)
+            zcclSuccess)
       << zcclGetLastError(nccl);
-  EXPECT_EQ(zcclCommDestroy(nccl), zcclSuccess);
+  device_.synchronize();  // the gate opens whatever became of the work
+  const std::string why = "ZCCL_DEVICE_BACKEND=nccl: rank 0: the emulated device cannot run NCCL";
+  zcclResult_t async = zcclSuccess;
+  ASSERT_EQ(zcclCommGetAsyncError(nccl, &async), zcclSuccess);
+  EXPECT_EQ(async, zcclInvalidUsage);
+  EXPECT_NE(std::string(zcclGetLastError(nccl)).find(why), std::string::npos)
+      << zcclGetLastError(nccl);
+  EXPECT_EQ(zcclAllReduce(onHost_.data(), onHost_.data(), 4, zcclFloat32, zcclSum, nccl, nullptr),
+            zcclInvalidUsage)
+      << "a later call, on host memory too";
+  EXPECT_NE(std::string(zcclGetLastError(nccl)).find(why), std::string::npos)
+      << zcclGetLastError(nccl);
+  EXPECT_EQ(zcclCommAbort(nccl), zcclSuccess);
+}
+
+// A failure of queued work (a device kernel here, on every rank) is the communicator's
+// asynchronous error and every later call's result; abort ends it.
+TEST_F(DeviceMemoryErrors, AFailureOfQueuedWorkIsReportedByTheCallsAfterIt) {
+  zcclCollOptions int8 = ZCCL_COLL_OPTIONS_INITIALIZER;
+  int8.wireFormat = zcclWireInt8;
+  float* send = onDevice_ + 32 * worldSize();  // recvbuff takes onDevice_'s first 4 * n
+  device_.emulatedKernels().failQuantize = true;
+  EXPECT_EQ(zcclAllGatherEx(send, onDevice_, 4, zcclFloat32, comm_, device_.stream(), &int8),
+            zcclSuccess)
+      << "the call only queues its work";
+  device_.synchronize();
+  zcclResult_t async = zcclSuccess;
+  ASSERT_EQ(zcclCommGetAsyncError(comm_, &async), zcclSuccess);
+  EXPECT_EQ(async, zcclSystemError);
+  const std::string message = zcclGetLastError(comm_);
+  EXPECT_NE(message.find("zcclAllGather(sendcount=4, float32)"), std::string::npos) << message;
+  EXPECT_NE(message.find("the emulated device failed a quantize kernel"), std::string::npos)
+      << message;
+  expectError(zcclAllGatherEx(send, onDevice_, 4, zcclFloat32, comm_, device_.stream(), &int8),
+              zcclSystemError, "failed a quantize kernel");
+  device_.emulatedKernels().failQuantize = false;
+  EXPECT_EQ(zcclCommAbort(comm_), zcclSuccess);
+  comm_ = nullptr;
+}
+
+// ZCCL_DEVICE_BLOCKING=1: the call runs its work itself and returns its result.
+TEST_F(DeviceMemoryErrors, UnderDeviceBlockingACallReturnsItsOwnFailure) {
+  setenv("ZCCL_DEVICE_BLOCKING", "1", 1);
+  zcclComm_t blocking = makeComm(zcclAlgoAuto);
+  unsetenv("ZCCL_DEVICE_BLOCKING");
+  ASSERT_NE(blocking, nullptr);
+  zcclCollOptions int8 = ZCCL_COLL_OPTIONS_INITIALIZER;
+  int8.wireFormat = zcclWireInt8;
+  float* send = onDevice_ + 32 * worldSize();
+  EXPECT_EQ(zcclAllGatherEx(send, onDevice_, 4, zcclFloat32, blocking, device_.stream(), &int8),
+            zcclSuccess)
+      << zcclGetLastError(blocking);
+  device_.emulatedKernels().failQuantize = true;
+  EXPECT_EQ(zcclAllGatherEx(send, onDevice_, 4, zcclFloat32, blocking, device_.stream(), &int8),
+            zcclSystemError);
+  EXPECT_NE(std::string(zcclGetLastError(blocking)).find("failed a quantize kernel"),
+            std::string::npos)
+      << zcclGetLastError(blocking);
+  device_.emulatedKernels().failQuantize = false;
+  EXPECT_EQ(zcclCommAbort(blocking), zcclSuccess);
 }
 
 // A stream without a device runtime: on a machine without a GPU, every call with one.

@@ -32,8 +32,10 @@ std::map<std::string, ZcclBackend*>& registry() {
   return *backends;
 }
 
-// A zccl call completes before it returns, so a work is done when made, or, inside a
-// coalescing block, when the block ends.
+// A zccl call on CPU tensors completes before it returns; on CUDA tensors it is queued on the
+// tensor's current stream, whose later work sees its result (where ProcessGroupNCCL's wait()
+// would put it). So a work is done when made, or, inside a coalescing block, when the block
+// ends.
 class ZcclWork : public c10d::Work {
  public:
   ZcclWork(c10d::OpType type, std::vector<at::Tensor> outputs)

@@ -171,6 +171,11 @@ class MpiTransport final : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int maxTag() const override { return maxTag_; }
+  bool allowsOtherThreads() const override {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    return provided == MPI_THREAD_MULTIPLE;
+  }
 
   Status postSend(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) override {
     ZCCL_CHECK(post(Kind::kSend, const_cast<void*>(data), bytes, peer, tag, ticket));

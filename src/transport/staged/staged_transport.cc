@@ -7,8 +7,9 @@ namespace zccl {
 namespace {
 
 // Page-locked buffers handed out in order and taken back all at once (every message of a
-// waitAll() round is live until its end). Grows by whole blocks; a round that needed more
-// than one block leaves one block of their total for the next.
+// waitAll() round is live until its end). Grows by whole blocks, each twice the last, and
+// frees them only at its end: freeing page-locked memory waits for the whole device (CUDA),
+// which a caller's stream held at a gate until this round ends would never let finish.
 class StagingArena {
  public:
   explicit StagingArena(DeviceCopier& copier) : copier_(copier) {}
@@ -17,25 +18,22 @@ class StagingArena {
   }
 
   Status take(size_t bytes, char** out) {
-    if (blocks_.empty() || blocks_.back().used + bytes > blocks_.back().bytes) {
+    while (current_ < blocks_.size() && blocks_[current_].used + bytes > blocks_[current_].bytes) {
+      ++current_;
+    }
+    if (current_ == blocks_.size()) {
       const size_t grown = blocks_.empty() ? 0 : 2 * blocks_.back().bytes;
       ZCCL_CHECK(addBlock(std::max({bytes, grown, size_t{4} << 20})));
     }
-    Block& block = blocks_.back();
+    Block& block = blocks_[current_];
     *out = block.data + block.used;
     block.used += (bytes + 63) / 64 * 64;
     return Status::kSuccess;
   }
 
-  Status reset() {
-    if (blocks_.size() > 1) {
-      size_t total = 0;
-      for (const Block& block : blocks_) total += block.bytes;
-      releaseBlocks();
-      ZCCL_CHECK(addBlock(total));
-    }
+  void reset() {
     for (Block& block : blocks_) block.used = 0;
-    return Status::kSuccess;
+    current_ = 0;
   }
 
   // The host transport may still write these: they outlive the arena.
@@ -64,6 +62,7 @@ class StagingArena {
 
   DeviceCopier& copier_;
   std::vector<Block> blocks_;
+  size_t current_ = 0;  // the block take() tries first
   bool pinned_ = false;
 };
 
@@ -134,7 +133,8 @@ class StagedTransport final : public Transport {
     ZCCL_CHECK(host_.waitAll());
     ZCCL_CHECK(copier_.waitAllCopies());
     operations_.clear();
-    return arena_.reset();
+    arena_.reset();
+    return Status::kSuccess;
   }
 
   Status split(int color, int key, std::unique_ptr<Transport>* out) override {

@@ -67,10 +67,14 @@ Status processContext(ucp_context_h* out) {
 }
 
 // The worker and endpoints of one communicator, shared by the sub-groups split from it.
+// Communicators of one fabric may be used from two threads at once (a communicator's device
+// work on its own thread, a sibling's call on the program's): every use of the worker holds
+// `lock`.
 struct Fabric {
   ucp_worker_h worker = nullptr;
   std::vector<ucp_ep_h> endpoints;  // by rank of the communicator that created the fabric
   int nextContext = 1;
+  std::mutex lock;
 
   ~Fabric() {
     if (worker == nullptr) return;
@@ -103,7 +107,8 @@ Status createFabric(Bootstrap& bootstrap, std::shared_ptr<Fabric>* out) {
   auto fabric = std::make_shared<Fabric>();
   ucp_worker_params_t workerParams{};
   workerParams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  workerParams.thread_mode = UCS_THREAD_MODE_SINGLE;
+  // A communicator's device work uses it from its own thread, one thread at a time.
+  workerParams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   ucs_status_t status = ucp_worker_create(context, &workerParams, &fabric->worker);
   if (status != UCS_OK) return ucxFailure("ucp_worker_create", status);
 
@@ -167,12 +172,7 @@ class UcxTransport final : public Transport {
 
   Status postSend(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) override {
     ZCCL_CHECK(begin(peer, Kind::kSend, ticket));
-    if (bytes > 0) {
-      ucp_request_param_t params{};
-      void* request =
-          ucp_tag_send_nbx(endpoint(peer), data, bytes, makeTag(context_, rank_, tag), &params);
-      ZCCL_CHECK(track(request, "ucp_tag_send_nbx"));
-    }
+    if (bytes > 0) ZCCL_CHECK(send(data, bytes, peer, tag));
     countSend(peer, bytes, bytes > 0 ? 1 : 0);
     return end(*ticket);
   }
@@ -181,6 +181,7 @@ class UcxTransport final : public Transport {
     ZCCL_CHECK(begin(peer, Kind::kReceive, ticket));
     if (bytes > 0) {
       ucp_request_param_t params{};
+      std::lock_guard<std::mutex> guard(fabric_->lock);
       void* request = ucp_tag_recv_nbx(fabric_->worker, data, bytes, makeTag(context_, peer, tag),
                                        kFullMask, &params);
       ZCCL_CHECK(track(request, "ucp_tag_recv_nbx"));
@@ -205,7 +206,11 @@ class UcxTransport final : public Transport {
   Status split(int color, int key, std::unique_ptr<Transport>* out) override {
     // Every rank proposes the next free group tag of its worker; the child takes the largest,
     // so that groups split anywhere from this worker never share tags.
-    const int mine[3] = {color, key, fabric_->nextContext};
+    int mine[3] = {color, key, 0};
+    {
+      std::lock_guard<std::mutex> guard(fabric_->lock);
+      mine[2] = fabric_->nextContext;
+    }
     std::vector<int> all(3 * members_.size());
     ZCCL_CHECK(allGatherControl(mine, sizeof(mine), all.data()));
     int childContext = 0;
@@ -215,7 +220,10 @@ class UcxTransport final : public Transport {
       return fail(Status::kInvalidUsage, "UCX transport: more than %d communicators split from one",
                   (1 << kContextBits) - 1);
     }
-    fabric_->nextContext = childContext + 1;
+    {
+      std::lock_guard<std::mutex> guard(fabric_->lock);
+      fabric_->nextContext = childContext + 1;
+    }
     out->reset();
     if (color < 0) return Status::kSuccess;
     std::vector<int> order;
@@ -255,6 +263,7 @@ class UcxTransport final : public Transport {
   bool abandon() override {
     broken_ = true;
     if (pending_.empty()) return true;
+    std::lock_guard<std::mutex> guard(fabric_->lock);
     if (!abandoned_) {
       abandoned_ = true;
       abandonedAt_ = Clock::now();
@@ -310,11 +319,16 @@ class UcxTransport final : public Transport {
   // A send that is not counted as traffic (the control channel).
   Status post(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) {
     ZCCL_CHECK(begin(peer, Kind::kSend, ticket));
+    ZCCL_CHECK(send(data, bytes, peer, tag));
+    return end(*ticket);
+  }
+
+  Status send(const void* data, size_t bytes, int peer, int tag) {
     ucp_request_param_t params{};
+    std::lock_guard<std::mutex> guard(fabric_->lock);
     void* request =
         ucp_tag_send_nbx(endpoint(peer), data, bytes, makeTag(context_, rank_, tag), &params);
-    ZCCL_CHECK(track(request, "ucp_tag_send_nbx"));
-    return end(*ticket);
+    return track(request, "ucp_tag_send_nbx");
   }
 
   Status checkUsable() const {
@@ -356,20 +370,27 @@ class UcxTransport final : public Transport {
   Status waitRange(size_t first, size_t last) {
     const auto start = Clock::now();
     for (unsigned spin = 0;; ++spin) {
-      ucp_worker_progress(fabric_->worker);
       bool done = true;
-      for (size_t i = first; i < last; ++i) {
-        Pending& p = pending_[i];
-        if (p.request == nullptr) continue;
-        const ucs_status_t status = ucp_request_check_status(p.request);
-        if (status == UCS_INPROGRESS) {
-          done = false;
-          continue;
+      ucs_status_t failure = UCS_OK;
+      int failedPeer = 0;
+      {
+        std::lock_guard<std::mutex> guard(fabric_->lock);
+        ucp_worker_progress(fabric_->worker);
+        for (size_t i = first; i < last && failure == UCS_OK; ++i) {
+          Pending& p = pending_[i];
+          if (p.request == nullptr) continue;
+          const ucs_status_t status = ucp_request_check_status(p.request);
+          if (status == UCS_INPROGRESS) {
+            done = false;
+            continue;
+          }
+          ucp_request_free(p.request);
+          p.request = nullptr;
+          failure = status;
+          failedPeer = p.peer;
         }
-        ucp_request_free(p.request);
-        p.request = nullptr;
-        if (status != UCS_OK) return failed(status, p.peer);
       }
+      if (failure != UCS_OK) return failed(failure, failedPeer);
       if (done) return Status::kSuccess;
       if (abortRequested()) {
         abandon();
