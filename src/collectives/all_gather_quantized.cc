@@ -2,7 +2,10 @@
 // (codes, scales and header in one buffer) travel unchanged, and every rank dequantizes every
 // block, its own too, so that all ranks hold identical values.
 //
-// Flat: the messages go round the ring. Two-level: pipelined in rows of chunks (RowLayout).
+// Flat: the messages go round the ring, pipelined in rows of chunks (PipelineRows): a block
+// travels chunk after chunk, each forwarded as soon as it is in, and the CPU quantizes or
+// dequantizes one chunk while the next crosses a link. Two-level: pipelined in rows of
+// chunks (RowLayout).
 // Row c of my block goes straight to my local rank on every other node; once those of row c
 // are in, my bundle's row c (chunk c of my local rank's block on every node) goes to each
 // node peer as one message, and every row is dequantized as soon as it is in, while the
@@ -21,27 +24,127 @@ const void* ownInput(const CollectiveArgs& a, int me) {
                            : static_cast<char*>(a.recv) + a.blocks.offset(me) * elementSize(a.type);
 }
 
+// The ring's rounds: round k is step s = k / rows + 1 of row c = k % rows, in which each rank
+// receives chunk c of block (me - s) from the previous rank and sends chunk c of block
+// (me - s + 1) to the next (its own at step 1, quantized as it goes). A round's messages are
+// posted before any wait that could need them, in the same round on every rank, and what a
+// round forwards was received rounds before (with one row: in the round just before, waited
+// for first), so that the NCCL transport launches each send with its receive.
+class QuantizedAllGatherRing {
+ public:
+  QuantizedAllGatherRing(Context& ctx, const CollectiveArgs& a, const Plan& plan)
+      : ctx_(ctx),
+        a_(a),
+        params_(plan.quant),
+        me_(ctx.transport.rank()),
+        n_(ctx.transport.size()),
+        rows_(a.blocks, plan.quant, ctx.kernels),
+        sender_(senderParams(plan.quant, me_, 0)),
+        tickets_(2) {}
+
+  Status run() {
+    size_t bytes = 0;
+    for (int r = 0; r < n_; ++r) {
+      blockAt_.push_back(bytes);
+      bytes += rows_.blockBytes(a_.blocks.size(r));
+    }
+    void* buffer = nullptr;
+    ZCCL_CHECK(ctx_.scratch.get(kScratchQuantizedReceive, bytes, &buffer));
+    messages_ = static_cast<char*>(buffer);
+    const size_t rounds = static_cast<size_t>(n_ - 1) * rows_.rows();
+    if (rounds == 0) return dequantizeOwn();  // one rank
+    for (size_t k = 0; k < rounds; ++k) {
+      ZCCL_CHECK(postRound(k));
+      if (k > 0) ZCCL_CHECK(finishThrough(k - 1));
+    }
+    ZCCL_CHECK(finishThrough(rounds - 1));
+    return ctx_.transport.waitAll();
+  }
+
+ private:
+  int blockOf(size_t k) const {
+    const int step = static_cast<int>(k / rows_.rows()) + 1;
+    return ((me_ - step) % n_ + n_) % n_;
+  }
+  size_t rowOf(size_t k) const { return k % rows_.rows(); }
+  char* message(int block, size_t row) const {
+    return messages_ + blockAt_[static_cast<size_t>(block)] + rows_.chunkOffset(row);
+  }
+  size_t chunkBytes(int block, size_t row) const {
+    return rows_.chunkBytes(a_.blocks.size(block), row);
+  }
+
+  Status postRound(size_t k) {
+    const size_t row = rowOf(k);
+    const bool first = k < rows_.rows();
+    if (!first) ZCCL_CHECK(finishThrough(k - rows_.rows()));  // what this round forwards
+    const int in = blockOf(k), out = (in + 1) % n_;
+    if (chunkBytes(in, row) > 0) {
+      ZCCL_CHECK(ctx_.transport.postRecv(message(in, row), chunkBytes(in, row), (me_ + n_ - 1) % n_,
+                                         ctx_.tag, &tickets_[k % 2]));
+    }
+    if (chunkBytes(out, row) == 0) return Status::kSuccess;
+    if (first) {
+      const size_t count = rows_.chunkSize(a_.blocks.size(me_), row);
+      const char* input =
+          static_cast<const char*>(ownInput(a_, me_)) + row * rows_.chunk() * elementSize(a_.type);
+      ZCCL_CHECK(ctx_.kernels.quantize(input, a_.type, count, chunkParams(sender_, row),
+                                       message(me_, row), chunkBytes(me_, row)));
+    }
+    Ticket ticket;
+    return ctx_.transport.postSend(message(out, row), chunkBytes(out, row), (me_ + 1) % n_,
+                                   ctx_.tag, &ticket);
+  }
+
+  // Waits for the receives of the rounds up to `k` and dequantizes what they brought (and, in
+  // step 1, the own chunk of the round's row).
+  Status finishThrough(size_t k) {
+    for (; finished_ <= k; ++finished_) {
+      const size_t row = rowOf(finished_);
+      const int in = blockOf(finished_);
+      if (chunkBytes(in, row) > 0) ZCCL_CHECK(ctx_.transport.wait(tickets_[finished_ % 2]));
+      ZCCL_CHECK(dequantizeChunk(in, row));
+      if (finished_ < rows_.rows()) ZCCL_CHECK(dequantizeChunk(me_, row));
+    }
+    return Status::kSuccess;
+  }
+
+  Status dequantizeChunk(int block, size_t row) {
+    const size_t count = rows_.chunkSize(a_.blocks.size(block), row);
+    if (count == 0) return Status::kSuccess;
+    char* out = static_cast<char*>(a_.recv) +
+                (a_.blocks.offset(block) + row * rows_.chunk()) * elementSize(a_.type);
+    return ctx_.kernels.dequantize(message(block, row), chunkBytes(block, row), params_, out,
+                                   a_.type, count);
+  }
+
+  Status dequantizeOwn() {
+    for (size_t row = 0; row < rows_.rows(); ++row) {
+      const size_t count = rows_.chunkSize(a_.blocks.size(me_), row);
+      const char* input =
+          static_cast<const char*>(ownInput(a_, me_)) + row * rows_.chunk() * elementSize(a_.type);
+      ZCCL_CHECK(ctx_.kernels.quantize(input, a_.type, count, chunkParams(sender_, row),
+                                       message(me_, row), chunkBytes(me_, row)));
+      ZCCL_CHECK(dequantizeChunk(me_, row));
+    }
+    return Status::kSuccess;
+  }
+
+  Context& ctx_;
+  const CollectiveArgs& a_;
+  const QuantParams& params_;
+  const int me_;
+  const int n_;
+  const PipelineRows rows_;
+  const QuantParams sender_;
+  std::vector<Ticket> tickets_;  // the receives of two rounds in flight
+  std::vector<size_t> blockAt_;  // where each block's chunk messages start in messages_
+  char* messages_ = nullptr;
+  size_t finished_ = 0;  // rounds waited for
+};
+
 Status allGatherQuantizedRing(Context& ctx, const CollectiveArgs& a, const Plan& plan) {
-  const Partition& blocks = a.blocks;
-  const int me = ctx.transport.rank();
-  const size_t es = elementSize(a.type);
-  char* out = static_cast<char*>(a.recv);
-  const BlockBytes wire = messageLayout(blocks, plan.quant);
-  void* buffer = nullptr;
-  ZCCL_CHECK(ctx.scratch.get(kScratchQuantizedReceive, wire.total(), &buffer));
-  char* messages = static_cast<char*>(buffer);
-  if (blocks.size(me) > 0) {
-    ZCCL_CHECK(ctx.kernels.quantize(ownInput(a, me), a.type, blocks.size(me),
-                                    senderParams(plan.quant, me, 0), messages + wire.offset(me),
-                                    wire.size(me)));
-  }
-  ZCCL_CHECK(allGatherRing(ctx, nullptr, messages, wire));
-  for (int r = 0; r < blocks.parts; ++r) {
-    if (blocks.size(r) == 0) continue;
-    ZCCL_CHECK(ctx.kernels.dequantize(messages + wire.offset(r), wire.size(r), plan.quant,
-                                      out + blocks.offset(r) * es, a.type, blocks.size(r)));
-  }
-  return Status::kSuccess;
+  return QuantizedAllGatherRing(ctx, a, plan).run();
 }
 
 // As the quantized reduce-scatter's two hops, each row's receives are posted before any wait

@@ -23,7 +23,8 @@ Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockByte
 
 double allGatherRingCost(const CostTerms& t, Plan* /*plan*/) {
   const double n = t.c.ranks();
-  return (n - 1) * CostTerms::step(t.flatLink(), t.wireBlock) + t.quantize(1) + t.dequantize(n);
+  return t.overlapped((n - 1) * CostTerms::step(t.flatLink(), t.wireBlock),
+                      t.quantize(1) + t.dequantize(n));
 }
 
 namespace {

@@ -73,7 +73,7 @@ struct CostTerms {
     return quantized ? blocks * floatBlock / c.dequantizeBytesPerSecond : 0;
   }
   double reduce(double blocks) const { return blocks * floatBlock / c.reduceBytesPerSecond; }
-  // A path pipelined in rows (the quantized two-level and direct ones) runs its kernels while
+  // A path pipelined in rows (every quantized one but the native) runs its kernels while
   // the link carries other rows: the slower of the two counts, plus one row of the other to
   // fill the pipeline. Other paths pay both.
   double overlapped(double wire, double compute) const {

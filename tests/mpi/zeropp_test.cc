@@ -198,6 +198,43 @@ class ZeroPlusPlus : public ::testing::Test {
     return sum;
   }
 
+  // Runs a quantized all-gather of `count` elements per rank, checks every element against
+  // what its owner sent within the bound, and that every rank holds the same bytes; returns
+  // them.
+  std::vector<char> checkQuantizedAllGather(zcclDataType_t type, const Wire& wire,
+                                            zcclHierarchy_t hierarchy, size_t count) {
+    const size_t es = sizeOf(type);
+    std::vector<char> mine(count * es), gathered(count * layout_.n * es);
+    for (size_t i = 0; i < count; ++i) store(type, mine.data(), i, inputValue(type, layout_.me, i));
+    const zcclCollOptions options = wire.options(hierarchy);
+    EXPECT_EQ(zcclAllGatherEx(mine.data(), gathered.data(), count, type, comm_, nullptr, &options),
+              zcclSuccess)
+        << zcclGetLastError(comm_);
+    size_t wrong = 0;
+    for (int r = 0; r < layout_.n; ++r) {
+      for (size_t g0 = 0; g0 < count; g0 += wire.group) {
+        const size_t g1 = std::min(count, g0 + wire.group);
+        Range range;
+        for (size_t j = g0; j < g1; ++j) range.add(inputValue(type, r, j));
+        const double err = wire.groupError(range.lo, range.hi);
+        for (size_t j = g0; j < g1; ++j) {
+          const double want = inputValue(type, r, j);
+          const double got = load(type, gathered.data(), r * count + j);
+          if (!(std::fabs(got - want) <= err + outputRounding(type, want, err)) && wrong++ == 0) {
+            ADD_FAILURE() << "block " << r << " element " << j << ": got " << got << ", sent "
+                          << want << ", bound " << err;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(wrong, 0u);
+    // Every rank holds the same bytes, its own block included.
+    std::vector<char> root(gathered);
+    broadcastBytes(root.data(), root.size(), 0);
+    EXPECT_TRUE(root == gathered) << "rank " << layout_.me << " differs from rank 0";
+    return gathered;
+  }
+
   // Runs a quantized reduce-scatter of recvcount elements and checks every element of the
   // result against the exact fp64 sum (or average) within the bound.
   void checkQuantizedReduceScatter(zcclDataType_t type, const Wire& wire, zcclRedOp_t op,
@@ -380,7 +417,6 @@ TEST_F(ZeroPlusPlus, PlainFlatAndTwoLevelAreExact) {
 }
 
 TEST_F(ZeroPlusPlus, QuantizedAllGatherIsWithinTheBoundAndIdenticalOnEveryRank) {
-  const size_t count = 30011;
   for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
     for (zcclDataType_t type : kFloatTypes) {
       for (Wire wire : {Wire{zcclWireInt8, zcclQuantSymmetric, 512, false},
@@ -388,40 +424,31 @@ TEST_F(ZeroPlusPlus, QuantizedAllGatherIsWithinTheBoundAndIdenticalOnEveryRank) 
                         Wire{zcclWireInt8, zcclQuantAsymmetric, 4096, true}}) {
         SCOPED_TRACE(std::string(typeName(type)) + " bits " + std::to_string(wire.bits()) +
                      (hierarchy == zcclHierarchyFlat ? " flat" : " two-level"));
-        const size_t es = sizeOf(type);
-        std::vector<char> mine(count * es), gathered(count * layout_.n * es);
-        for (size_t i = 0; i < count; ++i)
-          store(type, mine.data(), i, inputValue(type, layout_.me, i));
-        const zcclCollOptions options = wire.options(hierarchy);
-        ASSERT_EQ(
-            zcclAllGatherEx(mine.data(), gathered.data(), count, type, comm_, nullptr, &options),
-            zcclSuccess)
-            << zcclGetLastError(comm_);
-        size_t wrong = 0;
-        for (int r = 0; r < layout_.n; ++r) {
-          for (size_t g0 = 0; g0 < count; g0 += wire.group) {
-            const size_t g1 = std::min(count, g0 + wire.group);
-            Range range;
-            for (size_t j = g0; j < g1; ++j) range.add(inputValue(type, r, j));
-            const double err = wire.groupError(range.lo, range.hi);
-            for (size_t j = g0; j < g1; ++j) {
-              const double want = inputValue(type, r, j);
-              const double got = load(type, gathered.data(), r * count + j);
-              if (!(std::fabs(got - want) <= err + outputRounding(type, want, err)) &&
-                  wrong++ == 0) {
-                ADD_FAILURE() << "block " << r << " element " << j << ": got " << got << ", sent "
-                              << want << ", bound " << err;
-              }
-            }
-          }
-        }
-        EXPECT_EQ(wrong, 0u);
-        // Every rank holds the same bytes, its own block included.
-        std::vector<char> root(gathered);
-        broadcastBytes(root.data(), root.size(), 0);
-        EXPECT_TRUE(root == gathered) << "rank " << layout_.me << " differs from rank 0";
+        checkQuantizedAllGather(type, wire, hierarchy, 30011);
       }
     }
+  }
+}
+
+// Blocks of several pipeline rows, the last one partial: every chunk travels on its own (round
+// the ring, chunk after chunk, when flat), and in place the rows dequantized early must not
+// clobber the own block still to be quantized, so the result equals the out-of-place one.
+TEST_F(ZeroPlusPlus, QuantizedAllGatherOfManyRowsIsWithinTheBoundAndInPlaceAlike) {
+  const size_t count = 2 * 65536 + 40961;
+  const Wire wire{zcclWireInt8, zcclQuantSymmetric, 512, false};
+  for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
+    SCOPED_TRACE(hierarchy == zcclHierarchyFlat ? "flat" : "two-level");
+    const std::vector<char> gathered =
+        checkQuantizedAllGather(zcclBfloat16, wire, hierarchy, count);
+    std::vector<char> inPlace(gathered.size());
+    char* mine = inPlace.data() + layout_.me * count * 2;
+    for (size_t i = 0; i < count; ++i)
+      store(zcclBfloat16, mine, i, inputValue(zcclBfloat16, layout_.me, i));
+    const zcclCollOptions options = wire.options(hierarchy);
+    ASSERT_EQ(zcclAllGatherEx(mine, inPlace.data(), count, zcclBfloat16, comm_, nullptr, &options),
+              zcclSuccess)
+        << zcclGetLastError(comm_);
+    EXPECT_TRUE(inPlace == gathered) << "in place differs from out of place";
   }
 }
 
