@@ -9,28 +9,34 @@ import glob
 import json
 import os
 import re
+import statistics
 import sys
 
 PATHS = ["plain", "int8", "int4", "planner"]
 
 
 def load_link(directory):
-    """{(rate, ppn, collective): {path: {size: busbw}}}, MPI's collective as path "mpi"."""
-    runs = {}
+    """{(rate, ppn, collective): {path: {size: busbw}}}, MPI's collective as path "mpi": the
+    median of the runs (bench-link.sh's _rN files) of each figure."""
+    samples = {}
     for path in sorted(glob.glob(os.path.join(directory, "*.json"))):
-        match = re.match(r"(\w+)_(\d)ppn_(\w+?)_(plain|int8|int4|planner)\.json$",
+        match = re.match(r"(\w+)_(\d)ppn_(\w+?)_(plain|int8|int4|planner)(?:_r\d+)?\.json$",
                          os.path.basename(path))
         if not match:
             continue
         rate, ppn, collective, name = match.groups()
         with open(path) as f:
             data = json.load(f)
-        series = runs.setdefault((rate, int(ppn), collective), {})
+        series = samples.setdefault((rate, int(ppn), collective), {})
         for row in data["results"]:
-            series.setdefault(name, {})[row["size"]] = row["out_of_place"]["busbw"]
+            series.setdefault(name, {}).setdefault(row["size"], []).append(
+                row["out_of_place"]["busbw"])
             if "native" in row:
-                series.setdefault("mpi", {})[row["size"]] = row["native"]["busbw"]
-    return runs
+                series.setdefault("mpi", {}).setdefault(row["size"], []).append(
+                    row["native"]["busbw"])
+    return {key: {path: {size: statistics.median(values) for size, values in sizes.items()}
+                  for path, sizes in series.items()}
+            for key, series in samples.items()}
 
 
 def size_name(size):
@@ -54,9 +60,9 @@ def link_report(directory):
                 + f" | {value['int8'] / value['plain']:.2f} | {value['int4'] / value['plain']:.2f}"
                 + f" | {value['planner'] / best:.2f} |")
     table = "\n".join(lines) + "\n\nbusbw in GB/s (nccl-tests' bus bandwidth of the logical "\
-        "bfloat16 bytes); planner: ZCCL_QUANT=allow-int8 (all-gather) or allow-int4, the link's "\
-        "rate in ZCCL_INTER_NODE_GBPS; planner/best allowed: against the faster of plain and "\
-        "the allowed format.\n"
+        "bfloat16 bytes, the median of the runs); planner: ZCCL_QUANT=allow-int8 (all-gather) "\
+        "or allow-int4, the link's rate in ZCCL_INTER_NODE_GBPS; planner/best allowed: against "\
+        "the faster of plain and the allowed format.\n"
     with open(os.path.join(directory, "link.md"), "w") as f:
         f.write(table)
     print(table)

@@ -27,9 +27,9 @@ Status allGatherTwoLevel(Context& ctx, const void* send, void* recv, const Block
 
 double allGatherTwoLevelCost(const CostTerms& t, Plan* /*plan*/) {
   const double n = t.c.ranks(), N = t.c.nodes, L = t.c.ranksPerNode;
-  return t.overlapped((N - 1) * CostTerms::step(t.c.inter, t.wireBlock) +
-                         (L - 1) * CostTerms::step(t.c.intra, N * t.wireBlock, N),
-                     t.quantize(1) + t.dequantize(n));
+  return t.overlapped((N - 1) * t.crossNodeStep(t.wireBlock) +
+                          (L - 1) * CostTerms::step(t.c.intra, N * t.wireBlock, N),
+                      t.quantize(1) + t.dequantize(n));
 }
 
 namespace {

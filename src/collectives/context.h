@@ -65,6 +65,7 @@ struct NativeCounters {
 };
 
 struct ClusterModel;
+class PlanTuner;
 
 struct Context {
   Transport& transport;
@@ -74,6 +75,8 @@ struct Context {
   const ClusterModel* cluster;  // nullptr: plan by rule, without a cost model
   Kernels& kernels;             // of the memory the call's buffers live in
   int tag;                      // every message of this call, on every level's transport
+  // Times the candidate paths of calls that allow a lossy format (nullptr: the model alone).
+  PlanTuner* tuner = nullptr;
 
   MemoryKind memory() const { return kernels.memory(); }
 };

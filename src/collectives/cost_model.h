@@ -82,10 +82,15 @@ struct CostTerms {
     const double rows = std::max(1.0, std::ceil(elements / c.pipelineElements));
     return std::max(wire, compute) + std::min(wire, compute) / rows;
   }
+  // A step in which every rank of a node sends `bytesPerRank` to other nodes at once: the
+  // node's link (the inter-node model is a node's, as ZCCL_INTER_NODE_GBPS) carries them all.
+  double crossNodeStep(double bytesPerRank, double messages = 1) const {
+    return step(c.inter, c.ranksPerNode * bytesPerRank, messages);
+  }
   // Sends to every other rank at once: the inter-node and intra-node shares overlap.
   double direct(double bytesPerPeer) const {
     const double n = c.ranks(), L = c.ranksPerNode;
-    const double inter = c.nodes > 1 ? step(c.inter, (n - L) * bytesPerPeer, n - L) : 0;
+    const double inter = c.nodes > 1 ? crossNodeStep((n - L) * bytesPerPeer, n - L) : 0;
     const double intra = step(c.intra, (L - 1) * bytesPerPeer, L - 1);
     return std::max(inter, intra);
   }

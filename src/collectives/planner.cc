@@ -45,10 +45,10 @@ void logOnce(Collective collective, DataType type, size_t bytes, const Collectiv
 
 }  // namespace
 
-Plan cheapestPlan(const ClusterModel& cluster, Collective collective, DataType type, RedOp op,
-                  size_t bytes, const CollectiveOptions& options, MemoryKind memory) {
-  // The candidates (at most two wire formats by two levels), without allocating: this runs
-  // on every call.
+Candidates candidatePlans(const ClusterModel& cluster, Collective collective, DataType type,
+                          RedOp op, size_t bytes, const CollectiveOptions& options,
+                          MemoryKind memory) {
+  // At most two wire formats by two levels, without allocating: this runs on every call.
   const bool lossyApplies = options.wire != WireFormat::kNone && wireApplies(collective, type, op);
   WireFormat wires[2] = {WireFormat::kNone, options.wire};
   int numWires = 1;
@@ -66,21 +66,28 @@ Plan cheapestPlan(const ClusterModel& cluster, Collective collective, DataType t
   if (hierarchical && cluster.twoLevelAvailable() && options.hierarchy == Hierarchy::kAuto)
     numLevels = 2;
 
-  Plan best;
-  double bestSeconds = 0;
+  Candidates all;
   for (int w = 0; w < numWires; ++w) {
     for (int l = 0; l < numLevels; ++l) {
       const Plan candidate = preferredPlan(collective, type, memory, wires[w], levels[l], options);
       if (candidate.row == nullptr) continue;
-      Plan tuned;
-      const double seconds = estimateSeconds(cluster, collective, candidate, bytes, type, &tuned);
-      if (best.row == nullptr || seconds < bestSeconds) {
-        best = tuned;
-        bestSeconds = seconds;
+      Candidates::Entry entry;
+      entry.seconds = estimateSeconds(cluster, collective, candidate, bytes, type, &entry.plan);
+      // Kept cheapest first; among equals, in the order found.
+      int at = all.count++;
+      for (; at > 0 && all.entries[at - 1].seconds > entry.seconds; --at) {
+        all.entries[at] = all.entries[at - 1];
       }
+      all.entries[at] = entry;
     }
   }
-  return best;
+  return all;
+}
+
+Plan cheapestPlan(const ClusterModel& cluster, Collective collective, DataType type, RedOp op,
+                  size_t bytes, const CollectiveOptions& options, MemoryKind memory) {
+  const Candidates all = candidatePlans(cluster, collective, type, op, bytes, options, memory);
+  return all.count > 0 ? all.entries[0].plan : Plan{};
 }
 
 Plan planCollective(Collective collective, DataType type, RedOp op, size_t bytes,

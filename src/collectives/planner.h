@@ -11,7 +11,20 @@ namespace zccl {
 struct ClusterModel;
 
 // The candidate paths the options leave open (flat or two-level, exact or the allowed wire
-// format), the fastest by the cost model.
+// format) with their cost model estimates, the cheapest first.
+struct Candidates {
+  struct Entry {
+    Plan plan;
+    double seconds;
+  };
+  Entry entries[4];
+  int count = 0;
+};
+Candidates candidatePlans(const ClusterModel& cluster, Collective collective, DataType type,
+                          RedOp op, size_t bytes, const CollectiveOptions& options,
+                          MemoryKind memory);
+
+// The first of candidatePlans.
 Plan cheapestPlan(const ClusterModel& cluster, Collective collective, DataType type, RedOp op,
                   size_t bytes, const CollectiveOptions& options,
                   MemoryKind memory = MemoryKind::kHost);

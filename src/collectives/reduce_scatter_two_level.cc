@@ -95,9 +95,9 @@ double reduceScatterTwoLevelCost(const CostTerms& t, Plan* /*plan*/) {
   // The quantized form packs each node peer's pieces into one message.
   const double messages1 = t.quantized ? L - 1 : hop1;
   return t.overlapped(CostTerms::step(t.c.intra, hop1 * t.wireBlock, messages1) +
-                         CostTerms::step(t.c.inter, hop2 * t.wireBlock, hop2),
-                     t.quantize(hop1 + hop2) + t.dequantize(hop1 + hop2) +
-                         (t.quantized ? 0 : t.reduce(hop1 + hop2)));
+                          t.crossNodeStep(hop2 * t.wireBlock, hop2),
+                      t.quantize(hop1 + hop2) + t.dequantize(hop1 + hop2) +
+                          (t.quantized ? 0 : t.reduce(hop1 + hop2)));
 }
 
 extern const AlgorithmRow kReduceScatterTwoLevel{

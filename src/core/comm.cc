@@ -58,8 +58,8 @@ zccl::Context zcclComm::nextCollective(zccl::Kernels& kernels) {
   // Tag 0 is zcclSend/zcclRecv's; collectives cycle through 1..maxTag.
   const int tag =
       1 + static_cast<int>(collectiveSequence++ % static_cast<uint64_t>(transport->maxTag()));
-  return zccl::Context{*transport, scratch, hasLevels() ? &levels : nullptr, native, &cluster,
-                       kernels,    tag};
+  return zccl::Context{*transport, scratch, hasLevels() ? &levels : nullptr,    native, &cluster,
+                       kernels,    tag,     config.tunePlans ? &tuner : nullptr};
 }
 
 std::vector<zccl::Transport*> zcclComm::transports(bool withOwned) {
@@ -356,7 +356,7 @@ Status agreeOnConfiguration(Transport& transport, const CommConfig& config) {
     static const char* const names[] = {"auto", "staged", "nccl"};
     return v >= 0 && v < 3 ? names[v] : "?";
   };
-  const std::array<Setting, 10> mine{{
+  const std::array<Setting, 11> mine{{
       {"ZCCL_ALGO (config.algorithm)", static_cast<int>(c.algorithm), algorithm},
       {"ZCCL_QUANT (config.wireFormat)", static_cast<int>(c.wire), wire},
       {"ZCCL_QUANT allow-* (config.wireFormat)", c.wireAllowedOnly ? 1 : 0, nullptr},
@@ -367,6 +367,7 @@ Status agreeOnConfiguration(Transport& transport, const CommConfig& config) {
       {"ZCCL_CHECK (config.checkCalls)", config.checkCalls ? 1 : 0, nullptr},
       {"ZCCL_DEVICE_BACKEND", static_cast<int>(config.deviceBackend), backend},
       {"ZCCL_STAGED_CHUNK_BYTES", static_cast<int>(config.stagedChunkBytes), nullptr},
+      {"ZCCL_TUNE", config.tunePlans ? 1 : 0, nullptr},
   }};
   std::array<int, mine.size()> values{};
   for (size_t i = 0; i < mine.size(); ++i) values[i] = mine[i].value;

@@ -10,6 +10,7 @@
 
 #include "collectives/collectives.h"
 #include "collectives/cost_model.h"
+#include "collectives/tuner.h"
 #include "common/scratch.h"
 #include "core/config.h"
 #include "core/device_path.h"
@@ -31,6 +32,8 @@ struct zcclComm {
   zccl::NodeLevels levels;
   // The planner's view of the job, from every rank's topology.
   zccl::ClusterModel cluster;
+  // The measured choices of calls that allow a lossy format (ZCCL_TUNE).
+  zccl::PlanTuner tuner;
   // zcclCommSplitNode / zcclCommSplitCrossNode, created on first use and owned here.
   std::unique_ptr<zcclComm> nodeComm;
   std::unique_ptr<zcclComm> crossComm;

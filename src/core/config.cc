@@ -181,6 +181,9 @@ Status applyEnvironment(CommConfig* result) {
   std::optional<long> blocking;
   ZCCL_CHECK(envInt("ZCCL_DEVICE_BLOCKING", 0, 1, &blocking));
   if (blocking) result->deviceBlocking = *blocking == 1;
+  std::optional<long> tune;
+  ZCCL_CHECK(envInt("ZCCL_TUNE", 0, 1, &tune));
+  if (tune) result->tunePlans = *tune == 1;
   std::optional<long> group;
   ZCCL_CHECK(envInt("ZCCL_QUANT_GROUP", kMinGroupSize, kMaxGroupSize, &group));
   if (group) {

@@ -30,6 +30,9 @@ struct CommConfig {
   // (ZCCL_DEVICE_BLOCKING=1, for debugging, as CUDA_LAUNCH_BLOCKING): its own failure is then
   // its result.
   bool deviceBlocking = false;
+  // Calls that allow a lossy format time their candidate paths at first and keep the fastest
+  // (ZCCL_TUNE=1, the default), instead of the cost model's choice alone.
+  bool tunePlans = true;
 };
 
 // Resolves `config` (may be null) over the ZCCL_* environment and the defaults.

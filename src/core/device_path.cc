@@ -1,6 +1,7 @@
 #include "core/device_path.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "common/log.h"
@@ -114,9 +115,12 @@ Status DevicePath::enqueueCollective(void* stream, const std::string& call, Coll
 }
 
 Status DevicePath::enqueueMessages(void* stream, std::vector<DeviceMessage> messages) {
-  return submit(stream, [this, messages = std::move(messages)] {
+  char call[96];
+  std::snprintf(call, sizeof(call), "zcclSend/zcclRecv on stream=%p (%zu message%s)", stream,
+                messages.size(), messages.size() == 1 ? "" : "s");
+  return submit(stream, [this, call = std::string(call), messages = std::move(messages)] {
     const Status status = runMessages(messages);
-    if (status != Status::kSuccess) failed("device messages");
+    if (status != Status::kSuccess) failed(call);
     return status;
   });
 }
@@ -130,6 +134,7 @@ void DevicePath::requestAbort() {
 void DevicePath::stop() {
   requestAbort();
   queue_.stop();
+  std::lock_guard<std::mutex> lock(submitMutex_);
   if (gates_ != nullptr) gates_->release(tickets_);
 }
 

@@ -146,6 +146,12 @@ TEST_F(Errors, BadConfigAndEnvironment) {
   expectError(initWorldComm(nullptr, &comm), zcclInvalidArgument, "ZCCL_STAGED_CHUNK_BYTES=100",
               nullptr);
   unsetenv("ZCCL_STAGED_CHUNK_BYTES");
+  for (const char* variable : {"ZCCL_TUNE", "ZCCL_DEVICE_BLOCKING"}) {
+    setenv(variable, "yes", 1);
+    expectError(initWorldComm(nullptr, &comm), zcclInvalidArgument, std::string(variable) + "=yes",
+                nullptr);
+    unsetenv(variable);
+  }
 #ifdef ZCCL_TEST_MPI
   expectError(zcclCommInitMPI(MPI_COMM_NULL, nullptr, &comm), zcclInvalidArgument,
               "mpiComm=MPI_COMM_NULL", nullptr);
@@ -169,6 +175,10 @@ TEST_F(Errors, ConfigurationsThatDifferBetweenRanks) {
   expectError(initWorldComm(&config, &comm), zcclInvalidUsage,
               "ZCCL_STAGED_CHUNK_BYTES is 65536 on rank 0 and 1048576", nullptr);
   unsetenv("ZCCL_STAGED_CHUNK_BYTES");
+  if (worldRank() == 0) setenv("ZCCL_TUNE", "0", 1);  // the ranks would choose paths apart
+  expectError(initWorldComm(&config, &comm), zcclInvalidUsage, "ZCCL_TUNE is 0 on rank 0 and 1",
+              nullptr);
+  unsetenv("ZCCL_TUNE");
   ASSERT_EQ(initWorldComm(&config, &comm), zcclSuccess) << zcclGetLastError(nullptr);
   EXPECT_EQ(zcclCommDestroy(comm), zcclSuccess);
 }

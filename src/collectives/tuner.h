@@ -1,0 +1,57 @@
+// Measured choice among the paths a call leaves open, where the caller allowed a lossy wire
+// format (ZCCL_QUANT=allow-*): the cost model prices links and kernels one at a time, but
+// how they share a node's cores and NIC (TCP's own CPU time, ranks that outnumber cores) only
+// a run shows. So the first calls of each size class run every candidate the model keeps
+// within reach of its best, in turn, twice, timing each; the ranks then agree on every
+// candidate's time on its slowest rank, and the size class keeps the fastest. Every rank
+// follows the same schedule (calls match across ranks), so all run the same path at every
+// call. A communicator's host calls only: device calls follow the model with the device's
+// measured rates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "collectives/planner.h"
+
+namespace zccl {
+
+class PlanTuner {
+ public:
+  // What one call runs: the size class's kept plan, or a candidate under trial (`trial` is
+  // then its index, else -1).
+  struct Choice {
+    Plan plan;
+    int trial = -1;
+  };
+  // Candidates whose estimate is more than this times the best's are not tried.
+  static constexpr double kReach = 4.0;
+  static constexpr int kRounds = 2;  // trials of each candidate; the fastest of its rounds counts
+
+  // `key` identifies the size class (collective, type, op, log2 of the bytes).
+  Choice choose(uint64_t key, const Candidates& candidates);
+  // After a trial: its time. Once the size class's last trial is in, `agree` turns this
+  // rank's time of every candidate into the slowest rank's (collective: every rank calls it
+  // at the same call), and the fastest candidate is kept; `decided` is set then.
+  using Agreement = std::function<Status(std::vector<double>* seconds)>;
+  Status finishTrial(uint64_t key, double seconds, const Agreement& agree,
+                     const Plan** decided = nullptr);
+
+  static uint64_t keyOf(Collective collective, DataType type, RedOp op, size_t bytes);
+
+ private:
+  struct SizeClass {
+    uint64_t key;
+    std::vector<Plan> candidates;
+    std::vector<double> best;  // per candidate, this rank's fastest trial so far
+    int done = 0;              // trials run
+    int kept = -1;             // the chosen candidate, once decided
+  };
+  SizeClass* find(uint64_t key);
+
+  std::vector<SizeClass> classes_;
+};
+
+}  // namespace zccl

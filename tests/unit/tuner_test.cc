@@ -1,0 +1,86 @@
+// The tuner's schedule and choice, with the times given: every candidate within reach is tried
+// twice in turn, the fastest of its rounds counts, the ranks' agreement (here the other ranks'
+// times folded in by hand) decides, and the size class keeps the choice.
+#include "collectives/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "collectives/registry.h"
+
+namespace zccl {
+namespace {
+
+Candidates candidates(std::vector<double> estimates) {
+  Candidates all;
+  for (double seconds : estimates) {
+    Candidates::Entry& entry = all.entries[all.count];
+    entry.plan.algorithm = static_cast<Algorithm>(all.count);  // tells them apart
+    entry.plan.row = &*algorithmRows()[0];
+    entry.seconds = seconds;
+    ++all.count;
+  }
+  return all;
+}
+
+TEST(PlanTuner, TriesEachCandidateInReachTwiceAndKeepsTheFastestOnTheSlowestRank) {
+  PlanTuner tuner;
+  const uint64_t key = PlanTuner::keyOf(Collective::kReduceScatter, DataType::kBfloat16,
+                                        RedOp::kSum, size_t{16} << 20);
+  // The third is out of reach of the model's best (more than kReach times its estimate).
+  const Candidates all = candidates({1.0, 1.5, 1.0 * PlanTuner::kReach + 0.1});
+  // This rank's times per call: candidate 0 fast here, candidate 1 slower here but the
+  // other rank is far slower on candidate 0.
+  const double mine[] = {0.010, 0.030, 0.012, 0.020};
+  const int expectedTrials[] = {0, 1, 0, 1};
+  for (int call = 0; call < 4; ++call) {
+    const PlanTuner::Choice choice = tuner.choose(key, all);
+    ASSERT_EQ(choice.trial, expectedTrials[call]) << "call " << call;
+    EXPECT_EQ(choice.plan.algorithm, static_cast<Algorithm>(expectedTrials[call]));
+    std::vector<double> seen;
+    const Plan* decided = nullptr;
+    ASSERT_EQ(tuner.finishTrial(
+                  key, mine[call],
+                  [&](std::vector<double>* seconds) {
+                    seen = *seconds;
+                    (*seconds)[0] = std::max((*seconds)[0], 0.050);  // rank 1
+                    (*seconds)[1] = std::max((*seconds)[1], 0.021);
+                    return Status::kSuccess;
+                  },
+                  &decided),
+              Status::kSuccess);
+    if (call < 3) {
+      EXPECT_EQ(decided, nullptr) << "decided before every trial was in";
+    } else {
+      ASSERT_EQ(seen, (std::vector<double>{0.010, 0.020})) << "the fastest of each's rounds";
+      ASSERT_NE(decided, nullptr);
+      EXPECT_EQ(decided->algorithm, static_cast<Algorithm>(1)) << "the slowest rank decides";
+    }
+  }
+  for (int call = 0; call < 3; ++call) {
+    const PlanTuner::Choice kept = tuner.choose(key, all);
+    EXPECT_EQ(kept.trial, -1);
+    EXPECT_EQ(kept.plan.algorithm, static_cast<Algorithm>(1));
+  }
+  // Another size class starts its own trials.
+  const uint64_t other = PlanTuner::keyOf(Collective::kReduceScatter, DataType::kBfloat16,
+                                          RedOp::kSum, size_t{64} << 20);
+  EXPECT_NE(other, key);
+  EXPECT_EQ(tuner.choose(other, all).trial, 0);
+}
+
+TEST(PlanTuner, ASingleCandidateIsKeptWithoutTrials) {
+  PlanTuner tuner;
+  const uint64_t key =
+      PlanTuner::keyOf(Collective::kAllGather, DataType::kFloat32, RedOp::kSum, 4096);
+  const PlanTuner::Choice choice = tuner.choose(key, candidates({1.0, 9.0}));
+  EXPECT_EQ(choice.trial, -1);
+  EXPECT_EQ(choice.plan.algorithm, static_cast<Algorithm>(0));
+  EXPECT_NE(tuner.finishTrial(key, 1.0, [](std::vector<double>*) { return Status::kSuccess; }),
+            Status::kSuccess)
+      << "no trial to finish";
+}
+
+}  // namespace
+}  // namespace zccl
