@@ -3,11 +3,12 @@
 # link capped at 1 and at 10 Gbit/s: all-gather, reduce-scatter and all-reduce of bfloat16,
 # 1 MiB to 64 MiB, plain, INT8, INT4, the planner's own choice with the lossy formats allowed
 # (ZCCL_QUANT=allow-*, told the link's rate), and MPI's collective beside them, all under
-# mpiexec. Each core holds one rank of each node (-bind-to core per node), so that a node's
-# ranks never take turns on one core; they still share the cores with the other node and the
-# kernel's TCP, so one run varies by tens of percent: the paths run by turns, REPEATS times
-# (default 3), and the table takes each figure's median. Five warm-up calls per size cover
-# the planner's trials (ZCCL_TUNE: two candidates, twice each). Writes one JSON per run to OUT (bench/link), then the table and the plot.
+# mpiexec. With two ranks per node each core holds one rank of each node (-bind-to core per
+# node), so that a node's ranks never take turns on one core; they still share the cores with
+# the other node and the kernel's TCP, so one run varies by tens of percent: the paths run by
+# turns, REPEATS times (default 3), and the table takes each figure's median. Thirteen
+# warm-up calls per size cover the planner's trials (ZCCL_TUNE: up to four candidates, three
+# calls each). Writes one JSON per run to OUT (bench/link), then the table and the plot.
 #   [REPEATS=N] scripts/testbed/bench-link.sh BUILD_DIR [OUT]
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -19,6 +20,8 @@ gcc -shared -fPIC -O2 "$here/finalize_progress.c" -o "$out/finalize_progress.so"
 runs() {
   set -euo pipefail
   read -r -a addrs <<<"$TESTBED_ADDRS"
+  bind=()
+  [ "$PPN" -gt 1 ] && bind=(-bind-to core)
   for repeat in $(seq "$REPEATS"); do
     for collective in all_gather reduce_scatter all_reduce; do
       allow=allow-int4
@@ -29,10 +32,10 @@ runs() {
         [ "$name" = plain ] && extra=(-B)
         echo "== $RATE, 2 nodes x $PPN, $collective, $name, run $repeat"
         "$TESTBED_EXEC" 0 "$MPIEXEC" -launcher ssh -launcher-exec "$TESTBED_SSH" \
-          -hosts "${addrs[0]},${addrs[1]}" -n $((2 * PPN)) -ppn "$PPN" -bind-to core \
+          -hosts "${addrs[0]},${addrs[1]}" -n $((2 * PPN)) -ppn "$PPN" "${bind[@]}" \
           -genv UCX_TLS sm,self,tcp -genv LD_PRELOAD "$OUT/finalize_progress.so" \
           -genv ZCCL_INTER_NODE_GBPS "$GBPS" -genv ZCCL_TIMEOUT_S 600 \
-          "$BUILD/perf/${collective}_perf" -b 1M -e 64M -f 4 -n 5 -w 5 -d bfloat16 -q "$wire" \
+          "$BUILD/perf/${collective}_perf" -b 1M -e 64M -f 4 -n 5 -w 13 -d bfloat16 -q "$wire" \
           "${extra[@]}" -J "$OUT/${RATE}_${PPN}ppn_${collective}_${name}_r${repeat}.json"
       done
     done

@@ -32,12 +32,12 @@ PlanTuner::Choice PlanTuner::choose(uint64_t key, const Candidates& candidates) 
       if (candidates.entries[i].seconds > kReach * candidates.entries[0].seconds) break;
       c->candidates.push_back(candidates.entries[i].plan);
     }
-    c->best.assign(c->candidates.size(), 1e300);
+    c->seconds.assign(c->candidates.size(), 0.0);
     if (c->candidates.size() < 2) c->kept = 0;
   }
   if (c->candidates.empty()) return Choice{};
   if (c->kept >= 0) return Choice{c->candidates[static_cast<size_t>(c->kept)], -1};
-  const int trial = c->done % static_cast<int>(c->candidates.size());
+  const int trial = c->done / kRounds;
   return Choice{c->candidates[static_cast<size_t>(trial)], trial};
 }
 
@@ -49,11 +49,12 @@ Status PlanTuner::finishTrial(uint64_t key, double seconds, const Agreement& agr
                 static_cast<unsigned long long>(key));
   }
   const int count = static_cast<int>(c->candidates.size());
-  double& best = c->best[static_cast<size_t>(c->done % count)];
-  best = std::min(best, seconds);
+  if (c->done % kRounds > 0)
+    c->seconds[static_cast<size_t>(c->done / kRounds)] += seconds / (kRounds - 1);
   if (++c->done < count * kRounds) return Status::kSuccess;
-  ZCCL_CHECK(agree(&c->best));
-  c->kept = static_cast<int>(std::min_element(c->best.begin(), c->best.end()) - c->best.begin());
+  ZCCL_CHECK(agree(&c->seconds));
+  c->kept =
+      static_cast<int>(std::min_element(c->seconds.begin(), c->seconds.end()) - c->seconds.begin());
   const Plan& kept = c->candidates[static_cast<size_t>(c->kept)];
   if (logEnabled(LogLevel::kInfo)) {
     std::string times;
@@ -62,7 +63,7 @@ Status PlanTuner::finishTrial(uint64_t key, double seconds, const Agreement& agr
       char one[96];
       std::snprintf(one, sizeof(one), "%s%s/%s %.3f ms", i > 0 ? ", " : "",
                     algorithmName(p.algorithm), wireFormatName(p.wire),
-                    c->best[static_cast<size_t>(i)] * 1e3);
+                    c->seconds[static_cast<size_t>(i)] * 1e3);
       times += one;
     }
     ZCCL_LOG(kInfo, "tuned %s ~2^%llu bytes: %s, wire %s (slowest rank's times: %s)",

@@ -2,8 +2,10 @@
 // format (ZCCL_QUANT=allow-*): the cost model prices links and kernels one at a time, but
 // how they share a node's cores and NIC (TCP's own CPU time, ranks that outnumber cores) only
 // a run shows. So the first calls of each size class run every candidate the model keeps
-// within reach of its best, in turn, twice, timing each; the ranks then agree on every
-// candidate's time on its slowest rank, and the size class keeps the fastest. Every rank
+// within reach of its best, three calls each, one candidate after the other: the first call
+// warms up (scratch memory, connections, a rate limiter's idle credit, as a token bucket's,
+// which back-to-back calls do not get), the mean of the others counts. The ranks then agree on
+// every candidate's time on its slowest rank, and the size class keeps the fastest. Every rank
 // follows the same schedule (calls match across ranks), so all run the same path at every
 // call. A communicator's host calls only: device calls follow the model with the device's
 // measured rates.
@@ -28,7 +30,7 @@ class PlanTuner {
   };
   // Candidates whose estimate is more than this times the best's are not tried.
   static constexpr double kReach = 4.0;
-  static constexpr int kRounds = 2;  // trials of each candidate; the fastest of its rounds counts
+  static constexpr int kRounds = 3;  // calls of each candidate; the first one does not count
 
   // `key` identifies the size class (collective, type, op, log2 of the bytes).
   Choice choose(uint64_t key, const Candidates& candidates);
@@ -45,9 +47,9 @@ class PlanTuner {
   struct SizeClass {
     uint64_t key;
     std::vector<Plan> candidates;
-    std::vector<double> best;  // per candidate, this rank's fastest trial so far
-    int done = 0;              // trials run
-    int kept = -1;             // the chosen candidate, once decided
+    std::vector<double> seconds;  // per candidate, this rank's counted trials, summed
+    int done = 0;                 // trials run
+    int kept = -1;                // the chosen candidate, once decided
   };
   SizeClass* find(uint64_t key);
 

@@ -247,33 +247,8 @@ class EmulatedStream {
   std::thread thread_;
 };
 
-// A point on a stream's work that the host can wait for.
-class Mark {
- public:
-  void reach() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    reached_ = true;
-    changed_.notify_all();
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this] { return reached_; });
-  }
-  bool reached() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return reached_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool reached_ = false;
-};
-
-// What a test holds a stream with, as a long kernel would: open() lets it go on; after a
-// deadline it goes on by itself and says so (a call that waited for the stream would
-// otherwise never return).
-class Hold {
+// A point on a stream's work that the host can wait for (or the reverse).
+class Latch {
  public:
   void open() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -282,20 +257,34 @@ class Hold {
   }
   void wait() {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!changed_.wait_for(lock, std::chrono::seconds(30), [this] { return opened_; })) {
-      expired_ = true;
-    }
+    changed_.wait(lock, [this] { return opened_; });
   }
-  bool expired() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return expired_;
+  // False when `limit` passed first.
+  bool waitFor(std::chrono::seconds limit) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, limit, [this] { return opened_; });
   }
 
  private:
   std::mutex mutex_;
   std::condition_variable changed_;
   bool opened_ = false;
-  bool expired_ = false;
+};
+
+// What a test holds a stream with, as a long kernel would: open() lets it go on; after a
+// deadline it goes on by itself and says so (a call that waited for the stream would
+// otherwise never return).
+class Hold {
+ public:
+  void open() { latch_.open(); }
+  void wait() {
+    if (!latch_.waitFor(std::chrono::seconds(30))) expired_ = true;
+  }
+  bool expired() const { return expired_; }
+
+ private:
+  Latch latch_;
+  std::atomic<bool> expired_{false};
 };
 
 // The gates on emulated streams: each holds its stream's thread until released.
@@ -303,7 +292,7 @@ class EmulatedGates final : public zccl::StreamGates {
  public:
   class Inputs final : public zccl::StreamInputs {
    public:
-    explicit Inputs(std::shared_ptr<Mark> mark) : mark_(std::move(mark)) {}
+    explicit Inputs(std::shared_ptr<Latch> mark) : mark_(std::move(mark)) {}
     // zccl's own stream runs its work at once: the host waits for the marked work instead.
     Status precede(zccl::DeviceStreamResources&) override {
       mark_->wait();
@@ -311,14 +300,14 @@ class EmulatedGates final : public zccl::StreamGates {
     }
 
    private:
-    std::shared_ptr<Mark> mark_;
+    std::shared_ptr<Latch> mark_;
   };
 
   Status close(void* stream, uint64_t ticket,
                std::unique_ptr<zccl::StreamInputs>* inputs) override {
-    auto mark = std::make_shared<Mark>();
+    auto mark = std::make_shared<Latch>();
     auto* caller = static_cast<EmulatedStream*>(stream);
-    caller->enqueue([mark] { mark->reach(); });
+    caller->enqueue([mark] { mark->open(); });
     // The stream's thread may still be leaving a gate when the gates are gone.
     caller->enqueue([state = state_, ticket] {
       std::unique_lock<std::mutex> lock(state->mutex);
