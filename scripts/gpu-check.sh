@@ -69,7 +69,7 @@ nvidia-smi -L || echo "gpu-check: nvidia-smi found no GPU; the GPU tests will sk
 gtest_flags=()
 [ -d "$root/.carry/googletest" ] && gtest_flags=(-DZCCL_GTEST_SOURCE_DIR="$root/.carry/googletest")
 step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DZCCL_WITH_CUDA=ON \
-  -DZCCL_BUILD_PERF=OFF "${gtest_flags[@]}"
+  "${gtest_flags[@]}"
 step build cmake --build "$build" -j "$(nproc)"
 
 # The CUDA quantization kernels against the CPU's, byte for byte.
@@ -96,8 +96,28 @@ if [ "${gpus:-0}" -ge 2 ]; then
 else
   record "NCCL device backend, a GPU per rank" "SKIP (one GPU)"
 fi
-# The NCCL drop-in on host memory, as in CI, and its unit tests (the real-NCCL loader).
-ctest_step "NCCL drop-in, host memory" -R '^nccl_'
+# The NCCL drop-in on host memory, as in CI, and its unit tests (the real-NCCL loader); its
+# client program on device buffers: ranks sharing the GPU (zccl's staged backend), and one
+# rank over the real NCCL.
+ctest_step "NCCL drop-in, host memory" -R '^nccl_' -E device
+step "NCCL client on device buffers, 3 ranks on one GPU" "$build/zcclrun" -n 3 \
+  "$build/tests/nccl_client" --device
+step "NCCL client on device buffers, 1 rank over NCCL" env ZCCL_DEVICE_BACKEND=nccl \
+  "$build/zcclrun" -n 1 "$build/tests/nccl_client" --device
+# The perf binaries on device memory (-M device), results checked: 2 ranks sharing the GPU
+# through the staged backend, plain and quantized; one rank over NCCL beside NCCL's own
+# collective (-B, under mpiexec).
+mpiexec=$(sed -n 's/^MPIEXEC_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
+mpiflags=$(sed -n 's/^MPIEXEC_PREFLAGS:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null | tr ';' ' ')
+perf_sizes=(-b 1M -e 64M -f 4 -n 5 -w 2 -d bfloat16 -M device)
+for run in "all_gather:none" "all_gather:int8" "reduce_scatter:none" "reduce_scatter:int4" \
+  "all_reduce:none"; do
+  step "${run%%:*}_perf -M device -q ${run#*:}, 2 ranks on one GPU" "$build/zcclrun" -n 2 \
+    "$build/perf/${run%%:*}_perf" "${perf_sizes[@]}" -q "${run#*:}"
+done
+# shellcheck disable=SC2086
+step "all_reduce_perf -M device -B, 1 rank over NCCL" env ZCCL_DEVICE_BACKEND=nccl \
+  "${mpiexec:-mpiexec}" -n 1 $mpiflags "$build/perf/all_reduce_perf" "${perf_sizes[@]}" -B
 # PyTorch's ProcessGroupNCCL with the drop-in preloaded, 1 rank on the GPU: device memory
 # goes through the shim to the real NCCL.
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
@@ -123,7 +143,6 @@ fi
 
 echo
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
-mpiexec=$(sed -n 's/^MPIEXEC_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
 echo "=== gpu-check summary (${gpu:-no GPU visible}; ${mpiexec:-mpiexec}:" \
   "$("${mpiexec:-mpiexec}" --version 2>&1 | head -1))"
 printf '%s\n' "${results[@]}"

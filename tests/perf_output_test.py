@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Runs every nccl-tests-style binary at small sizes with 2 and 3 ranks and checks what it
 prints and writes: the two-level header, one row per size with #wrong 0, the footer lines
-(OK), busbw = algbw x nccl-tests' factor in the table and in the JSON (-J), and the byte
-columns from the statistics.
+(OK), busbw = algbw x nccl-tests' factor in the table and in the JSON (-J), the byte
+columns from the statistics, and the buffers' memory (-M: device memory by default where a
+GPU is visible, host memory where none is; device memory asked for without one is refused
+with a message).
 
 usage: perf_output_test.py PERF_DIR ZCCLRUN MPIEXEC [MPIEXEC_PREFLAGS...]
 """
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,13 +34,24 @@ ROW = re.compile(r"^\s+\d+\s+\d+\s+\S+\s+\S+\s+-?\d+\s")
 failures = []
 
 
+def gpu_visible():
+    """Whether nvidia-smi lists a GPU: asked independently of the binaries under test."""
+    if shutil.which("nvidia-smi") is None:
+        return False
+    listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return listing.returncode == 0 and "GPU" in listing.stdout
+
+
 def check(condition, message):
     if not condition:
         failures.append(message)
     return condition
 
 
-def run_case(launcher, perf_dir, name, ranks, extra):
+def run_case(launcher, perf_dir, name, ranks, extra, memory=None):
+    """memory: "host" or "device", what the run must use; None: what -M auto gives."""
+    if memory is None:
+        memory = "device" if gpu_visible() else "host"
     with tempfile.TemporaryDirectory() as work:
         json_path = os.path.join(work, "out.json")
         command = [launcher[0], "-n", str(ranks)] + launcher[1:] + [
@@ -54,8 +68,9 @@ def run_case(launcher, perf_dir, name, ranks, extra):
         check("out-of-place" in out and "in-place" in out, f"{what}: no two-level header")
         check(re.search(r"#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong",
                         out), f"{what}: header columns")
-        check(re.search(r"^#  Rank  0 Group  0 Pid\s+\d+ on\s+\S+ host memory$", out, re.M),
-              f"{what}: no per-rank device line")
+        place = r"host memory" if memory == "host" else r"device \d+ \[[0-9a-f:?]+\] .+"
+        check(re.search(r"^#  Rank  0 Group  0 Pid\s+\d+ on\s+\S+ " + place + "$", out, re.M),
+              f"{what}: no per-rank line naming {memory} memory")
         rows = [line.split() for line in out.splitlines() if ROW.match(line)]
         check(len(rows) == 3, f"{what}: {len(rows)} rows, expected 3 (4K, 16K, 64K)")
         for row in rows:
@@ -72,6 +87,7 @@ def run_case(launcher, perf_dir, name, ranks, extra):
         with open(json_path) as f:
             data = json.load(f)
         check(data["collective"] == name and data["ranks"] == ranks, f"{what}: JSON header")
+        check(data["memory"] == memory, f"{what}: JSON memory {data['memory']}, expected {memory}")
         check(data["ok"] is True and data["out_of_bounds"] == 0, f"{what}: JSON not ok")
         check(len(data["results"]) == 3, f"{what}: JSON rows")
         for entry in data["results"]:
@@ -86,6 +102,19 @@ def run_case(launcher, perf_dir, name, ranks, extra):
             check(("ucx" in entry) == ("-U" in extra), f"{what}: ucx column")
 
 
+def check_refused(launcher, perf_dir):
+    """-M device without a GPU: every rank refuses, naming the flag, before any collective."""
+    command = [launcher[0], "-n", "2"] + launcher[1:] + [
+        os.path.join(perf_dir, "all_gather_perf"), "-b", "4K", "-e", "4K", "-M", "device"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    check(result.returncode != 0, f"-M device without a GPU: exit status 0\n{result.stdout}")
+    check(re.search(r"rank [01]: -M device: (no GPU is visible|these binaries were built "
+                    r"without CUDA)", result.stderr),
+          f"-M device without a GPU: no message naming -M device\n{result.stderr}")
+    check(not any(ROW.match(line) for line in result.stdout.splitlines()),
+          "-M device without a GPU: rows printed")
+
+
 def main():
     perf_dir, zcclrun, mpiexec = sys.argv[1], [sys.argv[2]], sys.argv[3:]
     for name in FACTORS:
@@ -98,6 +127,12 @@ def main():
         run_case(zcclrun, perf_dir, name, 3, [])  # without MPI
     run_case(mpiexec, perf_dir, "reduce_scatter", 3, ["-q", "int4", "-o", "avg", "-d", "half"])
     run_case(zcclrun, perf_dir, "reduce_scatter", 3, ["-q", "int4", "-d", "bfloat16"])
+    run_case(mpiexec, perf_dir, "all_gather", 2, ["-M", "host"], memory="host")
+    if gpu_visible():
+        run_case(mpiexec, perf_dir, "all_gather", 2, ["-M", "device", "-q", "int8"], "device")
+        run_case(zcclrun, perf_dir, "reduce_scatter", 3, ["-M", "device", "-q", "int4"], "device")
+    else:
+        check_refused(mpiexec, perf_dir)
     for failure in failures:
         print("FAILED:", failure)
     print(f"{len(failures)} failures")

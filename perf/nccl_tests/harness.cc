@@ -1,7 +1,8 @@
 // The common driver of the nccl-tests-style perf binaries (all_gather_perf, ...): nccl-tests'
 // flags and output format, zccl's wire format and hierarchy flags, baselines timed side by
-// side (-B: MPI's own collective; -U: zccl's algorithms over UCX), result checks against
-// exact values or the analytic error bound of quantized paths, and a JSON copy (-J).
+// side (-B: the backend's own collective; -U: zccl's algorithms over UCX), buffers in host or
+// device memory (-M), result checks against exact values or the analytic error bound of
+// quantized paths, and a JSON copy (-J).
 #include "nccl_tests/harness.h"
 
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,25 +31,61 @@ struct Job : Layout {
   zcclComm_t comm = nullptr;
   zcclComm_t native = nullptr;  // -B
   zcclComm_t ucx = nullptr;     // -U
+  std::unique_ptr<BufferMemory> memory;
 };
 
 // A column group timed beside zccl's out-of-place call on the same buffers.
 struct Baseline {
-  const char* key;    // in the JSON
-  const char* title;  // over the columns
+  const char* key;  // in the JSON
+  const char* hostTitle;
+  const char* deviceTitle;  // over the columns, by the buffers' memory
   zcclComm_t Job::*comm;
   bool Settings::*wanted;
   bool withOptions;  // runs with the row's wire format and hierarchy
 };
 
 constexpr Baseline kBaselines[] = {
-    {"native", "native (MPI)", &Job::native, &Settings::native, false},
-    {"ucx", "zccl over UCX", &Job::ucx, &Settings::ucx, true},
+    {"native", "native (MPI)", "native (NCCL)", &Job::native, &Settings::native, false},
+    {"ucx", "zccl over UCX", "zccl over UCX", &Job::ucx, &Settings::ucx, true},
 };
 constexpr size_t kNumBaselines = sizeof(kBaselines) / sizeof(kBaselines[0]);
 
-struct Buffers {
-  std::vector<char> send, recv;
+const char* titleOf(const Baseline& b, const Job& job) {
+  return job.memory->device() ? b.deviceTitle : b.hostTitle;
+}
+
+// The buffers the calls see (in job.memory) and their host mirrors, of the same layout.
+class Buffers {
+ public:
+  Buffers(BufferMemory& memory, size_t bytes)
+      : memory_(memory), mirrorSend_(bytes), mirrorRecv_(bytes) {
+    if (memory.device()) {
+      send_ = static_cast<char*>(memory.allocate(bytes));
+      recv_ = send_ != nullptr ? static_cast<char*>(memory.allocate(bytes)) : nullptr;
+    } else {
+      send_ = mirrorSend_.data();
+      recv_ = mirrorRecv_.data();
+    }
+  }
+  ~Buffers() {
+    if (!memory_.device()) return;
+    memory_.release(send_);
+    memory_.release(recv_);
+  }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+
+  bool allocated() const { return send_ != nullptr && recv_ != nullptr; }
+  char* send() { return send_; }
+  char* recv() { return recv_; }
+  char* mirrorSend() { return mirrorSend_.data(); }
+  char* mirrorRecv() { return mirrorRecv_.data(); }
+
+ private:
+  BufferMemory& memory_;
+  std::vector<char> mirrorSend_, mirrorRecv_;
+  char* send_ = nullptr;
+  char* recv_ = nullptr;
 };
 
 // Where the call reads and writes: separate buffers, or NCCL's in-place layouts in recv.
@@ -58,9 +96,8 @@ struct Placement {
   void* output;
 };
 
-Placement place(const Job& job, const Shape& shape, zcclDataType_t type, Buffers& b, bool inPlace) {
-  char* send = b.send.data();
-  char* recv = b.recv.data();
+Placement place(const Job& job, const Shape& shape, zcclDataType_t type, char* send, char* recv,
+                bool inPlace) {
   if (!inPlace) return Placement{send, recv, send, recv};
   const size_t es = sizeOf(type);
   switch (job.collective) {
@@ -82,30 +119,31 @@ Placement place(const Job& job, const Shape& shape, zcclDataType_t type, Buffers
 zcclResult_t runOnce(const Job& job, zcclComm_t comm, const zcclCollOptions* options,
                      const Shape& shape, zcclDataType_t type, zcclRedOp_t op, const Placement& p) {
   const size_t count = shape.argument;
+  zcclStream_t stream = job.memory->stream();
   switch (job.collective) {
     case Collective::kAllGather:
-      return zcclAllGatherEx(p.send, p.recv, count, type, comm, nullptr, options);
+      return zcclAllGatherEx(p.send, p.recv, count, type, comm, stream, options);
     case Collective::kReduceScatter:
-      return zcclReduceScatterEx(p.send, p.recv, count, type, op, comm, nullptr, options);
+      return zcclReduceScatterEx(p.send, p.recv, count, type, op, comm, stream, options);
     case Collective::kAllReduce:
-      return zcclAllReduceEx(p.send, p.recv, count, type, op, comm, nullptr, options);
+      return zcclAllReduceEx(p.send, p.recv, count, type, op, comm, stream, options);
     case Collective::kAllToAll:
-      return zcclAllToAll(p.send, p.recv, count, type, comm, nullptr);
+      return zcclAllToAll(p.send, p.recv, count, type, comm, stream);
     case Collective::kBroadcast:
-      return zcclBroadcast(p.send, p.recv, count, type, job.settings.root, comm, nullptr);
+      return zcclBroadcast(p.send, p.recv, count, type, job.settings.root, comm, stream);
     case Collective::kReduce:
-      return zcclReduceEx(p.send, p.recv, count, type, op, job.settings.root, comm, nullptr,
+      return zcclReduceEx(p.send, p.recv, count, type, op, job.settings.root, comm, stream,
                           options);
     case Collective::kGather:
-      return zcclGather(p.send, p.recv, count, type, job.settings.root, comm, nullptr);
+      return zcclGather(p.send, p.recv, count, type, job.settings.root, comm, stream);
     case Collective::kScatter:
-      return zcclScatter(p.send, p.recv, count, type, job.settings.root, comm, nullptr);
+      return zcclScatter(p.send, p.recv, count, type, job.settings.root, comm, stream);
     case Collective::kSendRecv: {
       zcclGroupStart();
       const zcclResult_t sent =
-          zcclSend(p.send, count, type, (job.rank + 1) % job.ranks, comm, nullptr);
+          zcclSend(p.send, count, type, (job.rank + 1) % job.ranks, comm, stream);
       const zcclResult_t received =
-          zcclRecv(p.recv, count, type, (job.rank + job.ranks - 1) % job.ranks, comm, nullptr);
+          zcclRecv(p.recv, count, type, (job.rank + job.ranks - 1) % job.ranks, comm, stream);
       const zcclResult_t ended = zcclGroupEnd();
       return sent != zcclSuccess ? sent : received != zcclSuccess ? received : ended;
     }
@@ -119,16 +157,29 @@ bool succeeded(zcclResult_t result, zcclComm_t comm) {
   return false;
 }
 
+// Waits for the calls queued on the stream (none on host memory) and takes their failure.
+bool finished(const Job& job, zcclComm_t comm) {
+  if (!job.memory->synchronize()) {
+    std::fprintf(stderr, "%s\n", job.memory->error().c_str());
+    return false;
+  }
+  zcclResult_t queued = zcclSuccess;
+  const zcclResult_t asked = zcclCommGetAsyncError(comm, &queued);
+  return succeeded(asked != zcclSuccess ? asked : queued, comm);
+}
+
 // Seconds per call after warm-up, the mean of `iters` calls, combined across ranks by -a.
 double timeCalls(const Job& job, zcclComm_t comm, const zcclCollOptions* options,
                  const Shape& shape, zcclDataType_t type, zcclRedOp_t op, const Placement& p,
                  bool* ok) {
   for (int i = 0; i < job.settings.warmup && *ok; ++i)
     *ok = succeeded(runOnce(job, comm, options, shape, type, op, p), comm);
+  *ok = *ok && finished(job, comm);
   job.world->barrier();
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < job.settings.iters && *ok; ++i)
     *ok = succeeded(runOnce(job, comm, options, shape, type, op, p), comm);
+  *ok = *ok && finished(job, comm);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
                    std::max(job.settings.iters, 1);
   const int mode = job.settings.average;
@@ -165,11 +216,20 @@ struct Row {
 Measurement measure(const Job& job, zcclComm_t comm, const zcclCollOptions* options,
                     const Shape& shape, size_t bytes, zcclDataType_t type, zcclRedOp_t op,
                     Buffers& b, bool inPlace, Row* traffic, bool* ok) {
-  const Placement p = place(job, shape, type, b, inPlace);
+  const Placement p = place(job, shape, type, b.send(), b.recv(), inPlace);
+  const Placement mirror = place(job, shape, type, b.mirrorSend(), b.mirrorRecv(), inPlace);
+  const size_t es = sizeOf(type);
+  BufferMemory& memory = *job.memory;
   Measurement m;
-  fillInput(job, shape, type, op, p.input);
+  fillInput(job, shape, type, op, mirror.input);
+  if (!memory.upload(p.input, mirror.input, shape.sendElements * es)) {
+    std::fprintf(stderr, "%s\n", memory.error().c_str());
+    *ok = false;
+    return m;
+  }
   if (traffic != nullptr) zcclCommResetStats(comm);
-  *ok = succeeded(runOnce(job, comm, options, shape, type, op, p), comm) && *ok;
+  *ok = succeeded(runOnce(job, comm, options, shape, type, op, p), comm) && finished(job, comm) &&
+        *ok;
   if (traffic != nullptr) {
     zcclStats stats;
     zcclCommGetStats(comm, &stats);
@@ -183,7 +243,11 @@ Measurement measure(const Job& job, zcclComm_t comm, const zcclCollOptions* opti
   }
   if (job.settings.check) {
     const bool quantized = options != nullptr && options->wireFormat != zcclWireNone;
-    const size_t wrong = countWrong(job, job.settings, shape, type, op, p.output, quantized);
+    if (!memory.download(mirror.output, p.output, shape.recvElements * es)) {
+      std::fprintf(stderr, "%s\n", memory.error().c_str());
+      *ok = false;
+    }
+    const size_t wrong = countWrong(job, job.settings, shape, type, op, mirror.output, quantized);
     m.wrong =
         static_cast<long>(job.world->combine(static_cast<double>(wrong), World::Combine::kSum));
   }
@@ -213,11 +277,11 @@ std::string formatMeasurement(const Measurement& m) {
   return text;
 }
 
-std::string baselineNames(const Settings& s) {
+std::string baselineNames(const Job& job) {
   std::string names;
   for (const Baseline& b : kBaselines) {
-    if (!(s.*b.wanted)) continue;
-    names += (names.empty() ? "" : ", ") + std::string(b.title);
+    if (!(job.settings.*b.wanted)) continue;
+    names += (names.empty() ? "" : ", ") + std::string(titleOf(b, job));
   }
   return names.empty() ? "off" : names;
 }
@@ -228,6 +292,7 @@ void printPreamble(const Job& job) {
   gethostname(host, sizeof(host) - 1);
   const auto hosts = job.world->gatherNames(host);
   const auto pids = job.world->gatherNames(std::to_string(getpid()));
+  const auto memories = job.world->gatherNames(job.memory->describe());
   if (job.rank != 0) return;
   std::printf(
       "# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %g(%s) warmup iters: %d iters: %d "
@@ -236,19 +301,19 @@ void printPreamble(const Job& job) {
       s.stepBytes ? "bytes" : "factor", s.warmup, s.iters, s.check);
   std::printf("# zccl %s: wire %s, hierarchy %s, baselines %s, %d nodes of %d ranks, %s\n",
               collectiveName(job.collective), kWireNames[s.wire], kHierarchyNames[s.hierarchy],
-              baselineNames(s).c_str(), job.nodes, job.nodeSize,
+              baselineNames(job).c_str(), job.nodes, job.nodeSize,
               job.world->underMpi() ? "launched by mpiexec (MPI)" : "launched by zcclrun (UCX)");
   std::printf("#\n# Using devices\n");
   for (int r = 0; r < job.ranks; ++r) {
-    std::printf("#  Rank %2d Group  0 Pid %6s on %10s host memory\n", r, pids[r].c_str(),
-                hosts[r].c_str());
+    std::printf("#  Rank %2d Group  0 Pid %6s on %10s %s\n", r, pids[r].c_str(), hosts[r].c_str(),
+                memories[r].c_str());
   }
   std::printf("#\n");
   std::string titles, heads, units;
   for (const Baseline& b : kBaselines) {
     if (!(s.*b.wanted)) continue;
     char title[32];
-    std::snprintf(title, sizeof(title), "  %19s", b.title);
+    std::snprintf(title, sizeof(title), "  %19s", titleOf(b, job));
     titles += title;
     heads += "   busbw  zccl/base";
     units += "  (GB/s)           ";
@@ -302,11 +367,12 @@ void writeJson(const Job& job, const std::vector<Row>& rows, long wrong, double 
   char text[512];
   std::snprintf(text, sizeof(text),
                 "{\n  \"collective\": \"%s\", \"ranks\": %d, \"nodes\": %d, \"ranks_per_node\": "
-                "%d,\n  \"wire\": \"%s\", \"hierarchy\": \"%s\", \"native\": %s, \"ucx\": %s, "
-                "\"iters\": %d, "
+                "%d,\n  \"wire\": \"%s\", \"hierarchy\": \"%s\", \"memory\": \"%s\", "
+                "\"native\": %s, \"ucx\": %s, \"iters\": %d, "
                 "\"warmup\": %d, \"check\": %d,\n  \"bus_factor\": %.17g,\n  \"results\": [\n",
                 collectiveName(job.collective), job.ranks, job.nodes, job.nodeSize,
-                kWireNames[s.wire], kHierarchyNames[s.hierarchy], s.native ? "true" : "false",
+                kWireNames[s.wire], kHierarchyNames[s.hierarchy],
+                job.memory->device() ? "device" : "host", s.native ? "true" : "false",
                 s.ucx ? "true" : "false", s.iters, s.warmup, s.check,
                 busFactor(job.collective, job.ranks));
   std::string json = text;
@@ -373,6 +439,14 @@ bool setUp(Job* job) {
   }
   zcclCommCount(node, &job->nodeSize);
   zcclCommCount(cross, &job->nodes);
+  int localRank = 0;
+  zcclCommUserRank(node, &localRank);
+  std::string error;
+  job->memory = openMemory(job->settings.memory, localRank, &error);
+  if (job->memory == nullptr) {
+    std::fprintf(stderr, "rank %d: %s\n", job->rank, error.c_str());
+    return false;
+  }
   return true;
 }
 
@@ -382,9 +456,11 @@ int run(Job& job) {
   options.hierarchy = s.hierarchy;
   if (quantizable(job.collective)) options.wireFormat = s.wire;
   printPreamble(job);
-  Buffers b;
-  b.send.resize(s.maxBytes + 64);
-  b.recv.resize(s.maxBytes + 64);
+  Buffers b(*job.memory, s.maxBytes + 64);
+  if (!b.allocated()) {
+    std::fprintf(stderr, "rank %d: %s\n", job.rank, job.memory->error().c_str());
+    return 1;
+  }
   std::vector<Row> rows;
   bool ok = true;
   for (zcclDataType_t type : s.types) {

@@ -13,6 +13,7 @@ const char* const kTypeNames[zcclNumTypes] = {"int8",   "uint8", "int32",    "ui
 const char* const kOpNames[zcclNumOps] = {"sum", "prod", "max", "min", "avg"};
 const char* const kWireNames[5] = {"none", "int8", "int4", "allow-int8", "allow-int4"};
 const char* const kHierarchyNames[3] = {"auto", "flat", "hier"};
+const char* const kMemoryNames[3] = {"auto", "host", "device"};
 
 const char* collectiveName(Collective c) {
   switch (c) {
@@ -166,7 +167,11 @@ void printUsage(const char* program) {
       "  -q, --quant none|int8|int4|allow-int8|allow-int4   zccl wire format: forced, or\n"
       "                           allowed where the planner finds it faster (default none)\n"
       "  -H, --hierarchy flat|hier|auto   zccl hierarchy (default auto)\n"
-      "  -B, --native             also time MPI's own collective on the same buffers (mpiexec)\n"
+      "  -M, --memory host|device|auto   where the buffers live: device memory on the GPU of\n"
+      "                           the rank's index on its node, with a CUDA stream (auto: device\n"
+      "                           where a GPU is visible, as nccl-tests; default auto)\n"
+      "  -B, --native             also time the backend's own collective on the same buffers\n"
+      "                           (MPI's on host memory, NCCL's on device memory; mpiexec)\n"
       "  -U, --ucx                also time zccl's algorithms over UCX instead of MPI (mpiexec)\n",
       program);
 }
@@ -189,12 +194,13 @@ bool parseArguments(int argc, char** argv, Settings* s) {
                                        {"hierarchy", required_argument, nullptr, 'H'},
                                        {"native", no_argument, nullptr, 'B'},
                                        {"ucx", no_argument, nullptr, 'U'},
+                                       {"memory", required_argument, nullptr, 'M'},
                                        {"help", no_argument, nullptr, 'h'},
                                        {nullptr, 0, nullptr, 0}};
   int c = 0;
   int index = 0;
-  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:a:T:J:q:H:BUh", longOptions, nullptr)) !=
-         -1) {
+  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:a:T:J:q:H:M:BUh", longOptions,
+                          nullptr)) != -1) {
     bool ok = true;
     switch (c) {
       case 'b':
@@ -250,6 +256,10 @@ bool parseArguments(int argc, char** argv, Settings* s) {
       case 'H':
         ok = parseName(optarg, kHierarchyNames, &index);
         s->hierarchy = zcclHierarchy_t(index);
+        break;
+      case 'M':
+        ok = parseName(optarg, kMemoryNames, &index);
+        s->memory = MemoryChoice(index);
         break;
       case 'B':
         s->native = true;

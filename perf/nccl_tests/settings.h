@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nccl_tests/harness.h"
+#include "nccl_tests/memory.h"
 #include "zccl/zccl.h"
 
 namespace zccl_perf {
@@ -27,14 +28,16 @@ struct Settings {
   std::string json;
   zcclWireFormat_t wire = zcclWireNone;
   zcclHierarchy_t hierarchy = zcclHierarchyAuto;
-  bool native = false;  // -B: MPI's own collective on the same buffers
-  bool ucx = false;     // -U: zccl's algorithms over UCX instead of MPI
+  bool native = false;                        // -B: MPI's own collective on the same buffers
+  bool ucx = false;                           // -U: zccl's algorithms over UCX instead of MPI
+  MemoryChoice memory = MemoryChoice::kAuto;  // -M
 };
 
 extern const char* const kTypeNames[zcclNumTypes];
 extern const char* const kOpNames[zcclNumOps];
 extern const char* const kWireNames[5];  // by zcclWireFormat_t
 extern const char* const kHierarchyNames[3];
+extern const char* const kMemoryNames[3];  // by MemoryChoice
 
 const char* collectiveName(Collective c);
 bool hasOp(Collective c);

@@ -6,6 +6,12 @@
  * mpiexec (the first id travels by MPI_Bcast); the same without MPI, started by zcclrun (every
  * rank asks for the first id and gets the launcher's); and linked to the real libnccl, run
  * with LD_PRELOAD of the drop-in. Later ids travel by ncclBroadcast itself.
+ *
+ * With --device (built with CUDA's runtime), the collectives and the send/receive rings take
+ * device buffers and a CUDA stream, as NCCL programs do: each rank on the GPU of its rank
+ * modulo the GPUs visible (several ranks on one GPU go through zccl's staged backend), inputs
+ * copied in and results copied out around the calls. Without a GPU it exits 77 (skipped).
+ * The communicator, memory and error checks stay on host buffers with NULL streams.
  */
 #include <nccl.h>
 #include <stdint.h>
@@ -15,10 +21,16 @@
 #ifdef NCCL_CLIENT_WITH_MPI
 #include <mpi.h>
 #endif
+#ifdef NCCL_CLIENT_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 static int myRank = 0;
 static int worldSize = 1;
 static int failures = 0;
+/* --device: the collectives' buffers are on the GPU and the calls get this stream. */
+static int onDevice = 0;
+static void* stream = NULL; /* a cudaStream_t */
 
 #define CHECK(call)                                                                      \
   do {                                                                                   \
@@ -49,6 +61,82 @@ static int failures = 0;
            "%s gave %d (%s), expected %d with a message naming \"%s\"", #call, (int)got, \
            message ? message : "(null)", (int)(expected), (mention));                    \
   } while (0)
+
+#ifdef NCCL_CLIENT_WITH_CUDA
+#define CUDA_CHECK(call)                                                             \
+  do {                                                                               \
+    cudaError_t checked = (call);                                                    \
+    if (checked != cudaSuccess) {                                                    \
+      fprintf(stderr, "rank %d: %s:%d: %s: %s\n", myRank, __FILE__, __LINE__, #call, \
+              cudaGetErrorString(checked));                                          \
+      exit(1);                                                                       \
+    }                                                                                \
+  } while (0)
+#endif
+
+/* ---- where the calls' buffers live: the host buffers themselves, or device copies ---- */
+
+/* The buffer a call writes, of `bytes`, read back into `host`: `host` itself, or device
+ * memory. */
+static void* callOutput(void* host, size_t bytes) {
+  if (!onDevice) return host;
+#ifdef NCCL_CLIENT_WITH_CUDA
+  void* device = NULL;
+  CUDA_CHECK(cudaMalloc(&device, bytes + 1));
+  return device;
+#else
+  (void)bytes;
+  return host;
+#endif
+}
+
+/* The buffer a call takes, holding the `bytes` of `host`: `host` itself, or a device copy. */
+static void* callBuffer(void* host, size_t bytes) {
+  void* buffer = callOutput(host, bytes);
+#ifdef NCCL_CLIENT_WITH_CUDA
+  if (onDevice) {
+    CUDA_CHECK(cudaMemcpyAsync(buffer, host, bytes, cudaMemcpyHostToDevice, (cudaStream_t)stream));
+  }
+#endif
+  return buffer;
+}
+
+/* After the calls queued on the stream: `bytes` of the call's buffer back into `host`. */
+static void readBack(void* host, const void* buffer, size_t bytes) {
+  if (!onDevice) return;
+#ifdef NCCL_CLIENT_WITH_CUDA
+  CUDA_CHECK(cudaMemcpyAsync(host, buffer, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream));
+  CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)stream));
+#else
+  (void)host;
+  (void)buffer;
+  (void)bytes;
+#endif
+}
+
+static void releaseCallBuffer(void* buffer) {
+#ifdef NCCL_CLIENT_WITH_CUDA
+  if (onDevice) CUDA_CHECK(cudaFree(buffer));
+#else
+  (void)buffer;
+#endif
+}
+
+/* --device: this rank's GPU and stream; 0 where there is no GPU to run on. */
+static int openDevice(void) {
+#ifdef NCCL_CLIENT_WITH_CUDA
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) return 0;
+  cudaStream_t created = NULL;
+  CUDA_CHECK(cudaSetDevice(myRank % gpus));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+  stream = created;
+  onDevice = 1;
+  return 1;
+#else
+  return 0;
+#endif
+}
 
 /* ---- values: small integers, exact in every type, so references are exact ---- */
 
@@ -232,12 +320,20 @@ static void testAllReduce(ncclComm_t comm) {
   for (int t = 0; t < kNumTypes; ++t) {
     for (int op = ncclSum; op <= ncclAvg; ++op) {
       ncclDataType_t type = kTypes[t];
+      const size_t bytes = count * typeSize(type);
       void* send = filled(type, (ncclRedOp_t)op, count, myRank);
-      void* recv = malloc(count * typeSize(type));
-      CHECK(ncclAllReduce(send, recv, count, type, (ncclRedOp_t)op, comm, NULL));
+      void* recv = malloc(bytes);
+      void* callSend = callBuffer(send, bytes);
+      void* callRecv = callOutput(recv, bytes);
+      CHECK(ncclAllReduce(callSend, callRecv, count, type, (ncclRedOp_t)op, comm, stream));
+      readBack(recv, callRecv, bytes);
       expectReduced(type, (ncclRedOp_t)op, recv, count, 0, "ncclAllReduce");
-      CHECK(ncclAllReduce(send, send, count, type, (ncclRedOp_t)op, comm, NULL)); /* in place */
+      CHECK(ncclAllReduce(callSend, callSend, count, type, (ncclRedOp_t)op, comm,
+                          stream)); /* in place */
+      readBack(send, callSend, bytes);
       expectReduced(type, (ncclRedOp_t)op, send, count, 0, "ncclAllReduce in place");
+      releaseCallBuffer(callSend);
+      releaseCallBuffer(callRecv);
       free(send);
       free(recv);
     }
@@ -255,15 +351,23 @@ static void testReduceScatter(ncclComm_t comm) {
     for (int op = ncclSum; op <= ncclAvg; op += 2) { /* sum, max, avg */
       ncclDataType_t type = types[t];
       size_t total = recvcount * (size_t)worldSize;
+      const size_t block = recvcount * typeSize(type);
       void* send = filled(type, (ncclRedOp_t)op, total, myRank);
-      void* recv = malloc(recvcount * typeSize(type));
-      CHECK(ncclReduceScatter(send, recv, recvcount, type, (ncclRedOp_t)op, comm, NULL));
+      void* recv = malloc(block);
+      void* callSend = callBuffer(send, total * typeSize(type));
+      void* callRecv = callOutput(recv, block);
+      CHECK(ncclReduceScatter(callSend, callRecv, recvcount, type, (ncclRedOp_t)op, comm, stream));
+      readBack(recv, callRecv, block);
       expectReduced(type, (ncclRedOp_t)op, recv, recvcount, (size_t)myRank * recvcount,
                     "ncclReduceScatter");
-      char* mine = (char*)send + (size_t)myRank * recvcount * typeSize(type);
-      CHECK(ncclReduceScatter(send, mine, recvcount, type, (ncclRedOp_t)op, comm, NULL));
-      expectReduced(type, (ncclRedOp_t)op, mine, recvcount, (size_t)myRank * recvcount,
+      const size_t at = (size_t)myRank * block;
+      CHECK(ncclReduceScatter(callSend, (char*)callSend + at, recvcount, type, (ncclRedOp_t)op,
+                              comm, stream));
+      readBack((char*)send + at, (char*)callSend + at, block);
+      expectReduced(type, (ncclRedOp_t)op, (char*)send + at, recvcount, (size_t)myRank * recvcount,
                     "ncclReduceScatter in place");
+      releaseCallBuffer(callSend);
+      releaseCallBuffer(callRecv);
       free(send);
       free(recv);
     }
@@ -290,15 +394,25 @@ static void testAllGather(ncclComm_t comm) {
   const ncclDataType_t types[] = {ncclFloat32, ncclBfloat16, ncclInt8, ncclFloat8e4m3};
   for (int t = 0; t < 4; ++t) {
     ncclDataType_t type = types[t];
+    const size_t block = sendcount * typeSize(type), total = block * (size_t)worldSize;
     void* send = filled(type, ncclSum, sendcount, myRank);
-    void* recv = malloc(sendcount * (size_t)worldSize * typeSize(type));
-    CHECK(ncclAllGather(send, recv, sendcount, type, comm, NULL));
+    void* recv = malloc(total);
+    void* callSend = callBuffer(send, block);
+    void* callRecv = callOutput(recv, total);
+    CHECK(ncclAllGather(callSend, callRecv, sendcount, type, comm, stream));
+    readBack(recv, callRecv, total);
     expectGathered(type, recv, sendcount, "ncclAllGather");
-    memset(recv, 0, sendcount * (size_t)worldSize * typeSize(type));
-    char* mine = (char*)recv + (size_t)myRank * sendcount * typeSize(type);
-    memcpy(mine, send, sendcount * typeSize(type));
-    CHECK(ncclAllGather(mine, recv, sendcount, type, comm, NULL)); /* in place */
+    releaseCallBuffer(callRecv);
+    memset(recv, 0, total);
+    const size_t at = (size_t)myRank * block;
+    memcpy((char*)recv + at, send, block);
+    callRecv = callBuffer(recv, total);
+    CHECK(ncclAllGather((char*)callRecv + at, callRecv, sendcount, type, comm,
+                        stream)); /* in place */
+    readBack(recv, callRecv, total);
     expectGathered(type, recv, sendcount, "ncclAllGather in place");
+    releaseCallBuffer(callSend);
+    releaseCallBuffer(callRecv);
     free(send);
     free(recv);
   }
@@ -306,28 +420,42 @@ static void testAllGather(ncclComm_t comm) {
 
 static void testBroadcastAndReduce(ncclComm_t comm) {
   const size_t count = 1001;
+  const size_t bytes = count * sizeof(double);
   for (int root = 0; root < worldSize; ++root) {
     double* data = filled(ncclFloat64, ncclSum, count, myRank);
-    double* out = malloc(count * sizeof(double));
-    CHECK(ncclBroadcast(data, out, count, ncclFloat64, root, comm, NULL));
+    double* out = malloc(bytes);
+    void* callData = callBuffer(data, bytes);
+    void* callOut = callOutput(out, bytes);
+    CHECK(ncclBroadcast(callData, callOut, count, ncclFloat64, root, comm, stream));
+    readBack(out, callOut, bytes);
     for (size_t i = 0; i < count; ++i) {
       if (out[i] != valueOf(ncclFloat64, ncclSum, root, i)) {
         EXPECT(0, "ncclBroadcast root %d: element %zu is %g", root, i, out[i]);
         break;
       }
     }
-    CHECK(ncclBcast(data, count, ncclFloat64, root, comm, NULL));
-    EXPECT(memcmp(data, out, count * sizeof(double)) == 0, "ncclBcast root %d differs", root);
+    CHECK(ncclBcast(callData, count, ncclFloat64, root, comm, stream));
+    readBack(data, callData, bytes);
+    EXPECT(memcmp(data, out, bytes) == 0, "ncclBcast root %d differs", root);
+    releaseCallBuffer(callData);
+    releaseCallBuffer(callOut);
     free(data);
     for (int op = ncclSum; op <= ncclMax; op += 2) { /* sum, max */
+      const size_t intBytes = count * sizeof(int32_t);
       int32_t* send = filled(ncclInt32, (ncclRedOp_t)op, count, myRank);
-      int32_t* recv = malloc(count * sizeof(int32_t));
-      CHECK(ncclReduce(send, recv, count, ncclInt32, (ncclRedOp_t)op, root, comm, NULL));
+      int32_t* recv = malloc(intBytes);
+      void* callSend = callBuffer(send, intBytes);
+      void* callRecv = callOutput(recv, intBytes);
+      CHECK(ncclReduce(callSend, callRecv, count, ncclInt32, (ncclRedOp_t)op, root, comm, stream));
+      readBack(recv, callRecv, intBytes);
       if (myRank == root) expectReduced(ncclInt32, (ncclRedOp_t)op, recv, count, 0, "ncclReduce");
-      CHECK(ncclReduce(send, send, count, ncclInt32, (ncclRedOp_t)op, root, comm, NULL));
+      CHECK(ncclReduce(callSend, callSend, count, ncclInt32, (ncclRedOp_t)op, root, comm, stream));
+      readBack(send, callSend, intBytes);
       if (myRank == root) {
         expectReduced(ncclInt32, (ncclRedOp_t)op, send, count, 0, "ncclReduce in place");
       }
+      releaseCallBuffer(callSend);
+      releaseCallBuffer(callRecv);
       free(send);
       free(recv);
     }
@@ -338,10 +466,14 @@ static void testBroadcastAndReduce(ncclComm_t comm) {
 static void testAllToAllGatherScatter(ncclComm_t comm) {
   const size_t count = 65;
   const size_t total = count * (size_t)worldSize;
+  const size_t totalBytes = total * sizeof(int64_t), blockBytes = count * sizeof(int64_t);
   /* Block b of rank r's input is valueOf(r, b * count + i). */
   int64_t* send = filled(ncclInt64, ncclSum, total, myRank);
-  int64_t* recv = malloc(total * sizeof(int64_t));
-  CHECK(ncclAlltoAll(send, recv, count, ncclInt64, comm, NULL));
+  int64_t* recv = malloc(totalBytes);
+  void* callSend = callBuffer(send, totalBytes);
+  void* callRecv = callOutput(recv, totalBytes);
+  CHECK(ncclAlltoAll(callSend, callRecv, count, ncclInt64, comm, stream));
+  readBack(recv, callRecv, totalBytes);
   for (int r = 0; r < worldSize; ++r) {
     for (size_t i = 0; i < count; ++i) {
       double expected = valueOf(ncclInt64, ncclSum, r, (size_t)myRank * count + i);
@@ -352,13 +484,18 @@ static void testAllToAllGatherScatter(ncclComm_t comm) {
       }
     }
   }
+  int64_t* block = malloc(blockBytes);
+  void* callBlock = callOutput(block, blockBytes);
   for (int root = 0; root < worldSize; ++root) {
-    memset(recv, 0, total * sizeof(int64_t));
-    CHECK(ncclGather(send, recv, count, ncclInt64, root, comm, NULL));
+    memset(recv, 0, totalBytes);
+    releaseCallBuffer(callRecv);
+    callRecv = callBuffer(recv, totalBytes);
+    CHECK(ncclGather(callSend, callRecv, count, ncclInt64, root, comm, stream));
+    readBack(recv, callRecv, totalBytes);
     if (myRank == root) expectGathered(ncclInt64, recv, count, "ncclGather");
     /* Scatter: root's block r goes to rank r. */
-    int64_t* block = malloc(count * sizeof(int64_t));
-    CHECK(ncclScatter(send, block, count, ncclInt64, root, comm, NULL));
+    CHECK(ncclScatter(callSend, callBlock, count, ncclInt64, root, comm, stream));
+    readBack(block, callBlock, blockBytes);
     for (size_t i = 0; i < count; ++i) {
       double expected = valueOf(ncclInt64, ncclSum, root, (size_t)myRank * count + i);
       if ((double)block[i] != expected) {
@@ -366,8 +503,11 @@ static void testAllToAllGatherScatter(ncclComm_t comm) {
         break;
       }
     }
-    free(block);
   }
+  releaseCallBuffer(callSend);
+  releaseCallBuffer(callRecv);
+  releaseCallBuffer(callBlock);
+  free(block);
   free(send);
   free(recv);
 }
@@ -376,38 +516,56 @@ static void testAllToAllGatherScatter(ncclComm_t comm) {
  * would deadlock if the sends blocked. */
 static void testSendRecvRing(ncclComm_t comm, int step) {
   const size_t count = 4099;
+  const size_t bytes = count * sizeof(float);
   int to = (myRank + step + worldSize) % worldSize;
   int from = (myRank - step + worldSize) % worldSize;
   float* send = filled(ncclFloat32, ncclSum, count, myRank);
-  float* recv = malloc(count * sizeof(float));
+  float* recv = malloc(bytes);
+  void* callSend = callBuffer(send, bytes);
+  void* callRecv = callOutput(recv, bytes);
   CHECK(ncclGroupStart());
-  CHECK(ncclSend(send, count, ncclFloat32, to, comm, NULL));
-  CHECK(ncclRecv(recv, count, ncclFloat32, from, comm, NULL));
+  CHECK(ncclSend(callSend, count, ncclFloat32, to, comm, stream));
+  CHECK(ncclRecv(callRecv, count, ncclFloat32, from, comm, stream));
   CHECK(ncclGroupEnd());
+  readBack(recv, callRecv, bytes);
   for (size_t i = 0; i < count; ++i) {
     if (recv[i] != valueOf(ncclFloat32, ncclSum, from, i)) {
       EXPECT(0, "ring step %d: element %zu from rank %d is %g", step, i, from, recv[i]);
       break;
     }
   }
+  releaseCallBuffer(callSend);
+  releaseCallBuffer(callRecv);
   free(send);
   free(recv);
 }
 
 static void testGroupedCollectives(ncclComm_t comm) {
   const size_t count = 100;
+  const size_t bytes = count * sizeof(float), gatheredBytes = bytes * (size_t)worldSize;
   float* a = filled(ncclFloat32, ncclSum, count, myRank);
   int32_t* b = filled(ncclInt32, ncclMax, count, myRank);
-  float* gathered = malloc(count * (size_t)worldSize * sizeof(float));
+  float* gathered = malloc(gatheredBytes);
   float* copy = filled(ncclFloat32, ncclSum, count, myRank);
+  void* callA = callBuffer(a, bytes);
+  void* callB = callBuffer(b, count * sizeof(int32_t));
+  void* callGathered = callOutput(gathered, gatheredBytes);
+  void* callCopy = callBuffer(copy, bytes);
   CHECK(ncclGroupStart());
-  CHECK(ncclAllReduce(a, a, count, ncclFloat32, ncclSum, comm, NULL));
-  CHECK(ncclAllReduce(b, b, count, ncclInt32, ncclMax, comm, NULL));
-  CHECK(ncclAllGather(copy, gathered, count, ncclFloat32, comm, NULL));
+  CHECK(ncclAllReduce(callA, callA, count, ncclFloat32, ncclSum, comm, stream));
+  CHECK(ncclAllReduce(callB, callB, count, ncclInt32, ncclMax, comm, stream));
+  CHECK(ncclAllGather(callCopy, callGathered, count, ncclFloat32, comm, stream));
   CHECK(ncclGroupEnd());
+  readBack(a, callA, bytes);
+  readBack(b, callB, count * sizeof(int32_t));
+  readBack(gathered, callGathered, gatheredBytes);
   expectReduced(ncclFloat32, ncclSum, a, count, 0, "grouped ncclAllReduce");
   expectReduced(ncclInt32, ncclMax, b, count, 0, "grouped ncclAllReduce");
   expectGathered(ncclFloat32, gathered, count, "grouped ncclAllGather");
+  releaseCallBuffer(callA);
+  releaseCallBuffer(callB);
+  releaseCallBuffer(callGathered);
+  releaseCallBuffer(callCopy);
   free(a);
   free(b);
   free(gathered);
@@ -635,6 +793,14 @@ static ncclComm_t joinWorld(int* argc, char*** argv) {
 
 int main(int argc, char** argv) {
   ncclComm_t world = joinWorld(&argc, &argv);
+  if (argc > 1 && strcmp(argv[argc - 1], "--device") == 0 && !openDevice()) {
+    if (myRank == 0) printf("nccl_client --device: no GPU visible (or built without CUDA)\n");
+    CHECK(ncclCommDestroy(world));
+#ifdef NCCL_CLIENT_WITH_MPI
+    MPI_Finalize();
+#endif
+    return 77;
+  }
   testCommunicators(world);
   testAllReduce(world);
   testReduceScatter(world);
@@ -656,6 +822,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "rank %d: %d checks failed\n", myRank, failures);
     return 1;
   }
-  if (myRank == 0) printf("nccl_client: %d ranks, every check passed\n", worldSize);
+  if (myRank == 0) {
+    printf("nccl_client: %d ranks, collectives on %s, every check passed\n", worldSize,
+           onDevice ? "device buffers" : "host buffers");
+  }
   return 0;
 }
