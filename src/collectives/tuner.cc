@@ -16,6 +16,13 @@ uint64_t PlanTuner::keyOf(Collective collective, DataType type, RedOp op, size_t
          (static_cast<uint64_t>(op) << 8) | sizeClass;
 }
 
+int PlanTuner::roundsOf(uint64_t key) {
+  const uint64_t sizeClass = key & 0xff;  // the call's bytes are at least 2^sizeClass
+  const uint64_t perCall = sizeClass < 63 ? uint64_t{1} << sizeClass : ~uint64_t{0};
+  const uint64_t counted = (kTrialBytes + perCall - 1) / perCall;
+  return static_cast<int>(std::clamp<uint64_t>(counted + 1, kMinRounds, kMaxRounds));
+}
+
 PlanTuner::SizeClass* PlanTuner::find(uint64_t key) {
   for (SizeClass& c : classes_) {
     if (c.key == key) return &c;
@@ -26,18 +33,18 @@ PlanTuner::SizeClass* PlanTuner::find(uint64_t key) {
 PlanTuner::Choice PlanTuner::choose(uint64_t key, const Candidates& candidates) {
   SizeClass* c = find(key);
   if (c == nullptr) {
-    classes_.push_back(SizeClass{key, {}, {}, 0, -1});
+    classes_.push_back(SizeClass{key, roundsOf(key), {}, {}, 0, -1});
     c = &classes_.back();
     for (int i = 0; i < candidates.count; ++i) {
       if (candidates.entries[i].seconds > kReach * candidates.entries[0].seconds) break;
       c->candidates.push_back(candidates.entries[i].plan);
     }
-    c->seconds.assign(c->candidates.size(), 0.0);
+    c->seconds.resize(c->candidates.size());
     if (c->candidates.size() < 2) c->kept = 0;
   }
   if (c->candidates.empty()) return Choice{};
   if (c->kept >= 0) return Choice{c->candidates[static_cast<size_t>(c->kept)], -1};
-  const int trial = c->done / kRounds;
+  const int trial = c->done / c->rounds;
   return Choice{c->candidates[static_cast<size_t>(trial)], trial};
 }
 
@@ -49,12 +56,20 @@ Status PlanTuner::finishTrial(uint64_t key, double seconds, const Agreement& agr
                 static_cast<unsigned long long>(key));
   }
   const int count = static_cast<int>(c->candidates.size());
-  if (c->done % kRounds > 0)
-    c->seconds[static_cast<size_t>(c->done / kRounds)] += seconds / (kRounds - 1);
-  if (++c->done < count * kRounds) return Status::kSuccess;
-  ZCCL_CHECK(agree(&c->seconds));
-  c->kept =
-      static_cast<int>(std::min_element(c->seconds.begin(), c->seconds.end()) - c->seconds.begin());
+  if (c->done % c->rounds > 0)
+    c->seconds[static_cast<size_t>(c->done / c->rounds)].push_back(seconds);
+  if (++c->done < count * c->rounds) return Status::kSuccess;
+  std::vector<double> medians;
+  for (std::vector<double>& trials : c->seconds) {
+    const auto middle = trials.begin() + static_cast<ptrdiff_t>(trials.size() / 2);
+    std::nth_element(trials.begin(), middle, trials.end());
+    // An even count: the mean of the two middle ones.
+    const double upper = *middle;
+    const double lower = trials.size() % 2 == 0 ? *std::max_element(trials.begin(), middle) : upper;
+    medians.push_back((lower + upper) / 2);
+  }
+  ZCCL_CHECK(agree(&medians));
+  c->kept = static_cast<int>(std::min_element(medians.begin(), medians.end()) - medians.begin());
   const Plan& kept = c->candidates[static_cast<size_t>(c->kept)];
   if (logEnabled(LogLevel::kInfo)) {
     std::string times;
@@ -63,7 +78,7 @@ Status PlanTuner::finishTrial(uint64_t key, double seconds, const Agreement& agr
       char one[96];
       std::snprintf(one, sizeof(one), "%s%s/%s %.3f ms", i > 0 ? ", " : "",
                     algorithmName(p.algorithm), wireFormatName(p.wire),
-                    c->seconds[static_cast<size_t>(i)] * 1e3);
+                    medians[static_cast<size_t>(i)] * 1e3);
       times += one;
     }
     ZCCL_LOG(kInfo, "tuned %s ~2^%llu bytes: %s, wire %s (slowest rank's times: %s)",

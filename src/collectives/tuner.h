@@ -2,13 +2,15 @@
 // format (ZCCL_QUANT=allow-*): the cost model prices links and kernels one at a time, but
 // how they share a node's cores and NIC (TCP's own CPU time, ranks that outnumber cores) only
 // a run shows. So the first calls of each size class run every candidate the model keeps
-// within reach of its best, three calls each, one candidate after the other: the first call
+// within reach of its best, in rounds of calls, one candidate after the other: the first call
 // warms up (scratch memory, connections, a rate limiter's idle credit, as a token bucket's,
-// which back-to-back calls do not get), the mean of the others counts. The ranks then agree on
-// every candidate's time on its slowest rank, and the size class keeps the fastest. Every rank
-// follows the same schedule (calls match across ranks), so all run the same path at every
-// call. A communicator's host calls only: device calls follow the model with the device's
-// measured rates.
+// which back-to-back calls do not get), the median of the others counts. Small calls get more
+// rounds (up to kMaxRounds), so that a candidate's trials last long enough for one slow call
+// (a time slice lost to another process) not to decide; the median leaves such a call out.
+// The ranks then agree on every candidate's time on its slowest rank, and the size class
+// keeps the fastest. Every rank follows the same schedule, fixed by the size class alone
+// (calls match across ranks), so all run the same path at every call. A communicator's host
+// calls only: device calls follow the model with the device's measured rates.
 #pragma once
 
 #include <cstddef>
@@ -30,7 +32,12 @@ class PlanTuner {
   };
   // Candidates whose estimate is more than this times the best's are not tried.
   static constexpr double kReach = 4.0;
-  static constexpr int kRounds = 3;  // calls of each candidate; the first one does not count
+  // Calls of each candidate (the first one does not count): enough that the counted ones
+  // carry about kTrialBytes, within these bounds.
+  static constexpr int kMinRounds = 3;
+  static constexpr int kMaxRounds = 9;
+  static constexpr size_t kTrialBytes = size_t{16} << 20;
+  static int roundsOf(uint64_t key);
 
   // `key` identifies the size class (collective, type, op, log2 of the bytes).
   Choice choose(uint64_t key, const Candidates& candidates);
@@ -46,10 +53,11 @@ class PlanTuner {
  private:
   struct SizeClass {
     uint64_t key;
+    int rounds;
     std::vector<Plan> candidates;
-    std::vector<double> seconds;  // per candidate, this rank's counted trials, summed
-    int done = 0;                 // trials run
-    int kept = -1;                // the chosen candidate, once decided
+    std::vector<std::vector<double>> seconds;  // per candidate, this rank's counted trials
+    int done = 0;                              // trials run
+    int kept = -1;                             // the chosen candidate, once decided
   };
   SizeClass* find(uint64_t key);
 

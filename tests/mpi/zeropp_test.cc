@@ -504,8 +504,8 @@ TEST_F(ZeroPlusPlus, QuantizedReduceScatterOfManyRowsIsWithinTheBoundAndInPlaceA
 // Calls that allow a lossy format time their candidate paths at first (ZCCL_TUNE, on by
 // default): every rank runs the same path at every call (else the calls would fail), each
 // result is within the format's bound (an exact one is too), and once the trials are over
-// (at most two candidates here, three calls each) the size class keeps one path, whose bytes
-// repeat.
+// (at most two candidates here, nine calls each for calls this small) the size class keeps one
+// path, whose bytes repeat.
 // (Which candidates are in reach depends on this machine's rates: the schedule itself is
 // tested in tuner_test.)
 TEST_F(ZeroPlusPlus, TunedCallsAgreeOnEveryRankAndKeepOnePath) {
@@ -521,7 +521,8 @@ TEST_F(ZeroPlusPlus, TunedCallsAgreeOnEveryRankAndKeepOnePath) {
   for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
     SCOPED_TRACE(hierarchy == zcclHierarchyFlat ? "flat" : "two-level");
     std::vector<uint64_t> reduceScatterBytes, allGatherBytes;
-    for (int call = 0; call < 9; ++call) {
+    constexpr int kTrials = 2 * 9, kCalls = kTrials + 3;
+    for (int call = 0; call < kCalls; ++call) {
       ASSERT_EQ(zcclCommResetStats(comm_), zcclSuccess);
       checkQuantizedReduceScatter(zcclFloat32, allowInt4, zcclSum, hierarchy, 20011);
       reduceScatterBytes.push_back(sent());
@@ -529,9 +530,9 @@ TEST_F(ZeroPlusPlus, TunedCallsAgreeOnEveryRankAndKeepOnePath) {
       checkQuantizedAllGather(zcclBfloat16, allowInt8, hierarchy, 30011);
       allGatherBytes.push_back(sent());
     }
-    for (int call = 7; call < 9; ++call) {
-      EXPECT_EQ(reduceScatterBytes[call], reduceScatterBytes[6]) << "call " << call;
-      EXPECT_EQ(allGatherBytes[call], allGatherBytes[6]) << "call " << call;
+    for (int call = kTrials + 1; call < kCalls; ++call) {
+      EXPECT_EQ(reduceScatterBytes[call], reduceScatterBytes[kTrials]) << "call " << call;
+      EXPECT_EQ(allGatherBytes[call], allGatherBytes[kTrials]) << "call " << call;
     }
   }
 }

@@ -1,8 +1,8 @@
 // The tuner's schedule and choice, with the times given: every candidate within reach is tried
-// in three calls, one candidate after the other, the first call only warms up and the mean
-// of the others counts, the
-// ranks' agreement (here the other ranks' times folded in by hand) decides, and the size class
-// keeps the choice.
+// in rounds of calls (three for large calls, more for small ones), one candidate after the
+// other, the first call only warms up and the median of the others counts, the ranks'
+// agreement (here the other ranks' times folded in by hand) decides, and the size class keeps
+// the choice.
 #include "collectives/tuner.h"
 
 #include <gtest/gtest.h>
@@ -56,8 +56,8 @@ TEST(PlanTuner, TriesEachCandidateInReachInRoundsAndKeepsTheFastestOnTheSlowestR
       EXPECT_EQ(decided, nullptr) << "decided before every trial was in";
     } else {
       ASSERT_EQ(seen.size(), 2u);
-      EXPECT_DOUBLE_EQ(seen[0], 0.012) << "the mean of its counted rounds";
-      EXPECT_DOUBLE_EQ(seen[1], 0.020) << "the mean of its counted rounds";
+      EXPECT_DOUBLE_EQ(seen[0], 0.012) << "the median of its two counted rounds";
+      EXPECT_DOUBLE_EQ(seen[1], 0.020) << "the median of its two counted rounds";
       ASSERT_NE(decided, nullptr);
       EXPECT_EQ(decided->algorithm, static_cast<Algorithm>(1)) << "the slowest rank decides";
     }
@@ -72,6 +72,56 @@ TEST(PlanTuner, TriesEachCandidateInReachInRoundsAndKeepsTheFastestOnTheSlowestR
                                           RedOp::kSum, size_t{64} << 20);
   EXPECT_NE(other, key);
   EXPECT_EQ(tuner.choose(other, all).trial, 0);
+}
+
+TEST(PlanTuner, SmallCallsTakeMoreRoundsFixedByTheirSizeClass) {
+  const auto rounds = [](size_t bytes) {
+    return PlanTuner::roundsOf(
+        PlanTuner::keyOf(Collective::kAllGather, DataType::kBfloat16, RedOp::kSum, bytes));
+  };
+  EXPECT_EQ(rounds(size_t{64} << 20), PlanTuner::kMinRounds);
+  EXPECT_EQ(rounds(size_t{16} << 20), PlanTuner::kMinRounds);
+  EXPECT_EQ(rounds(size_t{8} << 20), 3);  // two counted calls of 8 MiB
+  EXPECT_EQ(rounds(size_t{4} << 20), 5);  // four of 4 MiB
+  EXPECT_EQ(rounds(size_t{6} << 20), 5) << "by the size class (2^22), not the call's bytes";
+  EXPECT_EQ(rounds(size_t{1} << 20), PlanTuner::kMaxRounds);
+  EXPECT_EQ(rounds(4096), PlanTuner::kMaxRounds);
+  EXPECT_EQ(rounds(0), PlanTuner::kMaxRounds);
+}
+
+// One call of a candidate's trials that lost its time slice does not make it look slow.
+TEST(PlanTuner, TheMedianLeavesOutAStalledCall) {
+  PlanTuner tuner;
+  const uint64_t key =
+      PlanTuner::keyOf(Collective::kAllGather, DataType::kBfloat16, RedOp::kSum, size_t{1} << 20);
+  const int rounds = PlanTuner::roundsOf(key);
+  ASSERT_EQ(rounds, PlanTuner::kMaxRounds);
+  const Candidates all = candidates({1.0, 1.2});
+  // Candidate 0: 1 ms a call but one call of 40 ms (its mean would be 5.9 ms); candidate 1:
+  // 2 ms every call.
+  std::vector<double> times;
+  for (int call = 0; call < rounds; ++call) times.push_back(call == 3 ? 0.040 : 0.001);
+  for (int call = 0; call < rounds; ++call) times.push_back(0.002);
+  const Plan* decided = nullptr;
+  std::vector<double> seen;
+  for (size_t call = 0; call < times.size(); ++call) {
+    const PlanTuner::Choice choice = tuner.choose(key, all);
+    ASSERT_EQ(choice.trial, static_cast<int>(call) / rounds) << "call " << call;
+    ASSERT_EQ(tuner.finishTrial(
+                  key, times[call],
+                  [&](std::vector<double>* seconds) {
+                    seen = *seconds;
+                    return Status::kSuccess;
+                  },
+                  &decided),
+              Status::kSuccess);
+    EXPECT_EQ(decided == nullptr, call + 1 < times.size()) << "call " << call;
+  }
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_DOUBLE_EQ(seen[0], 0.001);
+  EXPECT_DOUBLE_EQ(seen[1], 0.002);
+  ASSERT_NE(decided, nullptr);
+  EXPECT_EQ(decided->algorithm, static_cast<Algorithm>(0));
 }
 
 TEST(PlanTuner, ASingleCandidateIsKeptWithoutTrials) {
