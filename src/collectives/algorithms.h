@@ -1,6 +1,6 @@
-// The building blocks algorithms share across files: the byte-layout all-gathers that the
-// quantized all-gather runs its messages over, and the cost formulas that an exact row and
-// its quantized twin have in common (their CostTerms differ only in being quantized).
+// The building blocks algorithms share across files: the byte-layout ring all-gather, and the
+// cost formulas that an exact row and its quantized twin have in common (their CostTerms
+// differ only in being quantized).
 // Buffers are host memory; blocks follow a Partition: block r of a buffer belongs to rank r.
 #pragma once
 
@@ -15,8 +15,6 @@ namespace zccl {
 // recv gets every rank's block, laid out in bytes by `layout`; `send` is this rank's block,
 // or nullptr when it already sits at its place in recv (in place).
 Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockBytes& layout);
-// As allGatherRing, across nodes then inside them (needs ctx.levels).
-Status allGatherTwoLevel(Context& ctx, const void* send, void* recv, const BlockBytes& layout);
 
 // Every rank's block to a.root's a.recv; a.send is this rank's block, or nullptr at a root
 // whose block already sits in place.

@@ -73,14 +73,17 @@ struct CostTerms {
     return quantized ? blocks * floatBlock / c.dequantizeBytesPerSecond : 0;
   }
   double reduce(double blocks) const { return blocks * floatBlock / c.reduceBytesPerSecond; }
+  // Rows of a block in the pipelined paths.
+  double rows() const { return std::max(1.0, std::ceil(floatBlock / 4 / c.pipelineElements)); }
+  // Two stages pipelined in rows: the slower counts, plus one row of the other to fill the
+  // pipeline.
+  double pipelined(double first, double second) const {
+    return std::max(first, second) + std::min(first, second) / rows();
+  }
   // A path pipelined in rows (every quantized one but the native) runs its kernels while
-  // the link carries other rows: the slower of the two counts, plus one row of the other to
-  // fill the pipeline. Other paths pay both.
+  // the link carries other rows. Other paths pay both.
   double overlapped(double wire, double compute) const {
-    if (!quantized) return wire + compute;
-    const double elements = floatBlock / 4;
-    const double rows = std::max(1.0, std::ceil(elements / c.pipelineElements));
-    return std::max(wire, compute) + std::min(wire, compute) / rows;
+    return quantized ? pipelined(wire, compute) : wire + compute;
   }
   // A step in which every rank of a node sends `bytesPerRank` to other nodes at once: the
   // node's link (the inter-node model is a node's, as ZCCL_INTER_NODE_GBPS) carries them all.

@@ -371,14 +371,27 @@ TEST_F(ZeroPlusPlus, PlainFlatAndTwoLevelAreExact) {
     zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
     options.hierarchy = hierarchy;
     const std::string what = hierarchy == zcclHierarchyFlat ? "flat" : "two-level";
-    std::vector<float> mine(count), gathered(count * layout_.n);
+    // One pipeline row, and blocks of several rows (the host's rows are 65536 elements), the
+    // last one partial, out of place and in place.
+    for (size_t elements : {count, 2 * size_t{65536} + 40961}) {
+      std::vector<float> mine(elements), gathered(elements * layout_.n);
+      for (size_t i = 0; i < elements; ++i) mine[i] = exactValue(layout_.me, i);
+      for (bool inPlace : {false, true}) {
+        float* send = inPlace ? gathered.data() + layout_.me * elements : mine.data();
+        std::fill(gathered.begin(), gathered.end(), -1.0f);
+        if (inPlace) std::copy(mine.begin(), mine.end(), gathered.begin() + layout_.me * elements);
+        ASSERT_EQ(
+            zcclAllGatherEx(send, gathered.data(), elements, zcclFloat32, comm_, nullptr, &options),
+            zcclSuccess)
+            << zcclGetLastError(comm_);
+        for (size_t i = 0; i < gathered.size(); ++i) {
+          ASSERT_EQ(gathered[i], exactValue(int(i / elements), i % elements))
+              << what << (inPlace ? " in-place" : "") << " all-gather of " << elements << ": " << i;
+        }
+      }
+    }
+    std::vector<float> mine(count);
     for (size_t i = 0; i < count; ++i) mine[i] = exactValue(layout_.me, i);
-    ASSERT_EQ(
-        zcclAllGatherEx(mine.data(), gathered.data(), count, zcclFloat32, comm_, nullptr, &options),
-        zcclSuccess)
-        << zcclGetLastError(comm_);
-    for (size_t i = 0; i < gathered.size(); ++i)
-      ASSERT_EQ(gathered[i], exactValue(int(i / count), i % count)) << what << " all-gather " << i;
 
     for (zcclDataType_t type : {zcclFloat32, zcclBfloat16}) {
       std::vector<char> in(count * layout_.n * 4), out(count * 4);
