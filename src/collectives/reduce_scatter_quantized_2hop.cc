@@ -39,7 +39,7 @@ class QuantizedTwoHop {
         hop1_(senderParams(plan.quant, me_, 1)),
         hop2_(senderParams(plan.quant, me_, 2)),
         rowTickets_(2 * static_cast<size_t>(lv_.ranksPerNode)),
-        crossTickets_(static_cast<size_t>(lv_.numNodes)) {}
+        crossTickets_(2 * static_cast<size_t>(lv_.numNodes)) {}
 
   Status run() {
     ZCCL_CHECK(layOut());
@@ -63,6 +63,10 @@ class QuantizedTwoHop {
   char* peerInbox(int local) const { return hop1Inbox_ + local * rows_.bundleBytes(lv_.myLocal); }
   Ticket& rowTicket(size_t row, int local) {
     return rowTickets_[(row % 2) * static_cast<size_t>(lv_.ranksPerNode) + local];
+  }
+  // Row `row`'s hop-2 receives are posted before row `row - 1`'s are waited for.
+  Ticket& crossTicket(size_t row, int node) {
+    return crossTickets_[(row % 2) * static_cast<size_t>(lv_.numNodes) + node];
   }
 
   Status layOut() {
@@ -125,7 +129,7 @@ class QuantizedTwoHop {
     for (int node = 0; node < lv_.numNodes && count > 0; ++node) {
       if (node == lv_.myNode) continue;
       ZCCL_CHECK(lv_.cross->postRecv(crossMessage(node, row), messageBytes(count, params_), node,
-                                     ctx_.tag, &crossTickets_[static_cast<size_t>(node)]));
+                                     ctx_.tag, &crossTicket(row, node)));
     }
     return Status::kSuccess;
   }
@@ -171,7 +175,7 @@ class QuantizedTwoHop {
     if (count == 0) return Status::kSuccess;
     for (int node = 0; node < lv_.numNodes; ++node) {
       if (node == lv_.myNode) continue;
-      ZCCL_CHECK(lv_.cross->wait(crossTickets_[static_cast<size_t>(node)]));
+      ZCCL_CHECK(lv_.cross->wait(crossTicket(row, node)));
       ZCCL_CHECK(ctx_.kernels.dequantizeAccumulate(
           crossMessage(node, row), messageBytes(count, params_), params_, totalRow(row), count));
     }
@@ -193,7 +197,7 @@ class QuantizedTwoHop {
   std::vector<size_t> sendAt_;        // where each node peer's messages start in the outbox
   size_t mineBytes_ = 0;              // my block's chunks, as one node sends them
   std::vector<Ticket> rowTickets_;    // hop-1 receives of two rows in flight
-  std::vector<Ticket> crossTickets_;  // hop-2 receives of one row
+  std::vector<Ticket> crossTickets_;  // hop-2 receives of two rows in flight
   char* hop1Outbox_ = nullptr;
   char* hop2Outbox_ = nullptr;
   char* hop1Inbox_ = nullptr;
