@@ -136,9 +136,10 @@ Status run(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
 
 double allGatherTwoLevelCost(const CostTerms& t, Plan* /*plan*/) {
   const double n = t.c.ranks(), N = t.c.nodes, L = t.c.ranksPerNode;
-  return t.overlapped(t.pipelined((N - 1) * t.crossNodeStep(t.wireBlock),
-                                  (L - 1) * CostTerms::step(t.c.intra, N * t.wireBlock, N)),
-                      t.quantize(1) + t.dequantize(n));
+  // Both levels and the kernels run in rows, each beside the others.
+  return t.pipelined(t.pipelined((N - 1) * t.crossNodeStep(t.wireBlock),
+                                 (L - 1) * CostTerms::step(t.c.intra, N * t.wireBlock, N)),
+                     t.quantize(1) + t.dequantize(n));
 }
 
 extern const AlgorithmRow kAllGatherTwoLevel{

@@ -114,7 +114,9 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
   }
   Status quantize(const void* in, zccl::DataType type, size_t count,
                   const zccl::QuantParams& params, void* out, size_t capacity) override {
-    std::this_thread::sleep_for(quantizeDelay);  // a slower device, where a test asks for one
+    // A slower device, where a test asks for one: its time grows with the elements, so that
+    // the rate measured on 16 MiB holds for the pipeline's rows too.
+    std::this_thread::sleep_for(quantizeDelay * static_cast<double>(count) / kRateElements);
     if (failQuantize) {
       return zccl::fail(Status::kSystemError, "the emulated device failed a quantize kernel");
     }
@@ -151,7 +153,8 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
   // the wire can be compared for blocks of several rows too.
   size_t pipelineElements() const override { return host().pipelineElements(); }
 
-  std::chrono::milliseconds quantizeDelay{0};
+  static constexpr double kRateElements = 4 << 20;  // 16 MiB of float32: how rates are timed
+  std::chrono::duration<double> quantizeDelay{0};   // per kRateElements elements
   std::atomic<bool> failQuantize{false};
 
  private:
@@ -436,6 +439,7 @@ class EmulatedDevice final : public TestDevice {
   EmulatedRuntime& emulatedRuntime() { return runtime_; }
   EmulatedStream& emulatedStream() { return stream_; }
   EmulatedDeviceKernels& emulatedKernels() { return kernels_; }
+  // Quantizing 16 MiB of float32 takes `delay` more.
   void slowQuantization(std::chrono::milliseconds delay) { kernels_.quantizeDelay = delay; }
   zccl::Kernels& kernels() override { return kernels_; }
   zccl::DeviceCopier& copier() override { return copier_; }
@@ -1074,7 +1078,8 @@ TEST(DevicePlans, FollowTheDevicesKernelRatesNotTheCpus) {
     GTEST_SKIP() << "run with ZCCL_INTER_NODE_GBPS=0.01 (ctest: staged_test_plans)";
   }
   EmulatedDevice device;
-  device.slowQuantization(std::chrono::milliseconds(1000));  // 16 MiB: about 17 MB/s
+  // About 5.6 MB/s: slower than the link even with the quantization beside the link's rows.
+  device.slowQuantization(std::chrono::milliseconds(3000));
   zccl::installDeviceRuntime(device.runtime());
   zcclComm_t comm = makeComm(zcclAlgoAuto, 1);  // every rank a node of its own
   ASSERT_NE(comm, nullptr);
