@@ -754,8 +754,9 @@ class Staged : public ::testing::TestWithParam<Route> {
 const char* nameOf(Collective collective) { return zccl::collectiveName(collective); }
 
 // Elements per block that span several of the kernels' pipeline rows (65536 elements on the
-// host and the emulated device), the last row partial.
-constexpr size_t kManyRows = 2 * 65536 + 4097;
+// host and the emulated device) and several rows of the exact two-level reduce-scatter (four
+// of those), the last row partial.
+constexpr size_t kManyRows = 9 * 65536 + 4097;
 
 TEST_P(Staged, EveryCollectiveEqualsTheHostPathByteForByte) {
   const int last = worldSize() - 1;

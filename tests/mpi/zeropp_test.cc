@@ -393,18 +393,31 @@ TEST_F(ZeroPlusPlus, PlainFlatAndTwoLevelAreExact) {
     std::vector<float> mine(count);
     for (size_t i = 0; i < count; ++i) mine[i] = exactValue(layout_.me, i);
 
-    for (zcclDataType_t type : {zcclFloat32, zcclBfloat16}) {
-      std::vector<char> in(count * layout_.n * 4), out(count * 4);
-      for (size_t i = 0; i < count * layout_.n; ++i)
-        store(type, in.data(), i, exactValue(layout_.me, i));
-      ASSERT_EQ(zcclReduceScatterEx(in.data(), out.data(), count, type, zcclSum, comm_, nullptr,
-                                    &options),
-                zcclSuccess)
-          << zcclGetLastError(comm_);
-      for (size_t j = 0; j < count; ++j) {
-        const size_t i = layout_.me * count + j;
-        ASSERT_EQ(load(type, out.data(), j), sumOver(layout_.n, exactValue, i))
-            << what << " reduce-scatter " << typeName(type) << " element " << j;
+    // One row, and blocks of several rows of the two-level reduce-scatter (four of the host
+    // kernels' rows of 65536 elements), the last one partial.
+    for (size_t elements : {count, 9 * size_t{65536} + 4097}) {
+      for (zcclDataType_t type : {zcclFloat32, zcclBfloat16}) {
+        std::vector<char> in(elements * layout_.n * 4), out(elements * 4);
+        for (size_t i = 0; i < elements * layout_.n; ++i)
+          store(type, in.data(), i, exactValue(layout_.me, i));
+        ASSERT_EQ(zcclReduceScatterEx(in.data(), out.data(), elements, type, zcclSum, comm_,
+                                      nullptr, &options),
+                  zcclSuccess)
+            << zcclGetLastError(comm_);
+        for (size_t j = 0; j < elements; ++j) {
+          const size_t i = layout_.me * elements + j;
+          ASSERT_EQ(load(type, out.data(), j), sumOver(layout_.n, exactValue, i))
+              << what << " reduce-scatter of " << elements << " " << typeName(type) << " element "
+              << j;
+        }
+        // In place: rows of the result written early must not clobber input still to be read.
+        char* mine = in.data() + layout_.me * elements * sizeOf(type);
+        ASSERT_EQ(
+            zcclReduceScatterEx(in.data(), mine, elements, type, zcclSum, comm_, nullptr, &options),
+            zcclSuccess)
+            << zcclGetLastError(comm_);
+        EXPECT_EQ(0, std::memcmp(mine, out.data(), elements * sizeOf(type)))
+            << what << " in-place reduce-scatter of " << elements << " " << typeName(type);
       }
     }
 
