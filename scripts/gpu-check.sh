@@ -118,6 +118,13 @@ done
 # shellcheck disable=SC2086
 step "all_reduce_perf -M device -B, 1 rank over NCCL" env ZCCL_DEVICE_BACKEND=nccl \
   "${mpiexec:-mpiexec}" -n 1 $mpiflags "$build/perf/all_reduce_perf" "${perf_sizes[@]}" -B
+# The ZeRO optimizer with its state in GPU memory: CUDA's conversions and Adam update give
+# the host's bits, every stage and ZeRO++ (2 ranks sharing the GPU); then the demo's table
+# on 2 emulated nodes of 2 ranks with the state on the GPU.
+gtest_step "ZeRO state on the GPU = on the host, 2 ranks" "$build/zcclrun" -n 2 \
+  "$build/tests/zero_device_test" --gtest_filter='*Gpu*'
+step "zero_demo --device cuda, 2 nodes x 2 on one GPU" env ZCCL_RANKS_PER_NODE=2 \
+  "$build/zcclrun" -n 4 "$build/examples/zero_demo" --device cuda --model mlp --steps 100
 # PyTorch's ProcessGroupNCCL with the drop-in preloaded, 1 rank on the GPU: device memory
 # goes through the shim to the real NCCL.
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then

@@ -3,13 +3,17 @@
 // allocations, and the time per step; by default ZeRO-3 against ZeRO++ on both models:
 //   ZCCL_RANKS_PER_NODE=2 mpiexec -n 4 zero_demo
 //   zcclrun -n 4 --ranks-per-node 2 zero_demo --model mlp --stage 2 --qgz --steps 300
-// --log FILE writes every step's loss and wall-clock time as CSV, for plots.
+// --log FILE writes every step's loss and wall-clock time as CSV, for plots. --device cuda
+// keeps the optimizer's state in GPU memory (each rank on the GPU of its index on its node):
+// the collectives take zccl's device path; the models still compute on the CPU. The default,
+// auto, does so where a GPU is visible.
 #include <getopt.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +25,7 @@ namespace {
 using zccl::zero::Batch;
 using zccl::zero::Model;
 using zccl::zero::Precision;
+using zccl::zero::StateMemory;
 using zccl::zero::StepStats;
 using zccl::zero::ZeroOptimizer;
 using zccl::zero::ZeroOptions;
@@ -40,7 +45,8 @@ struct Settings {
   int printEvery = 50;
   float labelNoise = 0.2f;
   std::string precision = "bf16";
-  std::string log;  // CSV of every step, written by rank 0
+  std::string log;              // CSV of every step, written by rank 0
+  std::string device = "auto";  // where the optimizer's state lives: host, cuda, or auto
 };
 
 struct Configuration {
@@ -67,6 +73,7 @@ const World* world = nullptr;
 
 double sum(double value) { return world->combine(value, World::Combine::kSum); }
 double maximum(double value) { return world->combine(value, World::Combine::kMax); }
+double minimum(double value) { return world->combine(value, World::Combine::kMin); }
 
 std::unique_ptr<Model> makeModel(const Settings& s, const std::string& name) {
   if (name == "mlp") return zccl::zero::makeMlp(s.modulus, s.hidden, s.layers);
@@ -129,8 +136,9 @@ Precision parsePrecision(const std::string& text) {
   return Precision::kBfloat16;
 }
 
-std::vector<Configuration> configurations(const Settings& s) {
+std::vector<Configuration> configurations(const Settings& s, StateMemory* memory) {
   ZeroOptions base;
+  base.memory = memory;
   base.precision = parsePrecision(s.precision);
   base.seed = s.seed;
   if (s.stage >= 0) {
@@ -171,6 +179,7 @@ void printUsage() {
                "       [--layers L] [--modulus P] [--lr RATE] [--seed S] [--precision "
                "bf16|fp16|fp32]\n"
                "       [--label-noise FRACTION] [--print-every N] [--log FILE.csv]\n"
+               "       [--device auto|host|cuda]   (auto: cuda where a GPU is visible)\n"
                "Without --stage: ZeRO-3 and ZeRO++ (qwZ + hpZ + qgZ) side by side.\n");
 }
 
@@ -191,6 +200,7 @@ bool parse(int argc, char** argv, Settings* s) {
                                    {"print-every", required_argument, nullptr, 'e'},
                                    {"label-noise", required_argument, nullptr, 'N'},
                                    {"log", required_argument, nullptr, 'L'},
+                                   {"device", required_argument, nullptr, 'D'},
                                    {nullptr, 0, nullptr, 0}};
   int c = 0;
   while ((c = getopt_long(argc, argv, "", options, nullptr)) != -1) {
@@ -249,6 +259,10 @@ bool parse(int argc, char** argv, Settings* s) {
       case 'L':
         s->log = optarg;
         break;
+      case 'D':
+        s->device = optarg;
+        if (s->device != "auto" && s->device != "host" && s->device != "cuda") return false;
+        break;
       default:
         return false;
     }
@@ -274,6 +288,25 @@ int main(int argc, char** argv) {
   if (job.makeComm(ZCCL_CONFIG_INITIALIZER, World::Engine::kDefault, &comm) != zcclSuccess) {
     die("creating the communicator", nullptr);
   }
+  // The optimizer's state on this rank's GPU, the one of its index on its node; with auto,
+  // where every rank sees one, else on the host.
+  std::unique_ptr<StateMemory> device;
+  if (s.device != "host") {
+    zcclComm_t node = nullptr;
+    int local = 0;
+    if (zcclCommSplitNode(comm, &node) != zcclSuccess ||
+        zcclCommUserRank(node, &local) != zcclSuccess) {
+      die("finding this rank's index on its node", comm);
+    }
+    std::string error;
+    device = zccl::zero::makeCudaStateMemory(local, &error);
+    if (device == nullptr && s.device == "cuda") {
+      std::fprintf(stderr, "rank %d: --device cuda: %s\n", rank, error.c_str());
+      std::exit(1);
+    }
+    if (minimum(device != nullptr ? 1 : 0) == 0) device.reset();
+  }
+  const char* where = device != nullptr ? "GPU" : "host";
   FILE* log = nullptr;
   if (rank == 0 && !s.log.empty()) {
     log = std::fopen(s.log.c_str(), "w");
@@ -283,12 +316,12 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf(
         "# zero_demo: %d ranks, modular addition mod %d (%.0f%% noisy labels), global batch %d, "
-        "%d steps, %s\n",
-        ranks, s.modulus, 100 * s.labelNoise, s.batch, s.steps, s.precision.c_str());
+        "%d steps, %s, optimizer state in %s memory\n",
+        ranks, s.modulus, 100 * s.labelNoise, s.batch, s.steps, s.precision.c_str(), where);
   }
   std::vector<Result> results;
   for (const std::string& model : s.models) {
-    for (Configuration c : configurations(s)) {
+    for (Configuration c : configurations(s, device.get())) {
       c.options.learningRate = s.lr > 0 ? s.lr : model == "mlp" ? 1e-3f : 2e-3f;
       results.push_back(train(comm, s, model, c, log));
     }

@@ -13,12 +13,17 @@
 //
 // Every buffer of model state (working weights and gradients, master weights, moments, the
 // gathered and secondary copies) is allocated through a tracker, so the peak bytes per rank
-// reported are measured, not computed.
+// reported are measured, not computed. The model state lives in host memory, or in a GPU's
+// (ZeroOptions::memory, makeCudaStateMemory): every collective then takes zccl's device path
+// on that memory's stream, and the conversions to the working precision and the Adam update
+// run on the GPU. The modules compute on the CPU: each gets its gathered weights copied to
+// the host (in the working precision) and hands its gradient back the same way.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "zccl/zccl.h"
@@ -79,6 +84,51 @@ double crossEntropy(const Tensor& logits, const std::vector<int>& targets, float
 enum class Precision { kFloat32, kBfloat16, kFloat16 };  // working weights and gradients
 enum class Optimizer { kAdam, kAdamW };
 
+// One Adam (or AdamW) update's constants, the bias corrections folded in, as PyTorch's.
+struct AdamStep {
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float stepSize = 0;         // learning rate / (1 - beta1^t)
+  float rootCorrection2 = 1;  // 1 / sqrt(1 - beta2^t)
+  float coupledDecay = 0;     // Adam's weight decay, added to the gradient
+  float decoupledDecay = 0;   // AdamW's, learning rate x weight decay
+  float lossScale = 1;        // gradients are divided by it
+  float epsilon = 1e-8f;
+};
+
+// Where the optimizer keeps the model state and runs its element-wise work over it. Every
+// call is ordered after the work queued before it on stream() (the collectives on this
+// memory); upload and download return once their copy is done.
+class StateMemory {
+ public:
+  virtual ~StateMemory() = default;
+  virtual const char* name() const = 0;
+  // Host memory: its buffers may be read and written directly, and stream() is nullptr.
+  virtual bool host() const = 0;
+  virtual zcclStream_t stream() const = 0;
+  // `bytes` zero bytes; zcclSystemError (lastError says why) when there is no room.
+  virtual zcclResult_t allocate(size_t bytes, void** data) = 0;
+  virtual void release(void* data) = 0;
+  virtual zcclResult_t upload(void* to, const void* hostFrom, size_t bytes) = 0;
+  virtual zcclResult_t download(void* hostTo, const void* from, size_t bytes) = 0;
+  virtual zcclResult_t copy(void* to, const void* from, size_t bytes) = 0;
+  // `count` float32 values to the working precision, rounded to nearest even.
+  virtual zcclResult_t toWorking(Precision precision, const float* in, size_t count, void* out) = 0;
+  // One update of `count` float32 parameters and moments from gradients in the working
+  // precision: the same arithmetic, in the same order, on every memory.
+  virtual zcclResult_t adam(const AdamStep& step, Precision precision, const void* grads,
+                            size_t count, float* params, float* moment1, float* moment2) = 0;
+  virtual const char* lastError() const = 0;
+};
+
+// The host's memory (the default).
+StateMemory& hostStateMemory();
+// A GPU's memory, with a stream of its own: GPU `device` modulo the GPUs visible (so that the
+// ranks of a node may pass their index on it), which becomes the calling thread's current
+// device, or the current one for -1. nullptr and *error where no GPU is visible or zccl was
+// built without CUDA.
+std::unique_ptr<StateMemory> makeCudaStateMemory(int device, std::string* error);
+
 struct ZeroOptions {
   int stage = 3;
   bool quantizedWeights = false;       // qwZ (stage 3)
@@ -96,6 +146,8 @@ struct ZeroOptions {
   float initialLossScale = 65536.0f;
   int lossScaleWindow = 100;
   uint64_t seed = 1;  // parameter initialization, the same on every rank
+  // Where the model state lives (it must outlive the optimizer); nullptr: host memory.
+  StateMemory* memory = nullptr;
 };
 
 struct StepStats {

@@ -1,14 +1,15 @@
 // The ZeRO optimizer: per-module partitions of the working weights, gradients, float32 master
-// weights and Adam moments, and the collectives of each stage (see zccl/zero.hpp).
+// weights and Adam moments, and the collectives of each stage (see zccl/zero.hpp), in host
+// memory or a GPU's (StateMemory).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
-#include "common/half.h"
-#include "zccl/zero.hpp"
+#include "zero/working_math.h"
 
 namespace zccl::zero {
 namespace {
@@ -35,35 +36,46 @@ class MemoryTracker {
   size_t peak_ = 0;
 };
 
-// A buffer of model state whose allocation the tracker sees.
+// Where the model state lives, and what it is allocated from.
+struct StateSpace {
+  StateMemory* memory;
+  MemoryTracker tracker;
+};
+
+// A buffer of model state (zero-filled) whose allocation the tracker sees.
 class StateBuffer {
  public:
-  explicit StateBuffer(MemoryTracker* tracker) : tracker_(tracker) {}
+  explicit StateBuffer(StateSpace* space) : space_(space) {}
   ~StateBuffer() { release(); }
   StateBuffer(const StateBuffer&) = delete;
   StateBuffer& operator=(const StateBuffer&) = delete;
 
-  void allocate(size_t bytes) {
+  zcclResult_t allocate(size_t bytes) {
     release();
-    data_.reset(new unsigned char[bytes > 0 ? bytes : 1]());
+    void* data = nullptr;
+    const zcclResult_t result = space_->memory->allocate(bytes, &data);
+    if (result != zcclSuccess) return result;
+    data_ = static_cast<unsigned char*>(data);
     bytes_ = bytes;
-    tracker_->add(bytes);
+    space_->tracker.add(bytes);
+    return zcclSuccess;
   }
   void release() {
-    if (!data_) return;
-    data_.reset();
-    tracker_->remove(bytes_);
+    if (data_ == nullptr) return;
+    space_->memory->release(data_);
+    data_ = nullptr;
+    space_->tracker.remove(bytes_);
     bytes_ = 0;
   }
   template <typename T = unsigned char>
   T* as() const {
-    return reinterpret_cast<T*>(data_.get());
+    return reinterpret_cast<T*>(data_);
   }
   size_t bytes() const { return bytes_; }
 
  private:
-  MemoryTracker* tracker_;
-  std::unique_ptr<unsigned char[]> data_;
+  StateSpace* space_;
+  unsigned char* data_ = nullptr;
   size_t bytes_ = 0;
 };
 
@@ -74,42 +86,10 @@ zcclDataType_t dataType(Precision p) {
                                      : zcclFloat16;
 }
 
-// The conversions and the Adam update below run over every parameter of every step: the
-// precision is chosen once per call, not per element, so that the loops vectorize.
-void toWorking(Precision p, const float* in, size_t n, void* out) {
-  auto* bits = static_cast<uint16_t*>(out);
-  switch (p) {
-    case Precision::kFloat32:
-      std::memcpy(out, in, n * sizeof(float));
-      return;
-    case Precision::kBfloat16:
-      for (size_t i = 0; i < n; ++i) bits[i] = toBfloat16(in[i]).bits;
-      return;
-    case Precision::kFloat16:
-      for (size_t i = 0; i < n; ++i) bits[i] = toFloat16(in[i]).bits;
-      return;
-  }
-}
-
-void fromWorking(Precision p, const void* in, size_t n, float* out) {
-  const auto* bits = static_cast<const uint16_t*>(in);
-  switch (p) {
-    case Precision::kFloat32:
-      std::memcpy(out, in, n * sizeof(float));
-      return;
-    case Precision::kBfloat16:
-      for (size_t i = 0; i < n; ++i) out[i] = toFloat(bfloat16_t{bits[i]});
-      return;
-    case Precision::kFloat16:
-      for (size_t i = 0; i < n; ++i) out[i] = toFloat(float16_t{bits[i]});
-      return;
-  }
-}
-
 // One module's partitioned state. `padded` rounds the parameter count up to a multiple of the
 // world size so that every rank owns an equal shard (the last shards hold the padding).
 struct ModuleState {
-  explicit ModuleState(MemoryTracker* t)
+  explicit ModuleState(StateSpace* t)
       : working(t), master(t), moment1(t), moment2(t), grads(t), secondary(t) {}
   size_t count = 0;
   size_t padded = 0;
@@ -127,19 +107,29 @@ struct ModuleState {
 class ZeroOptimizer::Impl {
  public:
   Impl(zcclComm_t comm, Model* model, const ZeroOptions& options)
-      : comm_(comm), model_(model), options_(options) {}
+      : comm_(comm),
+        model_(model),
+        options_(options),
+        space_{options.memory != nullptr ? options.memory : &hostStateMemory(), {}},
+        memory_(*space_.memory) {}
 
   zcclResult_t init();
   zcclResult_t step(const Batch& batch, StepStats* stats);
   zcclResult_t gatherMaster(std::vector<float>* params);
   size_t numParams() const { return model_->numParams(); }
-  const MemoryTracker& memory() const { return memory_; }
+  const MemoryTracker& tracker() const { return space_.tracker; }
   const std::string& error() const { return error_; }
 
  private:
   zcclResult_t fail(zcclResult_t result, const std::string& message) {
     error_ = message;
     return result;
+  }
+  // A failure of the state's memory, with its reason.
+  zcclResult_t memoryFailure(zcclResult_t result, const char* what) {
+    if (result == zcclSuccess) return result;
+    return fail(result,
+                std::string(what) + " (" + memory_.name() + " memory): " + memory_.lastError());
   }
   bool partitionedOptimizer() const { return options_.stage >= 1; }
   bool partitionedGradients() const { return options_.stage >= 2; }
@@ -153,13 +143,22 @@ class ZeroOptimizer::Impl {
     return partitionedOptimizer() ? static_cast<size_t>(rank_) * m.shard : 0;
   }
 
+  zcclResult_t allocate(StateBuffer* buffer, size_t bytes, const char* what) {
+    return memoryFailure(buffer->allocate(bytes), what);
+  }
+  // `count` working-precision values of `state` as float32 on the host (copied from a GPU's
+  // memory in the working precision, which halves the bytes of bfloat16 and float16).
+  zcclResult_t readFloats(const unsigned char* state, size_t count, std::vector<float>* out);
+  // `count` float32 values from the host into `state` in the working precision.
+  zcclResult_t writeWorking(const float* values, size_t count, unsigned char* state);
+
   zcclResult_t weightsForForward(size_t index, std::vector<float>* weights);
   zcclResult_t weightsForBackward(size_t index, std::vector<float>* weights);
   zcclResult_t gatherWeights(ModuleState& m, zcclComm_t comm, const void* shard,
                              const zcclCollOptions* options, std::vector<float>* weights);
   zcclResult_t reduceGradients(ModuleState& m, const std::vector<float>& grads);
   zcclResult_t anyOverflow(bool* overflow);
-  void adamUpdate(ModuleState& m);
+  zcclResult_t adamUpdate(ModuleState& m);
   zcclResult_t publishWeights(ModuleState& m);
   zcclResult_t traffic(uint64_t* inter, uint64_t* intra);
 
@@ -168,15 +167,43 @@ class ZeroOptimizer::Impl {
   Model* model_;
   ZeroOptions options_;
   int rank_ = 0, ranks_ = 1, nodeRank_ = 0, nodeSize_ = 1;
-  MemoryTracker memory_;
+  StateSpace space_;  // outlives every buffer below
+  StateMemory& memory_;
   std::vector<std::unique_ptr<ModuleState>> modules_;
-  StateBuffer gathered_{&memory_};   // a stage-3 module's full weights while in use
-  StateBuffer fullGrads_{&memory_};  // a stage-2/3 module's full gradients until reduced
+  StateBuffer gathered_{&space_};       // a stage-3 module's full weights while in use
+  StateBuffer fullGrads_{&space_};      // a stage-2/3 module's full gradients until reduced
+  std::vector<unsigned char> staging_;  // working-precision values on their way to the host
   float lossScale_ = 1;
   int goodSteps_ = 0;
   int64_t updates_ = 0;
   std::string error_;
 };
+
+zcclResult_t ZeroOptimizer::Impl::readFloats(const unsigned char* state, size_t count,
+                                             std::vector<float>* out) {
+  out->resize(count);
+  const unsigned char* values = state;
+  if (!memory_.host()) {
+    staging_.resize(count * es());
+    ZERO_CHECK(memoryFailure(memory_.download(staging_.data(), state, count * es()),
+                             "copying model state to the host"));
+    values = staging_.data();
+  }
+  fromWorking(options_.precision, values, count, out->data());
+  return zcclSuccess;
+}
+
+zcclResult_t ZeroOptimizer::Impl::writeWorking(const float* values, size_t count,
+                                               unsigned char* state) {
+  if (memory_.host()) {
+    toWorking(options_.precision, values, count, state);
+    return zcclSuccess;
+  }
+  staging_.resize(count * es());
+  toWorking(options_.precision, values, count, staging_.data());
+  return memoryFailure(memory_.upload(state, staging_.data(), count * es()),
+                       "copying model state from the host");
+}
 
 zcclResult_t ZeroOptimizer::Impl::init() {
   if (options_.stage < 0 || options_.stage > 3) {
@@ -206,23 +233,28 @@ zcclResult_t ZeroOptimizer::Impl::init() {
   std::vector<float> init;
   uint64_t seed = options_.seed;
   for (const auto& module : model_->modules) {
-    auto m = std::make_unique<ModuleState>(&memory_);
+    auto m = std::make_unique<ModuleState>(&space_);
     m->count = module->numParams();
     m->shard = (m->count + ranks_ - 1) / ranks_;
     m->padded = m->shard * static_cast<size_t>(ranks_);
     init.assign(m->padded, 0.0f);
     module->initParams(init.data(), seed++);
     const size_t optimizer = optimizerElements(*m);
-    m->master.allocate(optimizer * sizeof(float));
-    m->moment1.allocate(optimizer * sizeof(float));
-    m->moment2.allocate(optimizer * sizeof(float));
-    std::memcpy(m->master.as<float>(), init.data() + myOffset(*m), optimizer * sizeof(float));
+    ZERO_CHECK(allocate(&m->master, optimizer * sizeof(float), "master weights"));
+    ZERO_CHECK(allocate(&m->moment1, optimizer * sizeof(float), "Adam's first moments"));
+    ZERO_CHECK(allocate(&m->moment2, optimizer * sizeof(float), "Adam's second moments"));
+    ZERO_CHECK(memoryFailure(
+        memory_.upload(m->master.as(), init.data() + myOffset(*m), optimizer * sizeof(float)),
+        "copying the initial weights"));
     const size_t workingElements = partitionedWeights() ? m->shard : m->padded;
-    m->working.allocate(workingElements * es());
-    toWorking(options_.precision, init.data() + (partitionedWeights() ? myOffset(*m) : 0),
-              workingElements, m->working.as());
-    m->grads.allocate((partitionedGradients() ? m->shard : m->padded) * es());
-    if (options_.hierarchicalPartition) m->secondary.allocate(m->padded / nodeSize_ * es());
+    ZERO_CHECK(allocate(&m->working, workingElements * es(), "working weights"));
+    ZERO_CHECK(writeWorking(init.data() + (partitionedWeights() ? myOffset(*m) : 0),
+                            workingElements, m->working.as()));
+    ZERO_CHECK(
+        allocate(&m->grads, (partitionedGradients() ? m->shard : m->padded) * es(), "gradients"));
+    if (options_.hierarchicalPartition) {
+      ZERO_CHECK(allocate(&m->secondary, m->padded / nodeSize_ * es(), "hpZ's secondary copy"));
+    }
     modules_.push_back(std::move(m));
   }
   return zcclSuccess;
@@ -233,28 +265,24 @@ zcclResult_t ZeroOptimizer::Impl::gatherWeights(ModuleState& m, zcclComm_t comm,
                                                 std::vector<float>* weights) {
   int parts = 1;
   ZERO_CHECK(zcclCommCount(comm, &parts));
-  gathered_.allocate(m.padded * es());
-  ZERO_CHECK(
-      zcclAllGatherEx(shard, gathered_.as(), m.padded / parts, type(), comm, nullptr, options));
-  weights->resize(m.padded);
-  fromWorking(options_.precision, gathered_.as(), m.padded, weights->data());
-  return zcclSuccess;
+  ZERO_CHECK(allocate(&gathered_, m.padded * es(), "gathered weights"));
+  ZERO_CHECK(zcclAllGatherEx(shard, gathered_.as(), m.padded / parts, type(), comm,
+                             memory_.stream(), options));
+  return readFloats(gathered_.as(), m.padded, weights);
 }
 
 zcclResult_t ZeroOptimizer::Impl::weightsForForward(size_t index, std::vector<float>* weights) {
   ModuleState& m = *modules_[index];
-  if (!partitionedWeights()) {
-    weights->resize(m.padded);
-    fromWorking(options_.precision, m.working.as(), m.padded, weights->data());
-    return zcclSuccess;
-  }
+  if (!partitionedWeights()) return readFloats(m.working.as(), m.padded, weights);
   zcclCollOptions qwz = ZCCL_COLL_OPTIONS_INITIALIZER;
   if (options_.quantizedWeights) qwz.wireFormat = zcclWireInt8;
   ZERO_CHECK(gatherWeights(m, comm_, m.working.as(), &qwz, weights));
   if (options_.hierarchicalPartition) {
     // Keep my node-local shard of what was gathered, for the backward gather.
     const size_t part = m.padded / nodeSize_;
-    std::memcpy(m.secondary.as(), gathered_.as() + nodeRank_ * part * es(), part * es());
+    ZERO_CHECK(memoryFailure(
+        memory_.copy(m.secondary.as(), gathered_.as() + nodeRank_ * part * es(), part * es()),
+        "keeping hpZ's secondary copy"));
   }
   gathered_.release();
   return zcclSuccess;
@@ -274,15 +302,16 @@ zcclResult_t ZeroOptimizer::Impl::weightsForBackward(size_t index, std::vector<f
 
 zcclResult_t ZeroOptimizer::Impl::reduceGradients(ModuleState& m, const std::vector<float>& grads) {
   if (!partitionedGradients()) {
-    toWorking(options_.precision, grads.data(), m.padded, m.grads.as());
-    return zcclAllReduce(m.grads.as(), m.grads.as(), m.padded, type(), zcclAvg, comm_, nullptr);
+    ZERO_CHECK(writeWorking(grads.data(), m.padded, m.grads.as()));
+    return zcclAllReduce(m.grads.as(), m.grads.as(), m.padded, type(), zcclAvg, comm_,
+                         memory_.stream());
   }
-  fullGrads_.allocate(m.padded * es());
-  toWorking(options_.precision, grads.data(), m.padded, fullGrads_.as());
+  ZERO_CHECK(allocate(&fullGrads_, m.padded * es(), "full gradients"));
+  ZERO_CHECK(writeWorking(grads.data(), m.padded, fullGrads_.as()));
   zcclCollOptions qgz = ZCCL_COLL_OPTIONS_INITIALIZER;
   if (options_.quantizedGradients) qgz.wireFormat = zcclWireInt4;
   const zcclResult_t result = zcclReduceScatterEx(fullGrads_.as(), m.grads.as(), m.shard, type(),
-                                                  zcclAvg, comm_, nullptr, &qgz);
+                                                  zcclAvg, comm_, memory_.stream(), &qgz);
   fullGrads_.release();
   return result;
 }
@@ -291,9 +320,7 @@ zcclResult_t ZeroOptimizer::Impl::anyOverflow(bool* overflow) {
   float local = 0;
   std::vector<float> values;
   for (const auto& m : modules_) {
-    const size_t n = m->grads.bytes() / es();
-    values.resize(n);
-    fromWorking(options_.precision, m->grads.as(), n, values.data());
+    ZERO_CHECK(readFloats(m->grads.as(), m->grads.bytes() / es(), &values));
     for (float v : values) local = std::isfinite(v) ? local : 1.0f;
   }
   ZERO_CHECK(zcclAllReduce(&local, &local, 1, zcclFloat32, zcclMax, comm_, nullptr));
@@ -301,46 +328,41 @@ zcclResult_t ZeroOptimizer::Impl::anyOverflow(bool* overflow) {
   return zcclSuccess;
 }
 
-void ZeroOptimizer::Impl::adamUpdate(ModuleState& m) {
+zcclResult_t ZeroOptimizer::Impl::adamUpdate(ModuleState& m) {
   const size_t n = optimizerElements(m);
   // Stage 1 keeps full gradients: my shard of them starts at my offset.
   const size_t gradOffset = !partitionedGradients() ? myOffset(m) : 0;
-  std::vector<float> g(n);
-  fromWorking(options_.precision, m.grads.as() + gradOffset * es(), n, g.data());
-  // float32 arithmetic with the bias corrections folded into constants, as PyTorch's Adam.
-  const float b1 = options_.beta1, b2 = options_.beta2;
+  AdamStep step;
+  step.beta1 = options_.beta1;
+  step.beta2 = options_.beta2;
   const auto t = static_cast<double>(updates_);
-  const auto stepSize = static_cast<float>(options_.learningRate / (1 - std::pow(b1, t)));
-  const auto rootCorrection2 = static_cast<float>(1 / std::sqrt(1 - std::pow(b2, t)));
-  const float coupledDecay = options_.optimizer == Optimizer::kAdamW ? 0 : options_.weightDecay;
-  const float decoupledDecay =
+  step.stepSize = static_cast<float>(options_.learningRate / (1 - std::pow(step.beta1, t)));
+  step.rootCorrection2 = static_cast<float>(1 / std::sqrt(1 - std::pow(step.beta2, t)));
+  step.coupledDecay = options_.optimizer == Optimizer::kAdamW ? 0 : options_.weightDecay;
+  step.decoupledDecay =
       options_.optimizer == Optimizer::kAdamW ? options_.learningRate * options_.weightDecay : 0;
-  const float lossScale = lossScale_;
-  const float epsilon = options_.epsilon;
-  float* p = m.master.as<float>();
-  float* m1 = m.moment1.as<float>();
-  float* m2 = m.moment2.as<float>();
+  step.lossScale = lossScale_;
+  step.epsilon = options_.epsilon;
   const size_t first = myOffset(m);
   const size_t live = first < m.count ? std::min(n, m.count - first) : 0;  // padding stays zero
-  for (size_t i = 0; i < live; ++i) {
-    const float grad = g[i] / lossScale + coupledDecay * p[i];
-    m1[i] = b1 * m1[i] + (1 - b1) * grad;
-    m2[i] = b2 * m2[i] + (1 - b2) * grad * grad;
-    p[i] -=
-        stepSize * m1[i] / (std::sqrt(m2[i]) * rootCorrection2 + epsilon) + decoupledDecay * p[i];
-  }
+  return memoryFailure(
+      memory_.adam(step, options_.precision, m.grads.as() + gradOffset * es(), live,
+                   m.master.as<float>(), m.moment1.as<float>(), m.moment2.as<float>()),
+      "the Adam update");
 }
 
 zcclResult_t ZeroOptimizer::Impl::publishWeights(ModuleState& m) {
   const size_t n = optimizerElements(m);
   if (!partitionedOptimizer() || partitionedWeights()) {
-    toWorking(options_.precision, m.master.as<float>(), n, m.working.as());
-    return zcclSuccess;
+    return memoryFailure(
+        memory_.toWorking(options_.precision, m.master.as<float>(), n, m.working.as()),
+        "converting the weights");
   }
   // Stages 1-2: my shard of the new weights, then everyone's (in place).
   unsigned char* mine = m.working.as() + myOffset(m) * es();
-  toWorking(options_.precision, m.master.as<float>(), n, mine);
-  return zcclAllGather(mine, m.working.as(), m.shard, type(), comm_, nullptr);
+  ZERO_CHECK(memoryFailure(memory_.toWorking(options_.precision, m.master.as<float>(), n, mine),
+                           "converting the weights"));
+  return zcclAllGather(mine, m.working.as(), m.shard, type(), comm_, memory_.stream());
 }
 
 zcclResult_t ZeroOptimizer::Impl::traffic(uint64_t* inter, uint64_t* intra) {
@@ -388,7 +410,7 @@ zcclResult_t ZeroOptimizer::Impl::step(const Batch& batch, StepStats* stats) {
   } else {
     ++updates_;
     for (auto& m : modules_) {
-      adamUpdate(*m);
+      ZERO_CHECK(adamUpdate(*m));
       ZERO_CHECK(publishWeights(*m));
     }
     if (options_.precision == Precision::kFloat16 && ++goodSteps_ >= options_.lossScaleWindow) {
@@ -396,6 +418,7 @@ zcclResult_t ZeroOptimizer::Impl::step(const Batch& batch, StepStats* stats) {
       goodSteps_ = 0;
     }
   }
+  // The statistics wait for the collectives queued on a GPU's stream.
   ZERO_CHECK(traffic(&stats->interNodeBytes, &stats->intraNodeBytes));
   stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return zcclSuccess;
@@ -404,14 +427,19 @@ zcclResult_t ZeroOptimizer::Impl::step(const Batch& batch, StepStats* stats) {
 zcclResult_t ZeroOptimizer::Impl::gatherMaster(std::vector<float>* params) {
   params->clear();
   std::vector<float> full;
+  StateSpace outside{&memory_, {}};  // not model state: the peak counts none of it
+  StateBuffer gathered(&outside);
   for (auto& m : modules_) {
+    full.resize(m->padded);
+    const float* master = m->master.as<float>();
     if (partitionedOptimizer()) {
-      full.resize(m->padded);
+      ZERO_CHECK(allocate(&gathered, m->padded * sizeof(float), "the gathered master weights"));
       ZERO_CHECK(
-          zcclAllGather(m->master.as<float>(), full.data(), m->shard, zcclFloat32, comm_, nullptr));
-    } else {
-      full.assign(m->master.as<float>(), m->master.as<float>() + m->padded);
+          zcclAllGather(master, gathered.as(), m->shard, zcclFloat32, comm_, memory_.stream()));
+      master = gathered.as<float>();
     }
+    ZERO_CHECK(memoryFailure(memory_.download(full.data(), master, m->padded * sizeof(float)),
+                             "copying the master weights to the host"));
     params->insert(params->end(), full.begin(), full.begin() + static_cast<ptrdiff_t>(m->count));
   }
   return zcclSuccess;
@@ -440,8 +468,8 @@ zcclResult_t ZeroOptimizer::gatherMasterParameters(std::vector<float>* params) {
   return impl_->gatherMaster(params);
 }
 size_t ZeroOptimizer::numParams() const { return impl_->numParams(); }
-size_t ZeroOptimizer::modelStateBytes() const { return impl_->memory().current(); }
-size_t ZeroOptimizer::peakModelStateBytes() const { return impl_->memory().peak(); }
+size_t ZeroOptimizer::modelStateBytes() const { return impl_->tracker().current(); }
+size_t ZeroOptimizer::peakModelStateBytes() const { return impl_->tracker().peak(); }
 const char* ZeroOptimizer::lastError() const { return impl_->error().c_str(); }
 
 }  // namespace zccl::zero

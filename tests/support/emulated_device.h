@@ -1,0 +1,457 @@
+// An emulated device for the device path's tests, on machines without a GPU: its memory is
+// host memory registered as the device's, its kernels are the host's behind a check that
+// every pointer they get is the device's, its copier checks that each copy goes between the
+// device and host staging memory, and its streams run their work in order on threads of
+// their own. Installed as the library's device runtime (zccl::installDeviceRuntime), it makes
+// calls with its stream take the library's device path.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/device_runtime.h"
+#include "kernels/kernels.h"
+#include "transport/staged/staged_transport.h"
+
+namespace zccl_test {
+
+using zccl::Status;
+
+// Host memory that stands for a device's: allocations are recorded, and owns() tells them
+// from any other memory. The library's device thread asks while the test allocates.
+class EmulatedDeviceMemory {
+ public:
+  void* allocate(size_t bytes) {
+    auto* data = new char[bytes > 0 ? bytes : 1];
+    std::lock_guard<std::mutex> lock(mutex_);
+    regions_[data] = bytes;
+    return data;
+  }
+  void release(void* data) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      regions_.erase(static_cast<char*>(data));
+    }
+    delete[] static_cast<char*>(data);
+  }
+  bool owns(const void* data, size_t bytes) const {
+    if (bytes == 0) return true;
+    const char* p = static_cast<const char*>(data);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = regions_.upper_bound(const_cast<char*>(p));
+    if (it == regions_.begin()) return false;
+    --it;
+    return p >= it->first && p + bytes <= it->first + it->second;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<char*, size_t> regions_;
+};
+
+// The host kernels, refusing any buffer that is not the device's; they run at once, on the
+// thread that queues them (the library's device thread).
+class EmulatedDeviceKernels final : public zccl::Kernels {
+ public:
+  explicit EmulatedDeviceKernels(const EmulatedDeviceMemory& memory) : memory_(memory) {}
+  zccl::MemoryKind memory() const override { return zccl::MemoryKind::kDevice; }
+
+  Status copy(void* to, const void* from, size_t bytes) override {
+    ZCCL_CHECK(device(to, bytes, "copy to"));
+    ZCCL_CHECK(device(from, bytes, "copy from"));
+    return host().copy(to, from, bytes);
+  }
+  Status zeroFloats(float* data, size_t count) override {
+    ZCCL_CHECK(device(data, count * 4, "zeroFloats"));
+    return host().zeroFloats(data, count);
+  }
+  Status reduceInto(void* inout, const void* in, size_t count, zccl::DataType type,
+                    zccl::RedOp op) override {
+    const size_t bytes = count * zccl::elementSize(type);
+    ZCCL_CHECK(device(inout, bytes, "reduceInto inout"));
+    ZCCL_CHECK(device(in, bytes, "reduceInto in"));
+    return host().reduceInto(inout, in, count, type, op);
+  }
+  Status reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count,
+                       zccl::DataType type, zccl::RedOp op) override {
+    const size_t bytes = count * zccl::elementSize(type);
+    ZCCL_CHECK(device(out, bytes, "reduceOrdered out"));
+    for (int i = 0; i < numInputs; ++i) ZCCL_CHECK(device(inputs[i], bytes, "reduceOrdered in"));
+    return host().reduceOrdered(out, inputs, numInputs, count, type, op);
+  }
+  Status divideByCount(void* data, size_t count, zccl::DataType type, int divisor) override {
+    ZCCL_CHECK(device(data, count * zccl::elementSize(type), "divideByCount"));
+    return host().divideByCount(data, count, type, divisor);
+  }
+  Status quantize(const void* in, zccl::DataType type, size_t count,
+                  const zccl::QuantParams& params, void* out, size_t capacity) override {
+    // A slower device, where a test asks for one: its time grows with the elements, so that
+    // the rate measured on 16 MiB holds for the pipeline's rows too.
+    std::this_thread::sleep_for(quantizeDelay * static_cast<double>(count) / kRateElements);
+    if (failQuantize) {
+      return zccl::fail(Status::kSystemError, "the emulated device failed a quantize kernel");
+    }
+    ZCCL_CHECK(device(in, count * zccl::elementSize(type), "quantize in"));
+    ZCCL_CHECK(device(out, zccl::quantizedBytes(count, params), "quantize out"));
+    return host().quantize(in, type, count, params, out, capacity);
+  }
+  Status dequantize(const void* message, size_t bytes, const zccl::QuantParams& format, void* out,
+                    zccl::DataType type, size_t count) override {
+    ZCCL_CHECK(device(message, bytes, "dequantize message"));
+    ZCCL_CHECK(device(out, count * zccl::elementSize(type), "dequantize out"));
+    return host().dequantize(message, bytes, format, out, type, count);
+  }
+  Status dequantizeAccumulate(const void* message, size_t bytes, const zccl::QuantParams& format,
+                              float* accumulator, size_t count) override {
+    ZCCL_CHECK(device(message, bytes, "dequantizeAccumulate message"));
+    ZCCL_CHECK(device(accumulator, count * 4, "dequantizeAccumulate accumulator"));
+    return host().dequantizeAccumulate(message, bytes, format, accumulator, count);
+  }
+  Status accumulateAsFloat(const void* x, zccl::DataType type, size_t count,
+                           float* accumulator) override {
+    ZCCL_CHECK(device(x, count * zccl::elementSize(type), "accumulateAsFloat x"));
+    ZCCL_CHECK(device(accumulator, count * 4, "accumulateAsFloat accumulator"));
+    return host().accumulateAsFloat(x, type, count, accumulator);
+  }
+  Status storeFloatAs(float* values, size_t count, int divisor, zccl::DataType type,
+                      void* out) override {
+    ZCCL_CHECK(device(values, count * 4, "storeFloatAs values"));
+    ZCCL_CHECK(device(out, count * zccl::elementSize(type), "storeFloatAs out"));
+    return host().storeFloatAs(values, count, divisor, type, out);
+  }
+
+  // The host's rows, so that both paths cut the same messages and their results and bytes on
+  // the wire can be compared for blocks of several rows too.
+  size_t pipelineElements() const override { return host().pipelineElements(); }
+
+  static constexpr double kRateElements = 4 << 20;  // 16 MiB of float32: how rates are timed
+  std::chrono::duration<double> quantizeDelay{0};   // per kRateElements elements
+  std::atomic<bool> failQuantize{false};
+
+ private:
+  static zccl::Kernels& host() { return zccl::hostKernels(); }
+  Status device(const void* data, size_t bytes, const char* what) const {
+    if (memory_.owns(data, bytes)) return Status::kSuccess;
+    return zccl::fail(Status::kInternalError, "%s: %p (%zu bytes) is not device memory", what, data,
+                      bytes);
+  }
+  const EmulatedDeviceMemory& memory_;
+};
+
+// Synchronous copies that check their direction.
+class EmulatedCopier final : public zccl::DeviceCopier {
+ public:
+  explicit EmulatedCopier(const EmulatedDeviceMemory& memory) : memory_(memory) {}
+
+  Status toHost(void* host, const void* device, size_t bytes, CopyId* id) override {
+    return move(host, device, bytes, device, host, id);
+  }
+  Status toDevice(void* device, const void* host, size_t bytes, CopyId* id) override {
+    return move(device, host, bytes, device, host, id);
+  }
+  Status waitCopy(CopyId id) override {
+    return id < copies_ ? Status::kSuccess
+                        : zccl::fail(Status::kInternalError, "unknown copy %zu", id);
+  }
+  Status waitAllCopies() override { return Status::kSuccess; }
+  void* allocateHost(size_t bytes) override { return new char[bytes]; }
+  void freeHost(void* data) override { delete[] static_cast<char*>(data); }
+
+ private:
+  Status move(void* to, const void* from, size_t bytes, const void* device, const void* host,
+              CopyId* id) {
+    if (!memory_.owns(device, bytes) || memory_.owns(host, bytes)) {
+      return zccl::fail(Status::kInternalError,
+                        "a staging copy between %p and %p is not "
+                        "between the device and the host",
+                        device, host);
+    }
+    std::memcpy(to, from, bytes);
+    *id = copies_++;
+    return Status::kSuccess;
+  }
+  const EmulatedDeviceMemory& memory_;
+  size_t copies_ = 0;
+};
+
+// A caller's stream on the emulated device: work queued on it runs in order on a thread of
+// its own, after the work queued before.
+class EmulatedStream {
+ public:
+  EmulatedStream() : thread_([this] { serve(); }) {}
+  ~EmulatedStream() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ending_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  void enqueue(std::function<void()> work) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      work_.push_back(std::move(work));
+    }
+    changed_.notify_all();
+  }
+  // Returns when the work queued so far has run.
+  void synchronize() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return work_.empty() && !busy_; });
+  }
+
+ private:
+  void serve() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [this] { return ending_ || !work_.empty(); });
+      if (work_.empty()) return;
+      std::function<void()> work = std::move(work_.front());
+      work_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      work();
+      lock.lock();
+      busy_ = false;
+      changed_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::function<void()>> work_;
+  bool busy_ = false;
+  bool ending_ = false;
+  std::thread thread_;
+};
+
+// A point on a stream's work that the host can wait for (or the reverse).
+class Latch {
+ public:
+  void open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    opened_ = true;
+    changed_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return opened_; });
+  }
+  // False when `limit` passed first.
+  bool waitFor(std::chrono::seconds limit) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, limit, [this] { return opened_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool opened_ = false;
+};
+
+// What a test holds a stream with, as a long kernel would: open() lets it go on; after a
+// deadline it goes on by itself and says so (a call that waited for the stream would
+// otherwise never return).
+class Hold {
+ public:
+  void open() { latch_.open(); }
+  void wait() {
+    if (!latch_.waitFor(std::chrono::seconds(30))) expired_ = true;
+  }
+  bool expired() const { return expired_; }
+
+ private:
+  Latch latch_;
+  std::atomic<bool> expired_{false};
+};
+
+// The gates on emulated streams: each holds its stream's thread until released.
+class EmulatedGates final : public zccl::StreamGates {
+ public:
+  class Inputs final : public zccl::StreamInputs {
+   public:
+    explicit Inputs(std::shared_ptr<Latch> mark) : mark_(std::move(mark)) {}
+    // zccl's own stream runs its work at once: the host waits for the marked work instead.
+    Status precede(zccl::DeviceStreamResources&) override {
+      mark_->wait();
+      return Status::kSuccess;
+    }
+
+   private:
+    std::shared_ptr<Latch> mark_;
+  };
+
+  Status close(void* stream, uint64_t ticket,
+               std::unique_ptr<zccl::StreamInputs>* inputs) override {
+    auto mark = std::make_shared<Latch>();
+    auto* caller = static_cast<EmulatedStream*>(stream);
+    caller->enqueue([mark] { mark->open(); });
+    // The stream's thread may still be leaving a gate when the gates are gone.
+    caller->enqueue([state = state_, ticket] {
+      std::unique_lock<std::mutex> lock(state->mutex);
+      state->released.wait(lock, [&] { return state->releasedUpTo >= ticket; });
+    });
+    *inputs = std::make_unique<Inputs>(mark);
+    return Status::kSuccess;
+  }
+  void release(uint64_t ticket) override {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->releasedUpTo = std::max(state_->releasedUpTo, ticket);
+    state_->released.notify_all();
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable released;
+    uint64_t releasedUpTo = 0;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
+// Where a test's device buffers live: the emulated device, or a real GPU (several ranks may
+// share it: the staged path is what lets them).
+class TestDevice {
+ public:
+  virtual ~TestDevice() = default;
+  // The stream a public call takes, and the runtime the library uses for it (nullptr: the
+  // library's own, CUDA's).
+  virtual void* stream() = 0;
+  virtual zccl::DeviceRuntime* runtime() = 0;
+  virtual zccl::Kernels& kernels() = 0;
+  virtual zccl::DeviceCopier& copier() = 0;
+  virtual zccl::ScratchAllocator scratchAllocator() = 0;
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* data) = 0;
+  virtual void upload(void* device, const void* host, size_t bytes) = 0;
+  // Host memory that copies on the stream take without waiting for it (page-locked).
+  virtual void* allocateHost(size_t bytes) = 0;
+  virtual void releaseHost(void* data) = 0;
+  // Queued on stream(): a copy (either way, between device memory and allocateHost's), and a
+  // hold of the stream until `hold` opens.
+  virtual void copyOnStream(void* to, const void* from, size_t bytes) = 0;
+  virtual void holdStream(Hold* hold) = 0;
+  // Returns when the work queued on stream() so far has run.
+  virtual void synchronize() = 0;
+  // After the work queued on stream() so far.
+  void download(void* host, const void* device, size_t bytes) {
+    synchronize();
+    copyToHost(host, device, bytes);
+  }
+
+ protected:
+  virtual void copyToHost(void* host, const void* device, size_t bytes) = 0;
+};
+
+// zccl's own stream on the emulated device: the device's kernels and copier, which run at once.
+class LentStreamResources final : public zccl::DeviceStreamResources {
+ public:
+  LentStreamResources(zccl::Kernels& kernels, zccl::DeviceCopier& copier,
+                      zccl::ScratchAllocator scratch)
+      : kernels_(kernels), copier_(copier), scratch_(std::move(scratch)) {}
+  void* stream() override { return this; }
+  zccl::Kernels& kernels() override { return kernels_; }
+  zccl::DeviceCopier& copier() override { return copier_; }
+  zccl::ScratchAllocator scratchAllocator() override { return scratch_; }
+  Status synchronize() override { return Status::kSuccess; }
+
+ private:
+  zccl::Kernels& kernels_;
+  zccl::DeviceCopier& copier_;
+  zccl::ScratchAllocator scratch_;
+};
+
+// The emulated device as the library's device runtime: its memory is device 0's (the
+// current device unless a test says otherwise), any other is host memory.
+class EmulatedRuntime final : public zccl::DeviceRuntime {
+ public:
+  EmulatedRuntime(EmulatedDeviceMemory& memory, zccl::Kernels& kernels, zccl::DeviceCopier& copier)
+      : memory_(memory), kernels_(kernels), copier_(copier) {}
+  const char* name() const override { return "emulated"; }
+  Status classify(const void* pointer, zccl::PointerInfo* info) override {
+    const bool device = memory_.owns(pointer, 1);
+    info->kind = device ? zccl::MemoryKind::kDevice : zccl::MemoryKind::kHost;
+    info->device = device ? 0 : -1;
+    return Status::kSuccess;
+  }
+  Status currentDevice(int* device) override {
+    *device = current;
+    return Status::kSuccess;
+  }
+  Status setCurrentDevice(int) override { return Status::kSuccess; }
+  Status ownStream(std::unique_ptr<zccl::DeviceStreamResources>* out) override {
+    *out = std::make_unique<LentStreamResources>(kernels_, copier_, scratchAllocator());
+    return Status::kSuccess;
+  }
+  Status streamGates(std::unique_ptr<zccl::StreamGates>* out) override {
+    *out = std::make_unique<EmulatedGates>();
+    return Status::kSuccess;
+  }
+  zccl::ScratchAllocator scratchAllocator() {
+    return zccl::ScratchAllocator{[this](size_t bytes) { return memory_.allocate(bytes); },
+                                  [this](void* data) { memory_.release(data); }};
+  }
+  bool ncclDeviceId(std::string*, std::string* whyNot) override {
+    *whyNot = "the emulated device cannot run NCCL";
+    return false;
+  }
+  std::atomic<int> current{0};
+
+ private:
+  EmulatedDeviceMemory& memory_;
+  zccl::Kernels& kernels_;
+  zccl::DeviceCopier& copier_;
+};
+
+class EmulatedDevice final : public TestDevice {
+ public:
+  void* stream() override { return &stream_; }
+  zccl::DeviceRuntime* runtime() override { return &runtime_; }
+  EmulatedRuntime& emulatedRuntime() { return runtime_; }
+  EmulatedStream& emulatedStream() { return stream_; }
+  EmulatedDeviceKernels& emulatedKernels() { return kernels_; }
+  // Quantizing 16 MiB of float32 takes `delay` more.
+  void slowQuantization(std::chrono::milliseconds delay) { kernels_.quantizeDelay = delay; }
+  zccl::Kernels& kernels() override { return kernels_; }
+  zccl::DeviceCopier& copier() override { return copier_; }
+  zccl::ScratchAllocator scratchAllocator() override { return runtime_.scratchAllocator(); }
+  void* allocate(size_t bytes) override { return memory_.allocate(bytes); }
+  void release(void* data) override { memory_.release(data); }
+  void upload(void* device, const void* host, size_t bytes) override {
+    std::memcpy(device, host, bytes);
+  }
+  void* allocateHost(size_t bytes) override { return new char[bytes]; }
+  void releaseHost(void* data) override { delete[] static_cast<char*>(data); }
+  void copyOnStream(void* to, const void* from, size_t bytes) override {
+    stream_.enqueue([to, from, bytes] { std::memcpy(to, from, bytes); });
+  }
+  void holdStream(Hold* hold) override {
+    stream_.enqueue([hold] { hold->wait(); });
+  }
+  void synchronize() override { stream_.synchronize(); }
+
+ protected:
+  void copyToHost(void* host, const void* device, size_t bytes) override {
+    std::memcpy(host, device, bytes);
+  }
+
+ private:
+  EmulatedDeviceMemory memory_;
+  EmulatedDeviceKernels kernels_{memory_};
+  EmulatedCopier copier_{memory_};
+  EmulatedRuntime runtime_{memory_, kernels_, copier_};
+  EmulatedStream stream_;  // declared last: ends first, while the gates' memory is there
+};
+
+}  // namespace zccl_test
