@@ -6,10 +6,10 @@
 # mpiexec. With two ranks per node each core holds one rank of each node (-bind-to core per
 # node), so that a node's ranks never take turns on one core; they still share the cores with
 # the other node and the kernel's TCP, so one run varies by tens of percent: the paths run by
-# turns, REPEATS times (default 3), and the table takes each figure's median. The checked
-# call and 37 warm-up calls per size cover the planner's trials (ZCCL_TUNE: up to four
-# candidates, at most nine calls each). Writes one JSON per run to OUT (bench/link), then the
-# table and the plot.
+# turns, REPEATS times (default 3), and the table takes each figure's median. Five warm-up
+# calls per size, and for the planner the checked call and 37 warm-up calls, which cover its
+# trials (ZCCL_TUNE: up to four candidates, at most nine calls each). Writes one JSON per run
+# to OUT (bench/link), then the table and the plot.
 #   [REPEATS=N] scripts/testbed/bench-link.sh BUILD_DIR [OUT]
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -29,14 +29,15 @@ runs() {
       [ "$collective" = all_gather ] && allow=allow-int8
       for path in plain:none int8:int8 int4:int4 planner:$allow; do
         name=${path%%:*} wire=${path#*:}
-        extra=()
-        [ "$name" = plain ] && extra=(-B)
+        extra=(-w 5)
+        [ "$name" = plain ] && extra+=(-B)
+        [ "$name" = planner ] && extra=(-w 37)
         echo "== $RATE, 2 nodes x $PPN, $collective, $name, run $repeat"
         "$TESTBED_EXEC" 0 "$MPIEXEC" -launcher ssh -launcher-exec "$TESTBED_SSH" \
           -hosts "${addrs[0]},${addrs[1]}" -n $((2 * PPN)) -ppn "$PPN" "${bind[@]}" \
           -genv UCX_TLS sm,self,tcp -genv LD_PRELOAD "$OUT/finalize_progress.so" \
           -genv ZCCL_INTER_NODE_GBPS "$GBPS" -genv ZCCL_TIMEOUT_S 600 \
-          "$BUILD/perf/${collective}_perf" -b 1M -e 64M -f 4 -n 5 -w 37 -d bfloat16 -q "$wire" \
+          "$BUILD/perf/${collective}_perf" -b 1M -e 64M -f 4 -n 5 -d bfloat16 -q "$wire" \
           "${extra[@]}" -J "$OUT/${RATE}_${PPN}ppn_${collective}_${name}_r${repeat}.json"
       done
     done
