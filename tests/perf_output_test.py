@@ -91,7 +91,8 @@ def run_case(launcher, perf_dir, name, ranks, extra, memory=None):
         check(data["ok"] is True and data["out_of_bounds"] == 0, f"{what}: JSON not ok")
         check(len(data["results"]) == 3, f"{what}: JSON rows")
         for entry in data["results"]:
-            for key in ("out_of_place", "in_place", "native", "ucx"):
+            for key in ("out_of_place", "in_place", "native", "ucx", "forced_exact",
+                        "forced_format"):
                 if key not in entry:
                     continue
                 m = entry[key]
@@ -100,6 +101,8 @@ def run_case(launcher, perf_dir, name, ranks, extra, memory=None):
                       f"{what}: JSON {key} busbw {m['busbw']} != {m['algbw']} x {factor}")
             check(("native" in entry) == ("-B" in extra), f"{what}: native column")
             check(("ucx" in entry) == ("-U" in extra), f"{what}: ucx column")
+            for key in ("forced_exact", "forced_format"):
+                check((key in entry) == ("-P" in extra), f"{what}: {key} column")
 
 
 def check_refused(launcher, perf_dir):
@@ -115,6 +118,16 @@ def check_refused(launcher, perf_dir):
           "-M device without a GPU: rows printed")
 
 
+def check_paths_need_an_allowed_format(launcher, perf_dir):
+    """-P without -q allow-*: refused, naming what it needs."""
+    command = [launcher[0], "-n", "2"] + launcher[1:] + [
+        os.path.join(perf_dir, "all_gather_perf"), "-b", "4K", "-e", "4K", "-q", "int8", "-P"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    check(result.returncode != 0, f"-P with -q int8: exit status 0\n{result.stdout}")
+    check("-P compares the planner's choice: it needs -q allow-int8|allow-int4" in result.stderr,
+          f"-P with -q int8: no message naming what -P needs\n{result.stderr}")
+
+
 def main():
     perf_dir, zcclrun, mpiexec = sys.argv[1], [sys.argv[2]], sys.argv[3:]
     for name in FACTORS:
@@ -128,6 +141,10 @@ def main():
     run_case(mpiexec, perf_dir, "reduce_scatter", 3, ["-q", "int4", "-o", "avg", "-d", "half"])
     run_case(zcclrun, perf_dir, "reduce_scatter", 3, ["-q", "int4", "-d", "bfloat16"])
     run_case(mpiexec, perf_dir, "all_gather", 2, ["-M", "host"], memory="host")
+    # The planner's choice beside the paths it chooses among, forced, in the same run.
+    run_case(mpiexec, perf_dir, "reduce_scatter", 3, ["-q", "allow-int4", "-d", "bfloat16", "-P"])
+    run_case(zcclrun, perf_dir, "all_gather", 2, ["-q", "allow-int8", "-d", "bfloat16", "-P"])
+    check_paths_need_an_allowed_format(mpiexec, perf_dir)
     if gpu_visible():
         run_case(mpiexec, perf_dir, "all_gather", 2, ["-M", "device", "-q", "int8"], "device")
         run_case(zcclrun, perf_dir, "reduce_scatter", 3, ["-M", "device", "-q", "int4"], "device")

@@ -36,18 +36,39 @@ struct Job : Layout {
 
 // A column group timed beside zccl's out-of-place call on the same buffers.
 struct Baseline {
+  // The options it runs with: none (the communicator's own), the row's wire format and
+  // hierarchy, or the row's hierarchy with the exact format or the allowed one forced.
+  enum class Options { kNone, kRow, kExact, kAllowedForced };
+
   const char* key;  // in the JSON
   const char* hostTitle;
   const char* deviceTitle;  // over the columns, by the buffers' memory
   zcclComm_t Job::*comm;
   bool Settings::*wanted;
-  bool withOptions;  // runs with the row's wire format and hierarchy
+  Options options;
 };
 
 constexpr Baseline kBaselines[] = {
-    {"native", "native (MPI)", "native (NCCL)", &Job::native, &Settings::native, false},
-    {"ucx", "zccl over UCX", "zccl over UCX", &Job::ucx, &Settings::ucx, true},
+    {"native", "native (MPI)", "native (NCCL)", &Job::native, &Settings::native,
+     Baseline::Options::kNone},
+    {"ucx", "zccl over UCX", "zccl over UCX", &Job::ucx, &Settings::ucx, Baseline::Options::kRow},
+    {"forced_exact", "exact, forced", "exact, forced", &Job::comm, &Settings::paths,
+     Baseline::Options::kExact},
+    {"forced_format", "allowed format, forced", "allowed format, forced", &Job::comm,
+     &Settings::paths, Baseline::Options::kAllowedForced},
 };
+
+// The options of `base` in a row whose own are `row`.
+zcclCollOptions baselineOptions(const Baseline& base, const zcclCollOptions& row) {
+  zcclCollOptions options = row;
+  if (base.options == Baseline::Options::kExact) options.wireFormat = zcclWireNone;
+  if (base.options == Baseline::Options::kAllowedForced) {
+    options.wireFormat = row.wireFormat == zcclWireAllowInt8   ? zcclWireInt8
+                         : row.wireFormat == zcclWireAllowInt4 ? zcclWireInt4
+                                                               : row.wireFormat;
+  }
+  return options;
+}
 constexpr size_t kNumBaselines = sizeof(kBaselines) / sizeof(kBaselines[0]);
 
 const char* titleOf(const Baseline& b, const Job& job) {
@@ -484,8 +505,11 @@ int run(Job& job) {
         for (size_t i = 0; i < kNumBaselines; ++i) {
           const Baseline& base = kBaselines[i];
           if (!(s.*base.wanted)) continue;
-          row.baselines[i] = measure(job, job.*base.comm, base.withOptions ? &callOptions : nullptr,
-                                     shape, row.bytes, type, op, b, false, nullptr, &ok);
+          const zcclCollOptions baseOptions = baselineOptions(base, callOptions);
+          row.baselines[i] =
+              measure(job, job.*base.comm,
+                      base.options == Baseline::Options::kNone ? nullptr : &baseOptions, shape,
+                      row.bytes, type, op, b, false, nullptr, &ok);
         }
         printRow(job, row);
         rows.push_back(row);

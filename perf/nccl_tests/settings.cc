@@ -172,7 +172,10 @@ void printUsage(const char* program) {
       "                           where a GPU is visible, as nccl-tests; default auto)\n"
       "  -B, --native             also time the backend's own collective on the same buffers\n"
       "                           (MPI's on host memory, NCCL's on device memory; mpiexec)\n"
-      "  -U, --ucx                also time zccl's algorithms over UCX instead of MPI (mpiexec)\n",
+      "  -U, --ucx                also time zccl's algorithms over UCX instead of MPI (mpiexec)\n"
+      "  -P, --paths              with -q allow-int8|allow-int4: also time the paths the planner\n"
+      "                           chooses among, the exact format and the allowed one forced, in\n"
+      "                           the same run and on the same buffers\n",
       program);
 }
 
@@ -195,11 +198,12 @@ bool parseArguments(int argc, char** argv, Settings* s) {
                                        {"native", no_argument, nullptr, 'B'},
                                        {"ucx", no_argument, nullptr, 'U'},
                                        {"memory", required_argument, nullptr, 'M'},
+                                       {"paths", no_argument, nullptr, 'P'},
                                        {"help", no_argument, nullptr, 'h'},
                                        {nullptr, 0, nullptr, 0}};
   int c = 0;
   int index = 0;
-  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:a:T:J:q:H:M:BUh", longOptions,
+  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:a:T:J:q:H:M:BUPh", longOptions,
                           nullptr)) != -1) {
     bool ok = true;
     switch (c) {
@@ -267,6 +271,9 @@ bool parseArguments(int argc, char** argv, Settings* s) {
       case 'U':
         s->ucx = true;
         break;
+      case 'P':
+        s->paths = true;
+        break;
       default:
         return false;
     }
@@ -274,6 +281,10 @@ bool parseArguments(int argc, char** argv, Settings* s) {
       std::fprintf(stderr, "-%c %s: invalid value\n", c, optarg != nullptr ? optarg : "");
       return false;
     }
+  }
+  if (s->paths && s->wire != zcclWireAllowInt8 && s->wire != zcclWireAllowInt4) {
+    std::fprintf(stderr, "-P compares the planner's choice: it needs -q allow-int8|allow-int4\n");
+    return false;
   }
   if (s->minBytes > s->maxBytes) {
     std::fprintf(stderr, "-b %zu is larger than -e %zu\n", s->minBytes, s->maxBytes);

@@ -28,8 +28,9 @@ struct Settings {
   std::string json;
   zcclWireFormat_t wire = zcclWireNone;
   zcclHierarchy_t hierarchy = zcclHierarchyAuto;
-  bool native = false;                        // -B: MPI's own collective on the same buffers
-  bool ucx = false;                           // -U: zccl's algorithms over UCX instead of MPI
+  bool native = false;  // -B: MPI's own collective on the same buffers
+  bool ucx = false;     // -U: zccl's algorithms over UCX instead of MPI
+  bool paths = false;   // -P: with -q allow-*, the exact and the allowed format forced
   MemoryChoice memory = MemoryChoice::kAuto;  // -M
 };
 

@@ -8,8 +8,10 @@
 # the other node and the kernel's TCP, so one run varies by tens of percent: the paths run by
 # turns, REPEATS times (default 3), and the table takes each figure's median. Five warm-up
 # calls per size, and for the planner the checked call and 37 warm-up calls, which cover its
-# trials (ZCCL_TUNE: up to four candidates, at most nine calls each). Writes one JSON per run
-# to OUT (bench/link), then the table and the plot.
+# trials (ZCCL_TUNE: up to four candidates, at most nine calls each); the planner's runs also
+# time the exact and the allowed format forced, on the same buffers (-P), since separate runs
+# drift apart by more than the planner's margin. Writes one JSON per run to OUT (bench/link),
+# then the table and the plot.
 #   [REPEATS=N] scripts/testbed/bench-link.sh BUILD_DIR [OUT]
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -31,13 +33,13 @@ runs() {
         name=${path%%:*} wire=${path#*:}
         extra=(-w 5)
         [ "$name" = plain ] && extra+=(-B)
-        [ "$name" = planner ] && extra=(-w 37)
+        [ "$name" = planner ] && extra=(-w 37 -P)
         echo "== $RATE, 2 nodes x $PPN, $collective, $name, run $repeat"
         "$TESTBED_EXEC" 0 "$MPIEXEC" -launcher ssh -launcher-exec "$TESTBED_SSH" \
           -hosts "${addrs[0]},${addrs[1]}" -n $((2 * PPN)) -ppn "$PPN" "${bind[@]}" \
           -genv UCX_TLS sm,self,tcp -genv LD_PRELOAD "$OUT/finalize_progress.so" \
           -genv ZCCL_INTER_NODE_GBPS "$GBPS" -genv ZCCL_TIMEOUT_S 600 \
-          "$BUILD/perf/${collective}_perf" -b 1M -e 64M -f 4 -n 5 -d bfloat16 -q "$wire" \
+          "$BUILD/perf/${collective}_perf" -b 1M -e 64M -f 4 -n "$ITERS" -d bfloat16 -q "$wire" \
           "${extra[@]}" -J "$OUT/${RATE}_${PPN}ppn_${collective}_${name}_r${repeat}.json"
       done
     done
@@ -46,10 +48,13 @@ runs() {
 export -f runs
 export BUILD=$build OUT=$out MPIEXEC=${MPIEXEC:-mpiexec} REPEATS=${REPEATS:-3}
 rm -f "$out"/*.json
-for rate in 1gbit:0.125 10gbit:1.25; do
+# Timed calls per size: at 10 Gbit/s a call takes a tenth as long and the paths, CPU-bound,
+# lie within 20% of each other, so more calls keep the figures apart from the noise.
+for rate in 1gbit:0.125:5 10gbit:1.25:20; do
   for ppn in 2 1; do
-    RATE=${rate%%:*} GBPS=${rate#*:} PPN=$ppn \
-      "$here/testbed.sh" --nodes 2 --rate "${rate%%:*}" -- bash -c runs
+    IFS=: read -r RATE GBPS ITERS <<<"$rate"
+    RATE=$RATE GBPS=$GBPS ITERS=$ITERS PPN=$ppn \
+      "$here/testbed.sh" --nodes 2 --rate "$RATE" -- bash -c runs
   done
 done
 # The distribution's Python: python3-matplotlib is installed for it.

@@ -17,7 +17,9 @@ PATHS = ["plain", "int8", "int4", "planner"]
 
 def load_link(directory):
     """{(rate, ppn, collective): {path: {size: busbw}}}, MPI's collective as path "mpi": the
-    median of the runs (bench-link.sh's _rN files) of each figure."""
+    median of the runs (bench-link.sh's _rN files) of each figure. Path "paired" is the
+    planner's busbw over the faster of the exact and the allowed format forced, timed in the
+    same run (perf -P), the median of the runs' ratios."""
     samples = {}
     for path in sorted(glob.glob(os.path.join(directory, "*.json"))):
         match = re.match(r"(\w+)_(\d)ppn_(\w+?)_(plain|int8|int4|planner)(?:_r\d+)?\.json$",
@@ -34,6 +36,10 @@ def load_link(directory):
             if "native" in row:
                 series.setdefault("mpi", {}).setdefault(row["size"], []).append(
                     row["native"]["busbw"])
+            if "forced_exact" in row and "forced_format" in row:
+                best = max(row["forced_exact"]["busbw"], row["forced_format"]["busbw"])
+                series.setdefault("paired", {}).setdefault(row["size"], []).append(
+                    row["out_of_place"]["busbw"] / best)
     return {key: {path: {size: statistics.median(values) for size, values in sizes.items()}
                   for path, sizes in series.items()}
             for key, series in samples.items()}
@@ -46,8 +52,8 @@ def size_name(size):
 def link_report(directory):
     runs = load_link(directory)
     lines = ["| link | nodes x ranks | collective | size | plain | int8 | int4 | planner | "
-             "MPI | int8/plain | int4/plain | planner/best allowed |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "MPI | int8/plain | int4/plain | planner/best allowed | same run |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (rate, ppn, collective), series in sorted(runs.items()):
         for size in sorted(series.get("plain", {})):
             value = {p: series.get(p, {}).get(size, float("nan")) for p in PATHS + ["mpi"]}
@@ -58,11 +64,14 @@ def link_report(directory):
                 f"| {rate} | 2 x {ppn} | {collective.replace('_', '-')} | {size_name(size)} | "
                 + " | ".join(f"{value[p]:.3f}" for p in PATHS + ["mpi"])
                 + f" | {value['int8'] / value['plain']:.2f} | {value['int4'] / value['plain']:.2f}"
-                + f" | {value['planner'] / best:.2f} |")
+                + f" | {value['planner'] / best:.2f}"
+                + f" | {series.get('paired', {}).get(size, float('nan')):.2f} |")
     table = "\n".join(lines) + "\n\nbusbw in GB/s (nccl-tests' bus bandwidth of the logical "\
         "bfloat16 bytes, the median of the runs); planner: ZCCL_QUANT=allow-int8 (all-gather) "\
         "or allow-int4, the link's rate in ZCCL_INTER_NODE_GBPS; planner/best allowed: against "\
-        "the faster of plain and the allowed format.\n"
+        "the faster of plain and the allowed format in their own runs; same run: against the "\
+        "faster of the exact and the allowed format forced in the planner's own run, on the "\
+        "same buffers (perf -P), the median of the runs' ratios.\n"
     with open(os.path.join(directory, "link.md"), "w") as f:
         f.write(table)
     print(table)
@@ -74,7 +83,7 @@ def link_report(directory):
                                 squeeze=False)
     for index, key in enumerate(keys):
         axis = axes[index // 3][index % 3]
-        for path in PATHS + ["mpi"]:
+        for path in PATHS + ["mpi"]:  # busbw only: "paired" is a ratio
             points = sorted(runs[key].get(path, {}).items())
             if points:
                 axis.plot([s / 2**20 for s, _ in points], [b for _, b in points], marker="o",

@@ -33,8 +33,10 @@ class PlanTuner {
   // Candidates whose estimate is more than this times the best's are not tried.
   static constexpr double kReach = 4.0;
   // Calls of each candidate (the first one does not count): enough that the counted ones
-  // carry about kTrialBytes, within these bounds.
-  static constexpr int kMinRounds = 3;
+  // carry about kTrialBytes, within these bounds. Four counted calls at least: with two, one
+  // call slowed by another process on the core (at 10 Gbit/s the paths are within 20% of each
+  // other) still decided too often.
+  static constexpr int kMinRounds = 5;
   static constexpr int kMaxRounds = 9;
   static constexpr size_t kTrialBytes = size_t{16} << 20;
   static int roundsOf(uint64_t key);

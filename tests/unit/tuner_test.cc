@@ -32,11 +32,13 @@ TEST(PlanTuner, TriesEachCandidateInReachInRoundsAndKeepsTheFastestOnTheSlowestR
                                         RedOp::kSum, size_t{16} << 20);
   // The third is out of reach of the model's best (more than kReach times its estimate).
   const Candidates all = candidates({1.0, 1.5, 1.0 * PlanTuner::kReach + 0.1});
-  // This rank's times per call: each candidate's warm-up call off (not counted), candidate 0
-  // fast here, candidate 1 slower here, but the other rank is far slower on candidate 0.
-  const double mine[] = {0.001, 0.010, 0.014, 0.300, 0.030, 0.010};
-  const int expectedTrials[] = {0, 0, 0, 1, 1, 1};
-  for (int call = 0; call < 6; ++call) {
+  // This rank's times per call, five rounds of each candidate from 8 MiB up: each one's
+  // warm-up call off (not counted), candidate 0 fast here, candidate 1 slower here, but the
+  // other rank is far slower on candidate 0.
+  ASSERT_EQ(PlanTuner::roundsOf(key), 5);
+  const double mine[] = {0.001, 0.010, 0.014, 0.011, 0.013, 0.300, 0.030, 0.010, 0.020, 0.020};
+  const int expectedTrials[] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+  for (int call = 0; call < 10; ++call) {
     const PlanTuner::Choice choice = tuner.choose(key, all);
     ASSERT_EQ(choice.trial, expectedTrials[call]) << "call " << call;
     EXPECT_EQ(choice.plan.algorithm, static_cast<Algorithm>(expectedTrials[call]));
@@ -52,12 +54,12 @@ TEST(PlanTuner, TriesEachCandidateInReachInRoundsAndKeepsTheFastestOnTheSlowestR
                   },
                   &decided),
               Status::kSuccess);
-    if (call < 5) {
+    if (call < 9) {
       EXPECT_EQ(decided, nullptr) << "decided before every trial was in";
     } else {
       ASSERT_EQ(seen.size(), 2u);
-      EXPECT_DOUBLE_EQ(seen[0], 0.012) << "the median of its two counted rounds";
-      EXPECT_DOUBLE_EQ(seen[1], 0.020) << "the median of its two counted rounds";
+      EXPECT_DOUBLE_EQ(seen[0], 0.012) << "the median of its four counted rounds";
+      EXPECT_DOUBLE_EQ(seen[1], 0.020) << "the median of its four counted rounds";
       ASSERT_NE(decided, nullptr);
       EXPECT_EQ(decided->algorithm, static_cast<Algorithm>(1)) << "the slowest rank decides";
     }
@@ -81,9 +83,9 @@ TEST(PlanTuner, SmallCallsTakeMoreRoundsFixedByTheirSizeClass) {
   };
   EXPECT_EQ(rounds(size_t{64} << 20), PlanTuner::kMinRounds);
   EXPECT_EQ(rounds(size_t{16} << 20), PlanTuner::kMinRounds);
-  EXPECT_EQ(rounds(size_t{8} << 20), 3);  // two counted calls of 8 MiB
-  EXPECT_EQ(rounds(size_t{4} << 20), 5);  // four of 4 MiB
-  EXPECT_EQ(rounds(size_t{6} << 20), 5) << "by the size class (2^22), not the call's bytes";
+  EXPECT_EQ(rounds(size_t{8} << 20), PlanTuner::kMinRounds);
+  EXPECT_EQ(rounds(size_t{2} << 20), 9);  // eight counted calls of 2 MiB
+  EXPECT_EQ(rounds(size_t{3} << 20), 9) << "by the size class (2^21), not the call's bytes";
   EXPECT_EQ(rounds(size_t{1} << 20), PlanTuner::kMaxRounds);
   EXPECT_EQ(rounds(4096), PlanTuner::kMaxRounds);
   EXPECT_EQ(rounds(0), PlanTuner::kMaxRounds);
