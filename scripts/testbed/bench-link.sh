@@ -12,7 +12,10 @@
 # time the exact and the allowed format forced, on the same buffers (-P), since separate runs
 # drift apart by more than the planner's margin. Writes one JSON per run to OUT (bench/link),
 # then the table and the plot.
-#   [REPEATS=N] scripts/testbed/bench-link.sh BUILD_DIR [OUT]
+#   [REPEATS=N] [LINKS="1gbit:0.125:5 10gbit:1.25:20"] [PPNS="2 1"] \
+#     scripts/testbed/bench-link.sh BUILD_DIR [OUT]
+# LINKS (rate:GB/s:timed calls) and PPNS pick the configurations to run again; the others'
+# runs in OUT are kept for the table.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 out=$(mkdir -p "${2:-bench/link}" && cd "${2:-bench/link}" && pwd)
@@ -47,12 +50,12 @@ runs() {
 }
 export -f runs
 export BUILD=$build OUT=$out MPIEXEC=${MPIEXEC:-mpiexec} REPEATS=${REPEATS:-3}
-rm -f "$out"/*.json
 # Timed calls per size: at 10 Gbit/s a call takes a tenth as long and the paths, CPU-bound,
 # lie within 20% of each other, so more calls keep the figures apart from the noise.
-for rate in 1gbit:0.125:5 10gbit:1.25:20; do
-  for ppn in 2 1; do
+for rate in ${LINKS:-1gbit:0.125:5 10gbit:1.25:20}; do
+  for ppn in ${PPNS:-2 1}; do
     IFS=: read -r RATE GBPS ITERS <<<"$rate"
+    rm -f "$out/${RATE}_${ppn}ppn_"*.json
     RATE=$RATE GBPS=$GBPS ITERS=$ITERS PPN=$ppn \
       "$here/testbed.sh" --nodes 2 --rate "$RATE" -- bash -c runs
   done
