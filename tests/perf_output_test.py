@@ -87,6 +87,8 @@ def run_case(launcher, perf_dir, name, ranks, extra, memory=None):
         with open(json_path) as f:
             data = json.load(f)
         check(data["collective"] == name and data["ranks"] == ranks, f"{what}: JSON header")
+        rounds = int(extra[extra.index("-R") + 1]) if "-R" in extra else 1
+        check(data["rounds"] == rounds, f"{what}: JSON rounds {data['rounds']}, expected {rounds}")
         check(data["memory"] == memory, f"{what}: JSON memory {data['memory']}, expected {memory}")
         check(data["ok"] is True and data["out_of_bounds"] == 0, f"{what}: JSON not ok")
         check(len(data["results"]) == 3, f"{what}: JSON rows")
@@ -118,14 +120,15 @@ def check_refused(launcher, perf_dir):
           "-M device without a GPU: rows printed")
 
 
-def check_paths_need_an_allowed_format(launcher, perf_dir):
-    """-P without -q allow-*: refused, naming what it needs."""
+def check_flags_refused(launcher, perf_dir, extra, message):
+    """Flags that do not fit together: refused before any collective, with `message`."""
     command = [launcher[0], "-n", "2"] + launcher[1:] + [
-        os.path.join(perf_dir, "all_gather_perf"), "-b", "4K", "-e", "4K", "-q", "int8", "-P"]
+        os.path.join(perf_dir, "all_gather_perf"), "-b", "4K", "-e", "4K"] + extra
+    what = " ".join(extra)
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    check(result.returncode != 0, f"-P with -q int8: exit status 0\n{result.stdout}")
-    check("-P compares the planner's choice: it needs -q allow-int8|allow-int4" in result.stderr,
-          f"-P with -q int8: no message naming what -P needs\n{result.stderr}")
+    check(result.returncode != 0, f"{what}: exit status 0\n{result.stdout}")
+    check(message in result.stderr, f"{what}: no message '{message}'\n{result.stderr}")
+    check(not any(ROW.match(line) for line in result.stdout.splitlines()), f"{what}: rows printed")
 
 
 def main():
@@ -144,7 +147,13 @@ def main():
     # The planner's choice beside the paths it chooses among, forced, in the same run.
     run_case(mpiexec, perf_dir, "reduce_scatter", 3, ["-q", "allow-int4", "-d", "bfloat16", "-P"])
     run_case(zcclrun, perf_dir, "all_gather", 2, ["-q", "allow-int8", "-d", "bfloat16", "-P"])
-    check_paths_need_an_allowed_format(mpiexec, perf_dir)
+    # ... and all of them timed by turns, in rounds of the iterations.
+    run_case(mpiexec, perf_dir, "all_reduce", 2,
+             ["-q", "allow-int4", "-d", "bfloat16", "-P", "-B", "-R", "2"])
+    check_flags_refused(mpiexec, perf_dir, ["-q", "int8", "-P"],
+                        "-P compares the planner's choice: it needs -q allow-int8|allow-int4")
+    check_flags_refused(mpiexec, perf_dir, ["-n", "2", "-R", "3"],
+                        "-R 3: more rounds than the 2 timed iterations (-n)")
     if gpu_visible():
         run_case(mpiexec, perf_dir, "all_gather", 2, ["-M", "device", "-q", "int8"], "device")
         run_case(zcclrun, perf_dir, "reduce_scatter", 3, ["-M", "device", "-q", "int4"], "device")

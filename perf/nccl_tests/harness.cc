@@ -189,33 +189,6 @@ bool finished(const Job& job, zcclComm_t comm) {
   return succeeded(asked != zcclSuccess ? asked : queued, comm);
 }
 
-// Seconds per call after warm-up, the mean of `iters` calls, combined across ranks by -a.
-double timeCalls(const Job& job, zcclComm_t comm, const zcclCollOptions* options,
-                 const Shape& shape, zcclDataType_t type, zcclRedOp_t op, const Placement& p,
-                 bool* ok) {
-  for (int i = 0; i < job.settings.warmup && *ok; ++i)
-    *ok = succeeded(runOnce(job, comm, options, shape, type, op, p), comm);
-  *ok = *ok && finished(job, comm);
-  job.world->barrier();
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < job.settings.iters && *ok; ++i)
-    *ok = succeeded(runOnce(job, comm, options, shape, type, op, p), comm);
-  *ok = *ok && finished(job, comm);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-                   std::max(job.settings.iters, 1);
-  const int mode = job.settings.average;
-  if (mode == 0) {
-    job.world->broadcast(&seconds, 0);
-  } else {
-    const World::Combine how = mode == 2   ? World::Combine::kMin
-                               : mode == 3 ? World::Combine::kMax
-                                           : World::Combine::kSum;
-    seconds = job.world->combine(seconds, how);
-    if (mode == 1) seconds /= job.ranks;
-  }
-  return seconds;
-}
-
 struct Measurement {
   double seconds = 0;
   double algbw = 0;  // GB/s of the logical (unquantized) bytes
@@ -230,52 +203,121 @@ struct Row {
   zcclRedOp_t op;
   Measurement outOfPlace, inPlace;
   Measurement baselines[kNumBaselines];
+  zcclCollOptions baselineOptions[kNumBaselines];
   double interBytes = 0, intraBytes = 0;  // per rank per call, mean over ranks
 };
 
-// One placement: check (when -c), then time; `traffic` gets the stats of the checked call.
-Measurement measure(const Job& job, zcclComm_t comm, const zcclCollOptions* options,
-                    const Shape& shape, size_t bytes, zcclDataType_t type, zcclRedOp_t op,
-                    Buffers& b, bool inPlace, Row* traffic, bool* ok) {
-  const Placement p = place(job, shape, type, b.send(), b.recv(), inPlace);
-  const Placement mirror = place(job, shape, type, b.mirrorSend(), b.mirrorRecv(), inPlace);
-  const size_t es = sizeOf(type);
+// A column group of a row: a call in one placement on the row's buffers, zccl's or a
+// baseline's.
+struct Contender {
+  zcclComm_t comm;
+  const zcclCollOptions* options;
+  bool inPlace;
+  Measurement* result;
+  bool countsTraffic;  // the row's bytes per call come from its checked call
+  double seconds = 0;  // this rank's timed calls, summed over the rounds
+};
+
+// Checks its result once (when -c; the row's traffic from that call), then runs the warm-up.
+void prepare(const Job& job, Row& row, Buffers& b, const Contender& c, bool* ok) {
+  const Shape& shape = row.shape;
+  const Placement p = place(job, shape, row.type, b.send(), b.recv(), c.inPlace);
+  const Placement mirror = place(job, shape, row.type, b.mirrorSend(), b.mirrorRecv(), c.inPlace);
+  const size_t es = sizeOf(row.type);
   BufferMemory& memory = *job.memory;
-  Measurement m;
-  fillInput(job, shape, type, op, mirror.input);
+  fillInput(job, shape, row.type, row.op, mirror.input);
   if (!memory.upload(p.input, mirror.input, shape.sendElements * es)) {
     std::fprintf(stderr, "%s\n", memory.error().c_str());
     *ok = false;
-    return m;
+    return;
   }
-  if (traffic != nullptr) zcclCommResetStats(comm);
-  *ok = succeeded(runOnce(job, comm, options, shape, type, op, p), comm) && finished(job, comm) &&
-        *ok;
-  if (traffic != nullptr) {
+  if (c.countsTraffic) zcclCommResetStats(c.comm);
+  *ok = succeeded(runOnce(job, c.comm, c.options, shape, row.type, row.op, p), c.comm) &&
+        finished(job, c.comm) && *ok;
+  if (c.countsTraffic) {
     zcclStats stats;
-    zcclCommGetStats(comm, &stats);
+    zcclCommGetStats(c.comm, &stats);
     const World::Combine sum = World::Combine::kSum;
-    traffic->interBytes =
+    row.interBytes =
         job.world->combine(static_cast<double>(stats.bytesSent[zcclLinkInterNode]), sum) /
         job.ranks;
-    traffic->intraBytes =
+    row.intraBytes =
         job.world->combine(static_cast<double>(stats.bytesSent[zcclLinkIntraNode]), sum) /
         job.ranks;
   }
   if (job.settings.check) {
-    const bool quantized = options != nullptr && options->wireFormat != zcclWireNone;
+    const bool quantized = c.options != nullptr && c.options->wireFormat != zcclWireNone;
     if (!memory.download(mirror.output, p.output, shape.recvElements * es)) {
       std::fprintf(stderr, "%s\n", memory.error().c_str());
       *ok = false;
     }
-    const size_t wrong = countWrong(job, job.settings, shape, type, op, mirror.output, quantized);
-    m.wrong =
+    const size_t wrong =
+        countWrong(job, job.settings, shape, row.type, row.op, mirror.output, quantized);
+    c.result->wrong =
         static_cast<long>(job.world->combine(static_cast<double>(wrong), World::Combine::kSum));
   }
-  m.seconds = timeCalls(job, comm, options, shape, type, op, p, ok);
-  m.algbw = static_cast<double>(bytes) / 1e9 / m.seconds;
-  m.busbw = m.algbw * busFactor(job.collective, job.ranks);
-  return m;
+  for (int i = 0; i < job.settings.warmup && *ok; ++i)
+    *ok = succeeded(runOnce(job, c.comm, c.options, shape, row.type, row.op, p), c.comm);
+  *ok = *ok && finished(job, c.comm);
+}
+
+// Adds the time of `calls` calls, from a barrier until the last one has finished.
+void timeCalls(const Job& job, const Row& row, Buffers& b, int calls, Contender& c, bool* ok) {
+  const Placement p = place(job, row.shape, row.type, b.send(), b.recv(), c.inPlace);
+  job.world->barrier();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls && *ok; ++i)
+    *ok = succeeded(runOnce(job, c.comm, c.options, row.shape, row.type, row.op, p), c.comm);
+  *ok = *ok && finished(job, c.comm);
+  c.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// This rank's seconds per call, combined across ranks by -a.
+double acrossRanks(const Job& job, double seconds) {
+  const int mode = job.settings.average;
+  if (mode == 0) {
+    job.world->broadcast(&seconds, 0);
+    return seconds;
+  }
+  const World::Combine how = mode == 2   ? World::Combine::kMin
+                             : mode == 3 ? World::Combine::kMax
+                                         : World::Combine::kSum;
+  seconds = job.world->combine(seconds, how);
+  return mode == 1 ? seconds / job.ranks : seconds;
+}
+
+// Every contender's timed calls by turns, in -R rounds (each one's calls in one block with
+// the default, one round), then its mean per call.
+void timeByTurns(const Job& job, const Row& row, Buffers& b, std::vector<Contender>& contenders,
+                 bool* ok) {
+  const int rounds = job.settings.rounds;
+  const int iters = job.settings.iters;
+  for (int r = 0; r < rounds; ++r) {
+    for (Contender& c : contenders)
+      timeCalls(job, row, b, iters / rounds + (r < iters % rounds), c, ok);
+  }
+  for (Contender& c : contenders) {
+    Measurement& m = *c.result;
+    m.seconds = acrossRanks(job, c.seconds / iters);
+    m.algbw = static_cast<double>(row.bytes) / 1e9 / m.seconds;
+    m.busbw = m.algbw * busFactor(job.collective, job.ranks);
+  }
+}
+
+// zccl's call out of place and in place, then the baselines asked for.
+std::vector<Contender> contendersOf(const Job& job, const zcclCollOptions& callOptions, Row& row) {
+  std::vector<Contender> contenders{{job.comm, &callOptions, false, &row.outOfPlace, true, 0}};
+  if (hasInPlace(job.collective))
+    contenders.push_back({job.comm, &callOptions, true, &row.inPlace, false, 0});
+  for (size_t i = 0; i < kNumBaselines; ++i) {
+    const Baseline& base = kBaselines[i];
+    if (!(job.settings.*base.wanted)) continue;
+    row.baselineOptions[i] = baselineOptions(base, callOptions);
+    const bool own = base.options == Baseline::Options::kNone;
+    contenders.push_back({job.*base.comm, own ? nullptr : &row.baselineOptions[i], false,
+                          &row.baselines[i], false, 0});
+  }
+  return contenders;
 }
 
 std::string formatTime(double microseconds) {
@@ -320,10 +362,13 @@ void printPreamble(const Job& job) {
       "agg iters: 1 validation: %d graph: 0\n",
       s.minBytes, s.maxBytes, s.stepBytes ? static_cast<double>(s.stepBytes) : s.stepFactor,
       s.stepBytes ? "bytes" : "factor", s.warmup, s.iters, s.check);
-  std::printf("# zccl %s: wire %s, hierarchy %s, baselines %s, %d nodes of %d ranks, %s\n",
-              collectiveName(job.collective), kWireNames[s.wire], kHierarchyNames[s.hierarchy],
-              baselineNames(job).c_str(), job.nodes, job.nodeSize,
-              job.world->underMpi() ? "launched by mpiexec (MPI)" : "launched by zcclrun (UCX)");
+  std::printf(
+      "# zccl %s: wire %s, hierarchy %s, baselines %s, timed in %d round%s, %d nodes of %d "
+      "ranks, %s\n",
+      collectiveName(job.collective), kWireNames[s.wire], kHierarchyNames[s.hierarchy],
+      baselineNames(job).c_str(), s.rounds, s.rounds > 1 ? "s by turns" : "", job.nodes,
+      job.nodeSize,
+      job.world->underMpi() ? "launched by mpiexec (MPI)" : "launched by zcclrun (UCX)");
   std::printf("#\n# Using devices\n");
   for (int r = 0; r < job.ranks; ++r) {
     std::printf("#  Rank %2d Group  0 Pid %6s on %10s %s\n", r, pids[r].c_str(), hosts[r].c_str(),
@@ -390,11 +435,12 @@ void writeJson(const Job& job, const std::vector<Row>& rows, long wrong, double 
                 "{\n  \"collective\": \"%s\", \"ranks\": %d, \"nodes\": %d, \"ranks_per_node\": "
                 "%d,\n  \"wire\": \"%s\", \"hierarchy\": \"%s\", \"memory\": \"%s\", "
                 "\"native\": %s, \"ucx\": %s, \"iters\": %d, "
-                "\"warmup\": %d, \"check\": %d,\n  \"bus_factor\": %.17g,\n  \"results\": [\n",
+                "\"warmup\": %d, \"rounds\": %d, \"check\": %d,\n  \"bus_factor\": %.17g,\n  "
+                "\"results\": [\n",
                 collectiveName(job.collective), job.ranks, job.nodes, job.nodeSize,
                 kWireNames[s.wire], kHierarchyNames[s.hierarchy],
                 job.memory->device() ? "device" : "host", s.native ? "true" : "false",
-                s.ucx ? "true" : "false", s.iters, s.warmup, s.check,
+                s.ucx ? "true" : "false", s.iters, s.warmup, s.rounds, s.check,
                 busFactor(job.collective, job.ranks));
   std::string json = text;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -495,22 +541,10 @@ int run(Job& job) {
       for (size_t bytes : sizes(s)) {
         const Shape shape = shapeOf(job.collective, bytes, sizeOf(type), job.ranks);
         if (shape.count == 0) continue;
-        Row row{shape.count * sizeOf(type), shape, type, op, {}, {}, {}};
-        row.outOfPlace =
-            measure(job, job.comm, &callOptions, shape, row.bytes, type, op, b, false, &row, &ok);
-        if (hasInPlace(job.collective)) {
-          row.inPlace = measure(job, job.comm, &callOptions, shape, row.bytes, type, op, b, true,
-                                nullptr, &ok);
-        }
-        for (size_t i = 0; i < kNumBaselines; ++i) {
-          const Baseline& base = kBaselines[i];
-          if (!(s.*base.wanted)) continue;
-          const zcclCollOptions baseOptions = baselineOptions(base, callOptions);
-          row.baselines[i] =
-              measure(job, job.*base.comm,
-                      base.options == Baseline::Options::kNone ? nullptr : &baseOptions, shape,
-                      row.bytes, type, op, b, false, nullptr, &ok);
-        }
+        Row row{shape.count * sizeOf(type), shape, type, op, {}, {}, {}, {}};
+        std::vector<Contender> contenders = contendersOf(job, callOptions, row);
+        for (const Contender& c : contenders) prepare(job, row, b, c, &ok);
+        timeByTurns(job, row, b, contenders, &ok);
         printRow(job, row);
         rows.push_back(row);
         if (!ok) break;

@@ -156,6 +156,8 @@ void printUsage(const char* program) {
       "  -i, --stepbytes SIZE     or add SIZE instead\n"
       "  -n, --iters N            timed iterations (default 20)\n"
       "  -w, --warmup_iters N     untimed iterations first (default 5)\n"
+      "  -R, --rounds N           time the calls and the baselines by turns, in N rounds of\n"
+      "                           the iterations (default 1: each one's in one block)\n"
       "  -c, --check 0|1          check results (default 1)\n"
       "  -d, --datatype T         int8 uint8 int32 uint32 int64 uint64 half bfloat16 float\n"
       "                           double, or all (default float)\n"
@@ -186,6 +188,7 @@ bool parseArguments(int argc, char** argv, Settings* s) {
                                        {"stepbytes", required_argument, nullptr, 'i'},
                                        {"iters", required_argument, nullptr, 'n'},
                                        {"warmup_iters", required_argument, nullptr, 'w'},
+                                       {"rounds", required_argument, nullptr, 'R'},
                                        {"check", required_argument, nullptr, 'c'},
                                        {"datatype", required_argument, nullptr, 'd'},
                                        {"op", required_argument, nullptr, 'o'},
@@ -203,7 +206,7 @@ bool parseArguments(int argc, char** argv, Settings* s) {
                                        {nullptr, 0, nullptr, 0}};
   int c = 0;
   int index = 0;
-  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:a:T:J:q:H:M:BUPh", longOptions,
+  while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:R:c:d:o:r:a:T:J:q:H:M:BUPh", longOptions,
                           nullptr)) != -1) {
     bool ok = true;
     switch (c) {
@@ -227,6 +230,10 @@ bool parseArguments(int argc, char** argv, Settings* s) {
       case 'w':
         s->warmup = std::atoi(optarg);
         ok = s->warmup >= 0;
+        break;
+      case 'R':
+        s->rounds = std::atoi(optarg);
+        ok = s->rounds >= 1;
         break;
       case 'c':
         s->check = std::atoi(optarg);
@@ -284,6 +291,11 @@ bool parseArguments(int argc, char** argv, Settings* s) {
   }
   if (s->paths && s->wire != zcclWireAllowInt8 && s->wire != zcclWireAllowInt4) {
     std::fprintf(stderr, "-P compares the planner's choice: it needs -q allow-int8|allow-int4\n");
+    return false;
+  }
+  if (s->rounds > s->iters) {
+    std::fprintf(stderr, "-R %d: more rounds than the %d timed iterations (-n)\n", s->rounds,
+                 s->iters);
     return false;
   }
   if (s->minBytes > s->maxBytes) {

@@ -19,6 +19,9 @@ struct Settings {
   size_t stepBytes = 0;  // additive step, when -i is given
   int iters = 20;
   int warmup = 5;
+  // -R: zccl's calls and the baselines timed by turns in this many rounds of the iterations,
+  // so that a drift of the machine's speed during the run reaches every column alike.
+  int rounds = 1;
   int check = 1;
   int average = 3;  // time across ranks: 0 rank 0, 1 mean, 2 min, 3 max
   int root = 0;

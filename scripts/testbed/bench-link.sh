@@ -10,7 +10,8 @@
 # calls per size, and for the planner the checked call and 37 warm-up calls, which cover its
 # trials (ZCCL_TUNE: up to four candidates, at most nine calls each); the planner's runs also
 # time the exact and the allowed format forced, on the same buffers (-P), since separate runs
-# drift apart by more than the planner's margin. Writes one JSON per run to OUT (bench/link),
+# drift apart by more than the planner's margin, and by turns with them in five rounds (-R 5),
+# since within one run the machine's speed drifts too (plain and MPI alike). Writes one JSON per run to OUT (bench/link),
 # then the table and the plot.
 #   [REPEATS=N] [LINKS="1gbit:0.125:5 10gbit:1.25:20"] [PPNS="2 1"] \
 #     scripts/testbed/bench-link.sh BUILD_DIR [OUT]
@@ -35,8 +36,8 @@ runs() {
       for path in plain:none int8:int8 int4:int4 planner:$allow; do
         name=${path%%:*} wire=${path#*:}
         extra=(-w 5)
-        [ "$name" = plain ] && extra+=(-B)
-        [ "$name" = planner ] && extra=(-w 37 -P)
+        [ "$name" = plain ] && extra+=(-B -R 5)
+        [ "$name" = planner ] && extra=(-w 37 -P -R 5)
         echo "== $RATE, 2 nodes x $PPN, $collective, $name, run $repeat"
         "$TESTBED_EXEC" 0 "$MPIEXEC" -launcher ssh -launcher-exec "$TESTBED_SSH" \
           -hosts "${addrs[0]},${addrs[1]}" -n $((2 * PPN)) -ppn "$PPN" "${bind[@]}" \
