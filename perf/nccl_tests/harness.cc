@@ -287,14 +287,17 @@ double acrossRanks(const Job& job, double seconds) {
 }
 
 // Every contender's timed calls by turns, in -R rounds (each one's calls in one block with
-// the default, one round), then its mean per call.
+// the default, one round), then its mean per call. Each round starts one contender later, so
+// that none always follows the same one (a rate limiter's credit, caches, a core's clock).
 void timeByTurns(const Job& job, const Row& row, Buffers& b, std::vector<Contender>& contenders,
                  bool* ok) {
   const int rounds = job.settings.rounds;
   const int iters = job.settings.iters;
+  const size_t n = contenders.size();
   for (int r = 0; r < rounds; ++r) {
-    for (Contender& c : contenders)
-      timeCalls(job, row, b, iters / rounds + (r < iters % rounds), c, ok);
+    const int calls = iters / rounds + (r < iters % rounds);
+    for (size_t k = 0; k < n; ++k)
+      timeCalls(job, row, b, calls, contenders[(static_cast<size_t>(r) + k) % n], ok);
   }
   for (Contender& c : contenders) {
     Measurement& m = *c.result;

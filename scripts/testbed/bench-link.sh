@@ -13,10 +13,12 @@
 # drift apart by more than the planner's margin, and by turns with them in five rounds (-R 5),
 # since within one run the machine's speed drifts too (plain and MPI alike). Writes one JSON per run to OUT (bench/link),
 # then the table and the plot.
-#   [REPEATS=N] [LINKS="1gbit:0.125:5 10gbit:1.25:20"] [PPNS="2 1"] \
+#   [REPEATS=N] [LINKS="1gbit:0.125:5:1mb 10gbit:1.25:20:256kb"] [PPNS="2 1"] \
 #     scripts/testbed/bench-link.sh BUILD_DIR [OUT]
-# LINKS (rate:GB/s:timed calls) and PPNS pick the configurations to run again; the others'
-# runs in OUT are kept for the table.
+# LINKS (rate:GB/s:timed calls:the rate limiter's burst) and PPNS pick the configurations to
+# run again; the others' runs in OUT are kept for the table. The burst is the credit a link
+# left idle gets back (as a token bucket's): with 1 MB at 10 Gbit/s a 1 MiB call after a pause
+# (perf's rounds, a barrier) crossed at the veth's speed; 256 KB still carries 10 Gbit/s.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 out=$(mkdir -p "${2:-bench/link}" && cd "${2:-bench/link}" && pwd)
@@ -53,12 +55,12 @@ export -f runs
 export BUILD=$build OUT=$out MPIEXEC=${MPIEXEC:-mpiexec} REPEATS=${REPEATS:-3}
 # Timed calls per size: at 10 Gbit/s a call takes a tenth as long and the paths, CPU-bound,
 # lie within 20% of each other, so more calls keep the figures apart from the noise.
-for rate in ${LINKS:-1gbit:0.125:5 10gbit:1.25:20}; do
+for rate in ${LINKS:-1gbit:0.125:5:1mb 10gbit:1.25:20:256kb}; do
   for ppn in ${PPNS:-2 1}; do
-    IFS=: read -r RATE GBPS ITERS <<<"$rate"
+    IFS=: read -r RATE GBPS ITERS BURST <<<"$rate"
     rm -f "$out/${RATE}_${ppn}ppn_"*.json
     RATE=$RATE GBPS=$GBPS ITERS=$ITERS PPN=$ppn \
-      "$here/testbed.sh" --nodes 2 --rate "$RATE" -- bash -c runs
+      "$here/testbed.sh" --nodes 2 --rate "$RATE" --burst "${BURST:-1mb}" -- bash -c runs
   done
 done
 # The distribution's Python: python3-matplotlib is installed for it.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A cluster of K "nodes" on this machine behind a capped link, for one job, then gone.
 #
-#   scripts/testbed/testbed.sh [--nodes K] [--rate RATE] -- COMMAND [ARGS...]
+#   scripts/testbed/testbed.sh [--nodes K] [--rate RATE] [--burst SIZE] -- COMMAND [ARGS...]
 #
 # Each node is a network namespace of its own (and, for every process started in it, an
 # IPC and UTS namespace shared by that node's processes: UCX takes ranks in one IPC
@@ -20,10 +20,12 @@ set -euo pipefail
 
 nodes=2
 rate=1gbit
+burst=1mb
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
+    --burst) burst=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "testbed: unknown option $1" >&2; exit 2 ;;
   esac
@@ -68,8 +70,8 @@ for ((i = 0; i < nodes; i++)); do
   ip -n "$ns" link set lo up
   ip -n "$ns" link set eth0 up
   ip -n "$switch" link set "tbs$$x$i" up
-  tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst 1mb latency 50ms
-  tc -n "$switch" qdisc add dev "tbs$$x$i" root tbf rate "$rate" burst 1mb latency 50ms
+  tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 50ms
+  tc -n "$switch" qdisc add dev "tbs$$x$i" root tbf rate "$rate" burst "$burst" latency 50ms
   names+=("$ns")
   addrs+=("10.254.0.$((i + 1))")
 done
