@@ -44,7 +44,7 @@ PlanTuner::Choice PlanTuner::choose(uint64_t key, const Candidates& candidates) 
   }
   if (c->candidates.empty()) return Choice{};
   if (c->kept >= 0) return Choice{c->candidates[static_cast<size_t>(c->kept)], -1};
-  const int trial = c->done / c->rounds;
+  const int trial = c->done % static_cast<int>(c->candidates.size());
   return Choice{c->candidates[static_cast<size_t>(trial)], trial};
 }
 
@@ -56,8 +56,7 @@ Status PlanTuner::finishTrial(uint64_t key, double seconds, const Agreement& agr
                 static_cast<unsigned long long>(key));
   }
   const int count = static_cast<int>(c->candidates.size());
-  if (c->done % c->rounds > 0)
-    c->seconds[static_cast<size_t>(c->done / c->rounds)].push_back(seconds);
+  if (c->done >= count) c->seconds[static_cast<size_t>(c->done % count)].push_back(seconds);
   if (++c->done < count * c->rounds) return Status::kSuccess;
   std::vector<double> medians;
   for (std::vector<double>& trials : c->seconds) {

@@ -2,10 +2,13 @@
 // format (ZCCL_QUANT=allow-*): the cost model prices links and kernels one at a time, but
 // how they share a node's cores and NIC (TCP's own CPU time, ranks that outnumber cores) only
 // a run shows. So the first calls of each size class run every candidate the model keeps
-// within reach of its best, in rounds of calls, one candidate after the other: the first call
-// warms up (scratch memory, connections, a rate limiter's idle credit, as a token bucket's,
-// which back-to-back calls do not get), the median of the others counts. Small calls get more
-// rounds (up to kMaxRounds), so that a candidate's trials last long enough for one slow call
+// within reach of its best, in rounds of one call of each, by turns, so that what drifts
+// during the trials (another process on the core, the first calls' costs that one warm-up
+// does not cover) reaches every candidate alike: blocks of one candidate's calls let the
+// first candidate's block carry them, and at 10 Gbit/s that chose the slower path. The
+// first round warms up (scratch memory, connections, a rate limiter's idle credit, as a token
+// bucket's, which back-to-back calls do not get), the median of the others counts. Small calls get
+// more rounds (up to kMaxRounds), so that a candidate's trials last long enough for one slow call
 // (a time slice lost to another process) not to decide; the median leaves such a call out.
 // The ranks then agree on every candidate's time on its slowest rank, and the size class
 // keeps the fastest. Every rank follows the same schedule, fixed by the size class alone
@@ -32,10 +35,10 @@ class PlanTuner {
   };
   // Candidates whose estimate is more than this times the best's are not tried.
   static constexpr double kReach = 4.0;
-  // Calls of each candidate (the first one does not count): enough that the counted ones
-  // carry about kTrialBytes, within these bounds. Four counted calls at least: with two, one
-  // call slowed by another process on the core (at 10 Gbit/s the paths are within 20% of each
-  // other) still decided too often.
+  // Rounds, a call of each candidate in each (the first round does not count): enough that the
+  // counted ones carry about kTrialBytes, within these bounds. Four counted calls at least: with
+  // two, one call slowed by another process on the core (at 10 Gbit/s the paths are within 20% of
+  // each other) still decided too often.
   static constexpr int kMinRounds = 5;
   static constexpr int kMaxRounds = 9;
   static constexpr size_t kTrialBytes = size_t{16} << 20;
@@ -58,8 +61,8 @@ class PlanTuner {
     int rounds;
     std::vector<Plan> candidates;
     std::vector<std::vector<double>> seconds;  // per candidate, this rank's counted trials
-    int done = 0;                              // trials run
-    int kept = -1;                             // the chosen candidate, once decided
+    int done = 0;   // trials run: candidate done % count of round done / count is next
+    int kept = -1;  // the chosen candidate, once decided
   };
   SizeClass* find(uint64_t key);
 

@@ -1,6 +1,6 @@
 // The tuner's schedule and choice, with the times given: every candidate within reach is tried
-// in rounds of calls (three for large calls, more for small ones), one candidate after the
-// other, the first call only warms up and the median of the others counts, the ranks'
+// in rounds of one call of each, by turns (five rounds for large calls, more for small ones),
+// the first round only warms up and the median of the others counts, the ranks'
 // agreement (here the other ranks' times folded in by hand) decides, and the size class keeps
 // the choice.
 #include "collectives/tuner.h"
@@ -32,12 +32,12 @@ TEST(PlanTuner, TriesEachCandidateInReachInRoundsAndKeepsTheFastestOnTheSlowestR
                                         RedOp::kSum, size_t{16} << 20);
   // The third is out of reach of the model's best (more than kReach times its estimate).
   const Candidates all = candidates({1.0, 1.5, 1.0 * PlanTuner::kReach + 0.1});
-  // This rank's times per call, five rounds of each candidate from 8 MiB up: each one's
-  // warm-up call off (not counted), candidate 0 fast here, candidate 1 slower here, but the
-  // other rank is far slower on candidate 0.
+  // This rank's times per call, five rounds of the two candidates by turns from 8 MiB up: the
+  // first round warms up (not counted), candidate 0 fast here, candidate 1 slower here, but
+  // the other rank is far slower on candidate 0.
   ASSERT_EQ(PlanTuner::roundsOf(key), 5);
-  const double mine[] = {0.001, 0.010, 0.014, 0.011, 0.013, 0.300, 0.030, 0.010, 0.020, 0.020};
-  const int expectedTrials[] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+  const double mine[] = {0.001, 0.300, 0.010, 0.030, 0.014, 0.010, 0.011, 0.020, 0.013, 0.020};
+  const int expectedTrials[] = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1};
   for (int call = 0; call < 10; ++call) {
     const PlanTuner::Choice choice = tuner.choose(key, all);
     ASSERT_EQ(choice.trial, expectedTrials[call]) << "call " << call;
@@ -100,15 +100,17 @@ TEST(PlanTuner, TheMedianLeavesOutAStalledCall) {
   ASSERT_EQ(rounds, PlanTuner::kMaxRounds);
   const Candidates all = candidates({1.0, 1.2});
   // Candidate 0: 1 ms a call but one call of 40 ms (its mean would be 5.9 ms); candidate 1:
-  // 2 ms every call.
+  // 2 ms every call; by turns.
   std::vector<double> times;
-  for (int call = 0; call < rounds; ++call) times.push_back(call == 3 ? 0.040 : 0.001);
-  for (int call = 0; call < rounds; ++call) times.push_back(0.002);
+  for (int round = 0; round < rounds; ++round) {
+    times.push_back(round == 3 ? 0.040 : 0.001);
+    times.push_back(0.002);
+  }
   const Plan* decided = nullptr;
   std::vector<double> seen;
   for (size_t call = 0; call < times.size(); ++call) {
     const PlanTuner::Choice choice = tuner.choose(key, all);
-    ASSERT_EQ(choice.trial, static_cast<int>(call) / rounds) << "call " << call;
+    ASSERT_EQ(choice.trial, static_cast<int>(call % 2)) << "call " << call;
     ASSERT_EQ(tuner.finishTrial(
                   key, times[call],
                   [&](std::vector<double>* seconds) {
