@@ -10,15 +10,18 @@
 # calls per size, and for the planner the checked call and 37 warm-up calls, which cover its
 # trials (ZCCL_TUNE: up to four candidates, at most nine calls each); the planner's runs also
 # time the exact and the allowed format forced, on the same buffers (-P), since separate runs
-# drift apart by more than the planner's margin, and by turns with them in five rounds (-R 5),
-# since within one run the machine's speed drifts too (plain and MPI alike). Writes one JSON per run to OUT (bench/link),
-# then the table and the plot.
-#   [REPEATS=N] [LINKS="1gbit:0.125:5:1mb 10gbit:1.25:20:256kb"] [PPNS="2 1"] \
+# drift apart by more than the planner's margin, and at 10 Gbit/s by turns with them in five
+# rounds (-R 5), since within one run the machine's speed drifts too (plain and MPI alike).
+# Writes one JSON per run to OUT (bench/link), then the table and the plot.
+#   [REPEATS=N] [LINKS="1gbit:0.125:5:1mb:1 10gbit:1.25:20:256kb:5"] [PPNS="2 1"] \
 #     scripts/testbed/bench-link.sh BUILD_DIR [OUT]
-# LINKS (rate:GB/s:timed calls:the rate limiter's burst) and PPNS pick the configurations to
-# run again; the others' runs in OUT are kept for the table. The burst is the credit a link
-# left idle gets back (as a token bucket's): with 1 MB at 10 Gbit/s a 1 MiB call after a pause
-# (perf's rounds, a barrier) crossed at the veth's speed; 256 KB still carries 10 Gbit/s.
+# LINKS (rate:GB/s:timed calls:the rate limiter's burst:perf's rounds) and PPNS pick the
+# configurations to run again; the others' runs in OUT are kept for the table. The burst is
+# the credit a link left idle gets back (as a token bucket's): with 1 MB at 10 Gbit/s a 1 MiB
+# call after a pause (perf's rounds, a barrier) crossed at the veth's speed; 256 KB still
+# carries 10 Gbit/s. At 1 Gbit/s the burst stays 1 MB (8 ms of the link) and the paths are
+# timed in blocks: in rounds of one call, INT4 reduce-scatter forced at 2 x 1 read 10-20%
+# above the link's limit for its bytes, the credit's doing.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 out=$(mkdir -p "${2:-bench/link}" && cd "${2:-bench/link}" && pwd)
@@ -38,8 +41,8 @@ runs() {
       for path in plain:none int8:int8 int4:int4 planner:$allow; do
         name=${path%%:*} wire=${path#*:}
         extra=(-w 5)
-        [ "$name" = plain ] && extra+=(-B -R 5)
-        [ "$name" = planner ] && extra=(-w 37 -P -R 5)
+        [ "$name" = plain ] && extra+=(-B -R "$ROUNDS")
+        [ "$name" = planner ] && extra=(-w 37 -P -R "$ROUNDS")
         echo "== $RATE, 2 nodes x $PPN, $collective, $name, run $repeat"
         "$TESTBED_EXEC" 0 "$MPIEXEC" -launcher ssh -launcher-exec "$TESTBED_SSH" \
           -hosts "${addrs[0]},${addrs[1]}" -n $((2 * PPN)) -ppn "$PPN" "${bind[@]}" \
@@ -55,11 +58,11 @@ export -f runs
 export BUILD=$build OUT=$out MPIEXEC=${MPIEXEC:-mpiexec} REPEATS=${REPEATS:-3}
 # Timed calls per size: at 10 Gbit/s a call takes a tenth as long and the paths, CPU-bound,
 # lie within 20% of each other, so more calls keep the figures apart from the noise.
-for rate in ${LINKS:-1gbit:0.125:5:1mb 10gbit:1.25:20:256kb}; do
+for rate in ${LINKS:-1gbit:0.125:5:1mb:1 10gbit:1.25:20:256kb:5}; do
   for ppn in ${PPNS:-2 1}; do
-    IFS=: read -r RATE GBPS ITERS BURST <<<"$rate"
+    IFS=: read -r RATE GBPS ITERS BURST ROUNDS <<<"$rate"
     rm -f "$out/${RATE}_${ppn}ppn_"*.json
-    RATE=$RATE GBPS=$GBPS ITERS=$ITERS PPN=$ppn \
+    RATE=$RATE GBPS=$GBPS ITERS=$ITERS ROUNDS=${ROUNDS:-1} PPN=$ppn \
       "$here/testbed.sh" --nodes 2 --rate "$RATE" --burst "${BURST:-1mb}" -- bash -c runs
   done
 done
