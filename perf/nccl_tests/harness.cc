@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -203,7 +204,6 @@ struct Row {
   zcclRedOp_t op;
   Measurement outOfPlace, inPlace;
   Measurement baselines[kNumBaselines];
-  zcclCollOptions baselineOptions[kNumBaselines];
   double interBytes = 0, intraBytes = 0;  // per rank per call, mean over ranks
 };
 
@@ -211,11 +211,13 @@ struct Row {
 // baseline's.
 struct Contender {
   zcclComm_t comm;
-  const zcclCollOptions* options;
+  std::optional<zcclCollOptions> options;  // none: the communicator's own
   bool inPlace;
   Measurement* result;
   bool countsTraffic;  // the row's bytes per call come from its checked call
   double seconds = 0;  // this rank's timed calls, summed over the rounds
+
+  const zcclCollOptions* callOptions() const { return options ? &*options : nullptr; }
 };
 
 // Checks its result once (when -c; the row's traffic from that call), then runs the warm-up.
@@ -232,7 +234,7 @@ void prepare(const Job& job, Row& row, Buffers& b, const Contender& c, bool* ok)
     return;
   }
   if (c.countsTraffic) zcclCommResetStats(c.comm);
-  *ok = succeeded(runOnce(job, c.comm, c.options, shape, row.type, row.op, p), c.comm) &&
+  *ok = succeeded(runOnce(job, c.comm, c.callOptions(), shape, row.type, row.op, p), c.comm) &&
         finished(job, c.comm) && *ok;
   if (c.countsTraffic) {
     zcclStats stats;
@@ -246,7 +248,7 @@ void prepare(const Job& job, Row& row, Buffers& b, const Contender& c, bool* ok)
         job.ranks;
   }
   if (job.settings.check) {
-    const bool quantized = c.options != nullptr && c.options->wireFormat != zcclWireNone;
+    const bool quantized = c.options && c.options->wireFormat != zcclWireNone;
     if (!memory.download(mirror.output, p.output, shape.recvElements * es)) {
       std::fprintf(stderr, "%s\n", memory.error().c_str());
       *ok = false;
@@ -257,7 +259,7 @@ void prepare(const Job& job, Row& row, Buffers& b, const Contender& c, bool* ok)
         static_cast<long>(job.world->combine(static_cast<double>(wrong), World::Combine::kSum));
   }
   for (int i = 0; i < job.settings.warmup && *ok; ++i)
-    *ok = succeeded(runOnce(job, c.comm, c.options, shape, row.type, row.op, p), c.comm);
+    *ok = succeeded(runOnce(job, c.comm, c.callOptions(), shape, row.type, row.op, p), c.comm);
   *ok = *ok && finished(job, c.comm);
 }
 
@@ -267,7 +269,7 @@ void timeCalls(const Job& job, const Row& row, Buffers& b, int calls, Contender&
   job.world->barrier();
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < calls && *ok; ++i)
-    *ok = succeeded(runOnce(job, c.comm, c.options, row.shape, row.type, row.op, p), c.comm);
+    *ok = succeeded(runOnce(job, c.comm, c.callOptions(), row.shape, row.type, row.op, p), c.comm);
   *ok = *ok && finished(job, c.comm);
   c.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -309,16 +311,15 @@ void timeByTurns(const Job& job, const Row& row, Buffers& b, std::vector<Contend
 
 // zccl's call out of place and in place, then the baselines asked for.
 std::vector<Contender> contendersOf(const Job& job, const zcclCollOptions& callOptions, Row& row) {
-  std::vector<Contender> contenders{{job.comm, &callOptions, false, &row.outOfPlace, true, 0}};
+  std::vector<Contender> contenders{{job.comm, callOptions, false, &row.outOfPlace, true, 0}};
   if (hasInPlace(job.collective))
-    contenders.push_back({job.comm, &callOptions, true, &row.inPlace, false, 0});
+    contenders.push_back({job.comm, callOptions, true, &row.inPlace, false, 0});
   for (size_t i = 0; i < kNumBaselines; ++i) {
     const Baseline& base = kBaselines[i];
     if (!(job.settings.*base.wanted)) continue;
-    row.baselineOptions[i] = baselineOptions(base, callOptions);
-    const bool own = base.options == Baseline::Options::kNone;
-    contenders.push_back({job.*base.comm, own ? nullptr : &row.baselineOptions[i], false,
-                          &row.baselines[i], false, 0});
+    std::optional<zcclCollOptions> options;
+    if (base.options != Baseline::Options::kNone) options = baselineOptions(base, callOptions);
+    contenders.push_back({job.*base.comm, options, false, &row.baselines[i], false, 0});
   }
   return contenders;
 }
@@ -544,7 +545,7 @@ int run(Job& job) {
       for (size_t bytes : sizes(s)) {
         const Shape shape = shapeOf(job.collective, bytes, sizeOf(type), job.ranks);
         if (shape.count == 0) continue;
-        Row row{shape.count * sizeOf(type), shape, type, op, {}, {}, {}, {}};
+        Row row{shape.count * sizeOf(type), shape, type, op, {}, {}, {}};
         std::vector<Contender> contenders = contendersOf(job, callOptions, row);
         for (const Contender& c : contenders) prepare(job, row, b, c, &ok);
         timeByTurns(job, row, b, contenders, &ok);
