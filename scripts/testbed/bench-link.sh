@@ -7,13 +7,14 @@
 # node), so that a node's ranks never take turns on one core; they still share the cores with
 # the other node and the kernel's TCP, so one run varies by tens of percent: the paths run by
 # turns, REPEATS times (default 3), and the table takes each figure's median. Five warm-up
-# calls per size, and for the planner the checked call and 37 warm-up calls, which cover its
-# trials (ZCCL_TUNE: up to four candidates, at most nine calls each); the planner's runs also
-# time the exact and the allowed format forced, on the same buffers (-P), since separate runs
-# drift apart by more than the planner's margin, and at 10 Gbit/s by turns with them in five
-# rounds (-R 5), since within one run the machine's speed drifts too (plain and MPI alike).
+# calls per size, and for the planner the checked call and 61 warm-up calls, which cover its
+# trials (ZCCL_TUNE: up to four candidates, at most five rounds of three calls each); the
+# planner's runs also time the exact and the allowed format forced, on the same buffers (-P),
+# since separate runs drift apart by more than the planner's margin, and at 10 Gbit/s by turns
+# with them in five rounds (-R 5), since within one run the machine's speed drifts too (plain
+# and MPI alike).
 # Writes one JSON per run to OUT (bench/link), then the table and the plot.
-#   [REPEATS=N] [LINKS="1gbit:0.125:5:1mb:1 10gbit:1.25:20:256kb:5"] [PPNS="2 1"] \
+#   [REPEATS=N] [LINKS="1gbit:0.125:5:1mb:1 10gbit:1.25:40:256kb:5"] [PPNS="2 1"] \
 #     scripts/testbed/bench-link.sh BUILD_DIR [OUT]
 # LINKS (rate:GB/s:timed calls:the rate limiter's burst:perf's rounds) and PPNS pick the
 # configurations to run again; the others' runs in OUT are kept for the table. The burst is
@@ -42,7 +43,7 @@ runs() {
         name=${path%%:*} wire=${path#*:}
         extra=(-w 5)
         [ "$name" = plain ] && extra+=(-B -R "$ROUNDS")
-        [ "$name" = planner ] && extra=(-w 37 -P -R "$ROUNDS")
+        [ "$name" = planner ] && extra=(-w 61 -P -R "$ROUNDS")
         echo "== $RATE, 2 nodes x $PPN, $collective, $name, run $repeat"
         "$TESTBED_EXEC" 0 "$MPIEXEC" -launcher ssh -launcher-exec "$TESTBED_SSH" \
           -hosts "${addrs[0]},${addrs[1]}" -n $((2 * PPN)) -ppn "$PPN" "${bind[@]}" \
@@ -57,8 +58,9 @@ runs() {
 export -f runs
 export BUILD=$build OUT=$out MPIEXEC=${MPIEXEC:-mpiexec} REPEATS=${REPEATS:-3}
 # Timed calls per size: at 10 Gbit/s a call takes a tenth as long and the paths, CPU-bound,
-# lie within 20% of each other, so more calls keep the figures apart from the noise.
-for rate in ${LINKS:-1gbit:0.125:5:1mb:1 10gbit:1.25:20:256kb:5}; do
+# lie within 20% of each other, so more calls keep the figures apart from the noise (with 20,
+# the planner's call and the same path forced in its run still differed by 10% at 4 MiB).
+for rate in ${LINKS:-1gbit:0.125:5:1mb:1 10gbit:1.25:40:256kb:5}; do
   for ppn in ${PPNS:-2 1}; do
     IFS=: read -r RATE GBPS ITERS BURST ROUNDS <<<"$rate"
     rm -f "$out/${RATE}_${ppn}ppn_"*.json

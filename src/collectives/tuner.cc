@@ -19,8 +19,19 @@ uint64_t PlanTuner::keyOf(Collective collective, DataType type, RedOp op, size_t
 int PlanTuner::roundsOf(uint64_t key) {
   const uint64_t sizeClass = key & 0xff;  // the call's bytes are at least 2^sizeClass
   const uint64_t perCall = sizeClass < 63 ? uint64_t{1} << sizeClass : ~uint64_t{0};
-  const uint64_t counted = (kTrialBytes + perCall - 1) / perCall;
-  return static_cast<int>(std::clamp<uint64_t>(counted + 1, kMinRounds, kMaxRounds));
+  const uint64_t calls = (kTrialBytes + perCall - 1) / perCall;
+  const uint64_t countedRounds = (calls + kCallsPerTurn - 2) / (kCallsPerTurn - 1);
+  return static_cast<int>(std::clamp<uint64_t>(countedRounds + 1, kMinRounds, kMaxRounds));
+}
+
+int PlanTuner::trialCallsOf(uint64_t key, int candidates) {
+  return roundsOf(key) * candidates * kCallsPerTurn;
+}
+
+int PlanTuner::candidateOf(int call, int count) { return call / kCallsPerTurn % count; }
+
+bool PlanTuner::counted(int call, int count) {
+  return call >= count * kCallsPerTurn && call % kCallsPerTurn != 0;
 }
 
 PlanTuner::SizeClass* PlanTuner::find(uint64_t key) {
@@ -33,7 +44,7 @@ PlanTuner::SizeClass* PlanTuner::find(uint64_t key) {
 PlanTuner::Choice PlanTuner::choose(uint64_t key, const Candidates& candidates) {
   SizeClass* c = find(key);
   if (c == nullptr) {
-    classes_.push_back(SizeClass{key, roundsOf(key), {}, {}, 0, -1});
+    classes_.push_back(SizeClass{key, {}, {}, 0, -1});
     c = &classes_.back();
     for (int i = 0; i < candidates.count; ++i) {
       if (candidates.entries[i].seconds > kReach * candidates.entries[0].seconds) break;
@@ -44,7 +55,7 @@ PlanTuner::Choice PlanTuner::choose(uint64_t key, const Candidates& candidates) 
   }
   if (c->candidates.empty()) return Choice{};
   if (c->kept >= 0) return Choice{c->candidates[static_cast<size_t>(c->kept)], -1};
-  const int trial = c->done % static_cast<int>(c->candidates.size());
+  const int trial = candidateOf(c->done, static_cast<int>(c->candidates.size()));
   return Choice{c->candidates[static_cast<size_t>(trial)], trial};
 }
 
@@ -56,8 +67,10 @@ Status PlanTuner::finishTrial(uint64_t key, double seconds, const Agreement& agr
                 static_cast<unsigned long long>(key));
   }
   const int count = static_cast<int>(c->candidates.size());
-  if (c->done >= count) c->seconds[static_cast<size_t>(c->done % count)].push_back(seconds);
-  if (++c->done < count * c->rounds) return Status::kSuccess;
+  if (counted(c->done, count)) {
+    c->seconds[static_cast<size_t>(candidateOf(c->done, count))].push_back(seconds);
+  }
+  if (++c->done < trialCallsOf(key, count)) return Status::kSuccess;
   std::vector<double> medians;
   for (std::vector<double>& trials : c->seconds) {
     const auto middle = trials.begin() + static_cast<ptrdiff_t>(trials.size() / 2);

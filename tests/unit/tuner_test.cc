@@ -1,8 +1,8 @@
 // The tuner's schedule and choice, with the times given: every candidate within reach is tried
-// in rounds of one call of each, by turns (five rounds for large calls, more for small ones),
-// the first round only warms up and the median of the others counts, the ranks'
-// agreement (here the other ranks' times folded in by hand) decides, and the size class keeps
-// the choice.
+// by turns, in rounds of a turn of kCallsPerTurn calls of each (four rounds for large calls,
+// more for small ones); the first round only warms up, a turn's first call only settles, the
+// median of the other calls counts, the ranks' agreement (here the other ranks'
+// times folded in by hand) decides, and the size class keeps the choice.
 #include "collectives/tuner.h"
 
 #include <gtest/gtest.h>
@@ -26,106 +26,144 @@ Candidates candidates(std::vector<double> estimates) {
   return all;
 }
 
-TEST(PlanTuner, TriesEachCandidateInReachInRoundsAndKeepsTheFastestOnTheSlowestRank) {
-  PlanTuner tuner;
-  const uint64_t key = PlanTuner::keyOf(Collective::kReduceScatter, DataType::kBfloat16,
-                                        RedOp::kSum, size_t{16} << 20);
-  // The third is out of reach of the model's best (more than kReach times its estimate).
-  const Candidates all = candidates({1.0, 1.5, 1.0 * PlanTuner::kReach + 0.1});
-  // This rank's times per call, five rounds of the two candidates by turns from 8 MiB up: the
-  // first round warms up (not counted), candidate 0 fast here, candidate 1 slower here, but
-  // the other rank is far slower on candidate 0.
-  ASSERT_EQ(PlanTuner::roundsOf(key), 5);
-  const double mine[] = {0.001, 0.300, 0.010, 0.030, 0.014, 0.010, 0.011, 0.020, 0.013, 0.020};
-  const int expectedTrials[] = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1};
-  for (int call = 0; call < 10; ++call) {
-    const PlanTuner::Choice choice = tuner.choose(key, all);
-    ASSERT_EQ(choice.trial, expectedTrials[call]) << "call " << call;
-    EXPECT_EQ(choice.plan.algorithm, static_cast<Algorithm>(expectedTrials[call]));
-    std::vector<double> seen;
-    const Plan* decided = nullptr;
-    ASSERT_EQ(tuner.finishTrial(
-                  key, mine[call],
-                  [&](std::vector<double>* seconds) {
-                    seen = *seconds;
-                    (*seconds)[0] = std::max((*seconds)[0], 0.050);  // rank 1
-                    (*seconds)[1] = std::max((*seconds)[1], 0.021);
-                    return Status::kSuccess;
-                  },
-                  &decided),
-              Status::kSuccess);
-    if (call < 9) {
-      EXPECT_EQ(decided, nullptr) << "decided before every trial was in";
-    } else {
-      ASSERT_EQ(seen.size(), 2u);
-      EXPECT_DOUBLE_EQ(seen[0], 0.012) << "the median of its four counted rounds";
-      EXPECT_DOUBLE_EQ(seen[1], 0.020) << "the median of its four counted rounds";
-      ASSERT_NE(decided, nullptr);
-      EXPECT_EQ(decided->algorithm, static_cast<Algorithm>(1)) << "the slowest rank decides";
+uint64_t keyOf(size_t bytes) {
+  return PlanTuner::keyOf(Collective::kReduceScatter, DataType::kBfloat16, RedOp::kSum, bytes);
+}
+
+// Every trial call's time, from each candidate's time per turn: `turnTimes(round, candidate)`
+// gives the calls of that turn (kCallsPerTurn of them).
+template <typename TurnTimes>
+std::vector<double> trialTimes(int rounds, int count, TurnTimes&& turnTimes) {
+  std::vector<double> times;
+  for (int round = 0; round < rounds; ++round) {
+    for (int candidate = 0; candidate < count; ++candidate) {
+      const std::vector<double> turn = turnTimes(round, candidate);
+      EXPECT_EQ(turn.size(), static_cast<size_t>(PlanTuner::kCallsPerTurn));
+      times.insert(times.end(), turn.begin(), turn.end());
     }
   }
+  return times;
+}
+
+// Runs the trials with these times, `inReach` candidates; `agree` plays the other ranks. Checks
+// the schedule (each call's candidate, no decision before the last) and returns what was decided and what this
+// rank's times per candidate were when the ranks agreed.
+struct Outcome {
+  const Plan* decided = nullptr;
+  std::vector<double> mine;
+};
+Outcome runTrials(PlanTuner& tuner, uint64_t key, const Candidates& all, int inReach,
+                  const std::vector<double>& times,
+                  const PlanTuner::Agreement& agree = [](std::vector<double>*) {
+                    return Status::kSuccess;
+                  }) {
+  Outcome outcome;
+  for (size_t call = 0; call < times.size(); ++call) {
+    const PlanTuner::Choice choice = tuner.choose(key, all);
+    const int expected = static_cast<int>(call) / PlanTuner::kCallsPerTurn % inReach;
+    EXPECT_EQ(choice.trial, expected) << "call " << call;
+    EXPECT_EQ(choice.plan.algorithm, static_cast<Algorithm>(expected)) << "call " << call;
+    const Status status = tuner.finishTrial(
+        key, times[call],
+        [&](std::vector<double>* seconds) {
+          outcome.mine = *seconds;
+          return agree(seconds);
+        },
+        &outcome.decided);
+    EXPECT_EQ(status, Status::kSuccess) << "call " << call;
+    EXPECT_EQ(outcome.decided == nullptr, call + 1 < times.size())
+        << "call " << call << ": decided before every trial was in, or not after";
+  }
+  return outcome;
+}
+
+TEST(PlanTuner, TriesEachCandidateInReachInTurnsAndKeepsTheFastestOnTheSlowestRank) {
+  PlanTuner tuner;
+  const uint64_t key = keyOf(size_t{16} << 20);
+  // The third is out of reach of the model's best (more than kReach times its estimate).
+  const Candidates all = candidates({1.0, 1.5, 1.0 * PlanTuner::kReach + 0.1});
+  ASSERT_EQ(PlanTuner::roundsOf(key), PlanTuner::kMinRounds);
+  ASSERT_EQ(PlanTuner::trialCallsOf(key, 2), 4 * 2 * 3);
+  // This rank: candidate 0 fast (turns around 12, 13, 10 ms a call after a slow first round),
+  // candidate 1 slower (20, 21, 19 ms); but the other rank is far slower on candidate 0.
+  const std::vector<double> perCall[2] = {{0.300, 0.012, 0.013, 0.010},
+                                          {0.300, 0.020, 0.021, 0.019}};
+  const std::vector<double> times = trialTimes(4, 2, [&](int round, int candidate) {
+    const double t = perCall[candidate][static_cast<size_t>(round)];
+    return std::vector<double>{t, t - 0.0005, t + 0.0005};
+  });
+  const Outcome outcome = runTrials(tuner, key, all, 2, times, [](std::vector<double>* seconds) {
+    (*seconds)[0] = std::max((*seconds)[0], 0.050);  // rank 1
+    (*seconds)[1] = std::max((*seconds)[1], 0.021);
+    return Status::kSuccess;
+  });
+  ASSERT_EQ(outcome.mine.size(), 2u);
+  EXPECT_DOUBLE_EQ(outcome.mine[0], 0.012) << "the median of its six counted calls";
+  EXPECT_DOUBLE_EQ(outcome.mine[1], 0.020) << "the median of its six counted calls";
+  ASSERT_NE(outcome.decided, nullptr);
+  EXPECT_EQ(outcome.decided->algorithm, static_cast<Algorithm>(1)) << "the slowest rank decides";
   for (int call = 0; call < 3; ++call) {
     const PlanTuner::Choice kept = tuner.choose(key, all);
     EXPECT_EQ(kept.trial, -1);
     EXPECT_EQ(kept.plan.algorithm, static_cast<Algorithm>(1));
   }
   // Another size class starts its own trials.
-  const uint64_t other = PlanTuner::keyOf(Collective::kReduceScatter, DataType::kBfloat16,
-                                          RedOp::kSum, size_t{64} << 20);
+  const uint64_t other = keyOf(size_t{64} << 20);
   EXPECT_NE(other, key);
   EXPECT_EQ(tuner.choose(other, all).trial, 0);
 }
 
 TEST(PlanTuner, SmallCallsTakeMoreRoundsFixedByTheirSizeClass) {
-  const auto rounds = [](size_t bytes) {
-    return PlanTuner::roundsOf(
-        PlanTuner::keyOf(Collective::kAllGather, DataType::kBfloat16, RedOp::kSum, bytes));
-  };
+  const auto rounds = [](size_t bytes) { return PlanTuner::roundsOf(keyOf(bytes)); };
   EXPECT_EQ(rounds(size_t{64} << 20), PlanTuner::kMinRounds);
   EXPECT_EQ(rounds(size_t{16} << 20), PlanTuner::kMinRounds);
-  EXPECT_EQ(rounds(size_t{8} << 20), PlanTuner::kMinRounds);
-  EXPECT_EQ(rounds(size_t{2} << 20), 9);  // eight counted calls of 2 MiB
-  EXPECT_EQ(rounds(size_t{3} << 20), 9) << "by the size class (2^21), not the call's bytes";
+  EXPECT_EQ(rounds(size_t{4} << 20), PlanTuner::kMinRounds);  // four counted calls of 4 MiB
+  EXPECT_EQ(rounds(size_t{2} << 20), 5);  // four counted turns: eight calls of 2 MiB
+  EXPECT_EQ(rounds(size_t{3} << 20), 5) << "by the size class (2^21), not the call's bytes";
   EXPECT_EQ(rounds(size_t{1} << 20), PlanTuner::kMaxRounds);
   EXPECT_EQ(rounds(4096), PlanTuner::kMaxRounds);
   EXPECT_EQ(rounds(0), PlanTuner::kMaxRounds);
 }
 
+// A turn's first call follows another candidate's call and pays what that one left (its ranks
+// leave it at different times): it does not count against the candidate.
+TEST(PlanTuner, ATurnsFirstCallSettlesAndIsNotCounted) {
+  PlanTuner tuner;
+  const uint64_t key = keyOf(size_t{64} << 20);
+  const Candidates all = candidates({1.0, 1.2});
+  // Candidate 0: 10 ms a call, but 50 ms for the first of each turn (counted, a turn would
+  // average 23 ms); candidate 1: 12 ms every call.
+  const std::vector<double> times = trialTimes(PlanTuner::roundsOf(key), 2, [](int, int c) {
+    return c == 0 ? std::vector<double>{0.050, 0.010, 0.010} : std::vector<double>(3, 0.012);
+  });
+  const Outcome outcome = runTrials(tuner, key, all, 2, times);
+  ASSERT_EQ(outcome.mine.size(), 2u);
+  EXPECT_DOUBLE_EQ(outcome.mine[0], 0.010);
+  EXPECT_DOUBLE_EQ(outcome.mine[1], 0.012);
+  ASSERT_NE(outcome.decided, nullptr);
+  EXPECT_EQ(outcome.decided->algorithm, static_cast<Algorithm>(0));
+}
+
 // One call of a candidate's trials that lost its time slice does not make it look slow.
 TEST(PlanTuner, TheMedianLeavesOutAStalledCall) {
   PlanTuner tuner;
-  const uint64_t key =
-      PlanTuner::keyOf(Collective::kAllGather, DataType::kBfloat16, RedOp::kSum, size_t{1} << 20);
-  const int rounds = PlanTuner::roundsOf(key);
-  ASSERT_EQ(rounds, PlanTuner::kMaxRounds);
+  const uint64_t key = keyOf(size_t{1} << 20);
+  ASSERT_EQ(PlanTuner::roundsOf(key), PlanTuner::kMaxRounds);
   const Candidates all = candidates({1.0, 1.2});
-  // Candidate 0: 1 ms a call but one call of 40 ms (its mean would be 5.9 ms); candidate 1:
-  // 2 ms every call; by turns.
-  std::vector<double> times;
-  for (int round = 0; round < rounds; ++round) {
-    times.push_back(round == 3 ? 0.040 : 0.001);
-    times.push_back(0.002);
-  }
-  const Plan* decided = nullptr;
-  std::vector<double> seen;
-  for (size_t call = 0; call < times.size(); ++call) {
-    const PlanTuner::Choice choice = tuner.choose(key, all);
-    ASSERT_EQ(choice.trial, static_cast<int>(call % 2)) << "call " << call;
-    ASSERT_EQ(tuner.finishTrial(
-                  key, times[call],
-                  [&](std::vector<double>* seconds) {
-                    seen = *seconds;
-                    return Status::kSuccess;
-                  },
-                  &decided),
-              Status::kSuccess);
-    EXPECT_EQ(decided == nullptr, call + 1 < times.size()) << "call " << call;
-  }
-  ASSERT_EQ(seen.size(), 2u);
-  EXPECT_DOUBLE_EQ(seen[0], 0.001);
-  EXPECT_DOUBLE_EQ(seen[1], 0.002);
-  ASSERT_NE(decided, nullptr);
-  EXPECT_EQ(decided->algorithm, static_cast<Algorithm>(0));
+  // Candidate 0: 1 ms a call but a call of 40 ms in one turn (its mean would be 5.9 ms);
+  // candidate 1: 2 ms every call.
+  const std::vector<double> times =
+      trialTimes(PlanTuner::kMaxRounds, 2, [](int round, int c) {
+        if (c == 1) return std::vector<double>(3, 0.002);
+        return round == 3 ? std::vector<double>{0.001, 0.040, 0.001}
+                          : std::vector<double>(3, 0.001);
+      });
+  const Outcome outcome = runTrials(tuner, key, all, 2, times);
+  ASSERT_EQ(outcome.mine.size(), 2u);
+  EXPECT_DOUBLE_EQ(outcome.mine[0], 0.001);
+  EXPECT_DOUBLE_EQ(outcome.mine[1], 0.002);
+  ASSERT_NE(outcome.decided, nullptr);
+  EXPECT_EQ(outcome.decided->algorithm, static_cast<Algorithm>(0));
 }
 
 TEST(PlanTuner, ASingleCandidateIsKeptWithoutTrials) {
