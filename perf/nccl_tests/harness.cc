@@ -214,8 +214,9 @@ struct Contender {
   std::optional<zcclCollOptions> options;  // none: the communicator's own
   bool inPlace;
   Measurement* result;
-  bool countsTraffic;  // the row's bytes per call come from its checked call
-  double seconds = 0;  // this rank's timed calls, summed over the rounds
+  bool countsTraffic;                   // the row's bytes per call come from its timed calls
+  double seconds = 0;                   // this rank's timed calls, summed over the rounds
+  double interSent = 0, intraSent = 0;  // this rank's bytes in them, when countsTraffic
 
   const zcclCollOptions* callOptions() const { return options ? &*options : nullptr; }
 };
@@ -233,20 +234,8 @@ void prepare(const Job& job, Row& row, Buffers& b, const Contender& c, bool* ok)
     *ok = false;
     return;
   }
-  if (c.countsTraffic) zcclCommResetStats(c.comm);
   *ok = succeeded(runOnce(job, c.comm, c.callOptions(), shape, row.type, row.op, p), c.comm) &&
         finished(job, c.comm) && *ok;
-  if (c.countsTraffic) {
-    zcclStats stats;
-    zcclCommGetStats(c.comm, &stats);
-    const World::Combine sum = World::Combine::kSum;
-    row.interBytes =
-        job.world->combine(static_cast<double>(stats.bytesSent[zcclLinkInterNode]), sum) /
-        job.ranks;
-    row.intraBytes =
-        job.world->combine(static_cast<double>(stats.bytesSent[zcclLinkIntraNode]), sum) /
-        job.ranks;
-  }
   if (job.settings.check) {
     const bool quantized = c.options && c.options->wireFormat != zcclWireNone;
     if (!memory.download(mirror.output, p.output, shape.recvElements * es)) {
@@ -263,15 +252,23 @@ void prepare(const Job& job, Row& row, Buffers& b, const Contender& c, bool* ok)
   *ok = *ok && finished(job, c.comm);
 }
 
-// Adds the time of `calls` calls, from a barrier until the last one has finished.
+// Adds the time of `calls` calls, from a barrier until the last one has finished, and, where
+// the contender counts the row's traffic, their bytes.
 void timeCalls(const Job& job, const Row& row, Buffers& b, int calls, Contender& c, bool* ok) {
   const Placement p = place(job, row.shape, row.type, b.send(), b.recv(), c.inPlace);
+  if (c.countsTraffic) zcclCommResetStats(c.comm);
   job.world->barrier();
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < calls && *ok; ++i)
     *ok = succeeded(runOnce(job, c.comm, c.callOptions(), row.shape, row.type, row.op, p), c.comm);
   *ok = *ok && finished(job, c.comm);
   c.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (c.countsTraffic) {
+    zcclStats stats;
+    zcclCommGetStats(c.comm, &stats);
+    c.interSent += static_cast<double>(stats.bytesSent[zcclLinkInterNode]);
+    c.intraSent += static_cast<double>(stats.bytesSent[zcclLinkIntraNode]);
+  }
 }
 
 // This rank's seconds per call, combined across ranks by -a.
@@ -289,9 +286,11 @@ double acrossRanks(const Job& job, double seconds) {
 }
 
 // Every contender's timed calls by turns, in -R rounds (each one's calls in one block with
-// the default, one round), then its mean per call. Each round starts one contender later, so
+// the default, one round), then its mean per call, and the row's bytes per call from zccl's
+// out-of-place calls (the path they ran: with ZCCL_QUANT=allow-*, the checked call may be the
+// tuner's first trial). Each round starts one contender later, so
 // that none always follows the same one (a rate limiter's credit, caches, a core's clock).
-void timeByTurns(const Job& job, const Row& row, Buffers& b, std::vector<Contender>& contenders,
+void timeByTurns(const Job& job, Row& row, Buffers& b, std::vector<Contender>& contenders,
                  bool* ok) {
   const int rounds = job.settings.rounds;
   const int iters = job.settings.iters;
@@ -306,6 +305,12 @@ void timeByTurns(const Job& job, const Row& row, Buffers& b, std::vector<Contend
     m.seconds = acrossRanks(job, c.seconds / iters);
     m.algbw = static_cast<double>(row.bytes) / 1e9 / m.seconds;
     m.busbw = m.algbw * busFactor(job.collective, job.ranks);
+    if (!c.countsTraffic) continue;
+    const auto perRankPerCall = [&](double sent) {
+      return job.world->combine(sent, World::Combine::kSum) / job.ranks / iters;
+    };
+    row.interBytes = perRankPerCall(c.interSent);
+    row.intraBytes = perRankPerCall(c.intraSent);
   }
 }
 

@@ -81,7 +81,9 @@ Status PlanTuner::finishTrial(uint64_t key, double seconds, const Agreement& agr
     medians.push_back((lower + upper) / 2);
   }
   ZCCL_CHECK(agree(&medians));
-  c->kept = static_cast<int>(std::min_element(medians.begin(), medians.end()) - medians.begin());
+  const int fastest =
+      static_cast<int>(std::min_element(medians.begin(), medians.end()) - medians.begin());
+  c->kept = medians[static_cast<size_t>(fastest)] < (1 - kModelMargin) * medians[0] ? fastest : 0;
   const Plan& kept = c->candidates[static_cast<size_t>(c->kept)];
   if (logEnabled(LogLevel::kInfo)) {
     std::string times;

@@ -46,17 +46,16 @@ std::vector<double> trialTimes(int rounds, int count, TurnTimes&& turnTimes) {
 }
 
 // Runs the trials with these times, `inReach` candidates; `agree` plays the other ranks. Checks
-// the schedule (each call's candidate, no decision before the last) and returns what was decided and what this
-// rank's times per candidate were when the ranks agreed.
+// the schedule (each call's candidate, no decision before the last) and returns what was decided
+// and what this rank's times per candidate were when the ranks agreed.
 struct Outcome {
   const Plan* decided = nullptr;
   std::vector<double> mine;
 };
-Outcome runTrials(PlanTuner& tuner, uint64_t key, const Candidates& all, int inReach,
-                  const std::vector<double>& times,
-                  const PlanTuner::Agreement& agree = [](std::vector<double>*) {
-                    return Status::kSuccess;
-                  }) {
+Outcome runTrials(
+    PlanTuner& tuner, uint64_t key, const Candidates& all, int inReach,
+    const std::vector<double>& times,
+    const PlanTuner::Agreement& agree = [](std::vector<double>*) { return Status::kSuccess; }) {
   Outcome outcome;
   for (size_t call = 0; call < times.size(); ++call) {
     const PlanTuner::Choice choice = tuner.choose(key, all);
@@ -144,6 +143,26 @@ TEST(PlanTuner, ATurnsFirstCallSettlesAndIsNotCounted) {
   EXPECT_EQ(outcome.decided->algorithm, static_cast<Algorithm>(0));
 }
 
+// Trials of paths this close rank them by noise: the model's choice (the first) stays unless
+// another ran faster by more than kModelMargin.
+TEST(PlanTuner, TheModelsChoiceStaysUnlessAnotherIsClearlyFaster) {
+  const auto keptOf = [](double first, double second, double third) {
+    PlanTuner tuner;
+    const uint64_t key = keyOf(size_t{64} << 20);
+    const double perCall[3] = {first, second, third};
+    const std::vector<double> times = trialTimes(PlanTuner::roundsOf(key), 3, [&](int, int c) {
+      return std::vector<double>(3, perCall[c]);
+    });
+    const Outcome outcome = runTrials(tuner, key, candidates({1.0, 1.1, 1.2}), 3, times);
+    EXPECT_NE(outcome.decided, nullptr);
+    return outcome.decided == nullptr ? -1 : static_cast<int>(outcome.decided->algorithm);
+  };
+  EXPECT_EQ(keptOf(0.0100, 0.0095, 0.0098), 0) << "5% faster: the model's choice stays";
+  EXPECT_EQ(keptOf(0.0100, 0.0120, 0.0091), 0) << "9% faster: the model's choice stays";
+  EXPECT_EQ(keptOf(0.0100, 0.0089, 0.0095), 1) << "11% faster replaces it";
+  EXPECT_EQ(keptOf(0.0100, 0.0085, 0.0080), 2) << "the fastest of those clearly faster";
+}
+
 // One call of a candidate's trials that lost its time slice does not make it look slow.
 TEST(PlanTuner, TheMedianLeavesOutAStalledCall) {
   PlanTuner tuner;
@@ -152,12 +171,10 @@ TEST(PlanTuner, TheMedianLeavesOutAStalledCall) {
   const Candidates all = candidates({1.0, 1.2});
   // Candidate 0: 1 ms a call but a call of 40 ms in one turn (its mean would be 5.9 ms);
   // candidate 1: 2 ms every call.
-  const std::vector<double> times =
-      trialTimes(PlanTuner::kMaxRounds, 2, [](int round, int c) {
-        if (c == 1) return std::vector<double>(3, 0.002);
-        return round == 3 ? std::vector<double>{0.001, 0.040, 0.001}
-                          : std::vector<double>(3, 0.001);
-      });
+  const std::vector<double> times = trialTimes(PlanTuner::kMaxRounds, 2, [](int round, int c) {
+    if (c == 1) return std::vector<double>(3, 0.002);
+    return round == 3 ? std::vector<double>{0.001, 0.040, 0.001} : std::vector<double>(3, 0.001);
+  });
   const Outcome outcome = runTrials(tuner, key, all, 2, times);
   ASSERT_EQ(outcome.mine.size(), 2u);
   EXPECT_DOUBLE_EQ(outcome.mine[0], 0.001);
