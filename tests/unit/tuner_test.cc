@@ -76,6 +76,14 @@ Outcome runTrials(
   return outcome;
 }
 
+// The trials saw `mine` on this rank (per candidate) and kept candidate `kept`.
+void expectOutcome(const Outcome& outcome, const std::vector<double>& mine, int kept) {
+  ASSERT_EQ(outcome.mine.size(), mine.size());
+  for (size_t i = 0; i < mine.size(); ++i) EXPECT_DOUBLE_EQ(outcome.mine[i], mine[i]) << i;
+  ASSERT_NE(outcome.decided, nullptr);
+  EXPECT_EQ(outcome.decided->algorithm, static_cast<Algorithm>(kept));
+}
+
 TEST(PlanTuner, TriesEachCandidateInReachInTurnsAndKeepsTheFastestOnTheSlowestRank) {
   PlanTuner tuner;
   const uint64_t key = keyOf(size_t{16} << 20);
@@ -96,11 +104,8 @@ TEST(PlanTuner, TriesEachCandidateInReachInTurnsAndKeepsTheFastestOnTheSlowestRa
     (*seconds)[1] = std::max((*seconds)[1], 0.021);
     return Status::kSuccess;
   });
-  ASSERT_EQ(outcome.mine.size(), 2u);
-  EXPECT_DOUBLE_EQ(outcome.mine[0], 0.012) << "the median of its six counted calls";
-  EXPECT_DOUBLE_EQ(outcome.mine[1], 0.020) << "the median of its six counted calls";
-  ASSERT_NE(outcome.decided, nullptr);
-  EXPECT_EQ(outcome.decided->algorithm, static_cast<Algorithm>(1)) << "the slowest rank decides";
+  // The medians of six counted calls each; the slowest rank decides.
+  expectOutcome(outcome, {0.012, 0.020}, 1);
   for (int call = 0; call < 3; ++call) {
     const PlanTuner::Choice kept = tuner.choose(key, all);
     EXPECT_EQ(kept.trial, -1);
@@ -130,17 +135,12 @@ TEST(PlanTuner, ATurnsFirstCallSettlesAndIsNotCounted) {
   PlanTuner tuner;
   const uint64_t key = keyOf(size_t{64} << 20);
   const Candidates all = candidates({1.0, 1.2});
-  // Candidate 0: 10 ms a call, but 50 ms for the first of each turn (counted, a turn would
-  // average 23 ms); candidate 1: 12 ms every call.
+  // Candidate 0: 10 and 11 ms, after 50 ms for the first of each turn (its median 10.5 ms;
+  // counted, the first calls would make it 11 ms); candidate 1: 12 ms every call.
   const std::vector<double> times = trialTimes(PlanTuner::roundsOf(key), 2, [](int, int c) {
-    return c == 0 ? std::vector<double>{0.050, 0.010, 0.010} : std::vector<double>(3, 0.012);
+    return c == 0 ? std::vector<double>{0.050, 0.010, 0.011} : std::vector<double>(3, 0.012);
   });
-  const Outcome outcome = runTrials(tuner, key, all, 2, times);
-  ASSERT_EQ(outcome.mine.size(), 2u);
-  EXPECT_DOUBLE_EQ(outcome.mine[0], 0.010);
-  EXPECT_DOUBLE_EQ(outcome.mine[1], 0.012);
-  ASSERT_NE(outcome.decided, nullptr);
-  EXPECT_EQ(outcome.decided->algorithm, static_cast<Algorithm>(0));
+  expectOutcome(runTrials(tuner, key, all, 2, times), {0.0105, 0.012}, 0);
 }
 
 // Trials of paths this close rank them by noise: the model's choice (the first) stays unless
@@ -175,12 +175,7 @@ TEST(PlanTuner, TheMedianLeavesOutAStalledCall) {
     if (c == 1) return std::vector<double>(3, 0.002);
     return round == 3 ? std::vector<double>{0.001, 0.040, 0.001} : std::vector<double>(3, 0.001);
   });
-  const Outcome outcome = runTrials(tuner, key, all, 2, times);
-  ASSERT_EQ(outcome.mine.size(), 2u);
-  EXPECT_DOUBLE_EQ(outcome.mine[0], 0.001);
-  EXPECT_DOUBLE_EQ(outcome.mine[1], 0.002);
-  ASSERT_NE(outcome.decided, nullptr);
-  EXPECT_EQ(outcome.decided->algorithm, static_cast<Algorithm>(0));
+  expectOutcome(runTrials(tuner, key, all, 2, times), {0.001, 0.002}, 0);
 }
 
 TEST(PlanTuner, ASingleCandidateIsKeptWithoutTrials) {
