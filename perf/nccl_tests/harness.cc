@@ -221,7 +221,7 @@ struct Contender {
   const zcclCollOptions* callOptions() const { return options ? &*options : nullptr; }
 };
 
-// Checks its result once (when -c; the row's traffic from that call), then runs the warm-up.
+// Checks its result once (when -c), then runs the warm-up.
 void prepare(const Job& job, Row& row, Buffers& b, const Contender& c, bool* ok) {
   const Shape& shape = row.shape;
   const Placement p = place(job, shape, row.type, b.send(), b.recv(), c.inPlace);
