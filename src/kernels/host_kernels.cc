@@ -2,7 +2,7 @@
 // before they return.
 #include <cstring>
 
-#include "common/reduce.h"
+#include "kernels/reduce.h"
 #include "kernels/kernels.h"
 
 namespace zccl {

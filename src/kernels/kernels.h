@@ -3,7 +3,7 @@
 // once and runs on host or device buffers alike. Algorithms call these and nothing else on
 // their buffers; the transport moves the bytes.
 //
-// Every operation has the semantics of its host function (common/reduce.h, quant/quantize.h)
+// Every operation has the semantics of its host function (kernels/reduce.h, quant/quantize.h)
 // and must give byte-identical results. A device implementation queues its work on the
 // collective's stream, the stream its transport copies or sends on, so what a kernel wrote
 // is complete before it travels.

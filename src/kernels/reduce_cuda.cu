@@ -1,11 +1,11 @@
 // Element-wise CUDA kernels over grid-stride loops; each element's arithmetic is the CPU's
-// (common/reduce_math.h), compiled with --fmad=false so that nothing is contracted into FMA.
+// (kernels/reduce_math.h), compiled with --fmad=false so that nothing is contracted into FMA.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
 #include "common/cuda_status.h"
-#include "common/reduce_math.h"
+#include "kernels/reduce_math.h"
 #include "kernels/reduce_cuda.h"
 
 namespace zccl {

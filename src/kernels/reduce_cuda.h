@@ -1,6 +1,6 @@
 // The reductions of the device path as CUDA kernels queued on a stream: the host functions'
-// semantics (common/reduce.h; accumulateAsFloat and storeFloatAs of quant/quantize.h) with
-// the same element arithmetic (common/reduce_math.h, common/half.h), so results are
+// semantics (kernels/reduce.h; accumulateAsFloat and storeFloatAs of quant/quantize.h) with
+// the same element arithmetic (kernels/reduce_math.h, common/half.h), so results are
 // byte-identical to the CPU's. Built only with CUDA (ZCCL_HAVE_CUDA).
 #pragma once
 

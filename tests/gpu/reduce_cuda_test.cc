@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/half.h"
-#include "common/reduce.h"
+#include "kernels/reduce.h"
 #include "gpu/cuda_test_support.h"
 #include "quant/quantize.h"
 

@@ -1,5 +1,5 @@
 // Element-wise reductions against straightforward double-precision references.
-#include "common/reduce.h"
+#include "kernels/reduce.h"
 
 #include <gtest/gtest.h>
 

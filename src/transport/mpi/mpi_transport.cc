@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/log.h"
-#include "common/reduce.h"
+#include "kernels/reduce.h"
 
 namespace zccl {
 namespace {

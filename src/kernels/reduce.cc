@@ -1,9 +1,9 @@
-#include "common/reduce.h"
+#include "kernels/reduce.h"
 
 #include <algorithm>
 #include <cstdint>
 
-#include "common/reduce_math.h"
+#include "kernels/reduce_math.h"
 
 namespace zccl {
 namespace {

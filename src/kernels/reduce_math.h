@@ -1,4 +1,4 @@
-// The element arithmetic of every reduction, shared by the CPU (common/reduce.cc) and the
+// The element arithmetic of every reduction, shared by the CPU (kernels/reduce.cc) and the
 // CUDA kernels (kernels/reduce_cuda.cu) so that both give the same bits: integers wrap like
 // unsigned arithmetic of their width, half precision is computed in float32, max/min
 // propagate NaN, an average divides once.
