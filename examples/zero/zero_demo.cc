@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "testsupport/world.h"
+#include "harness/world.h"
 #include "zero/modules.h"
 
 namespace {
@@ -29,7 +29,7 @@ using zccl::zero::StateMemory;
 using zccl::zero::StepStats;
 using zccl::zero::ZeroOptimizer;
 using zccl::zero::ZeroOptions;
-using zccl_support::World;
+using zccl_harness::World;
 
 struct Settings {
   std::vector<std::string> models{"mlp", "transformer"};
@@ -273,7 +273,7 @@ bool parse(int argc, char** argv, Settings* s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  World job;
+  World& job = zccl_harness::world();
   if (!job.start(&argc, &argv)) return 1;
   world = &job;
   rank = job.rank();

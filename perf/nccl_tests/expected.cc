@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "testsupport/values.h"
+#include "harness/values.h"
 
 namespace zccl_perf {
 
-using zccl_test::foldReference;
-using zccl_test::isFloat;
-using zccl_test::load;
-using zccl_test::store;
+using zccl_harness::foldReference;
+using zccl_harness::isFloat;
+using zccl_harness::load;
+using zccl_harness::store;
 
 Shape shapeOf(Collective c, size_t bytes, size_t elementSize, int n) {
   size_t count = bytes / elementSize;
@@ -121,7 +121,7 @@ size_t countWrong(const Layout& job, const Settings& s, const Shape& shape, zccl
     const double want = expectedValue(job, s, shape, type, op, i);
     double allowed = bound;
     if (isFloat(type) && (quantized || op == zcclAvg)) {
-      allowed += zccl_test::ulp(type, std::fabs(want) + bound) * (quantized ? 2 : 1);
+      allowed += zccl_harness::ulp(type, std::fabs(want) + bound) * (quantized ? 2 : 1);
     }
     if (!(std::fabs(load(type, result, i) - want) <= allowed)) ++wrong;
   }

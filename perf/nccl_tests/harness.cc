@@ -17,14 +17,14 @@
 
 #include "nccl_tests/expected.h"
 #include "nccl_tests/settings.h"
-#include "testsupport/values.h"
-#include "testsupport/world.h"
+#include "harness/values.h"
+#include "harness/world.h"
 
 namespace zccl_perf {
 namespace {
 
-using zccl_support::World;
-using zccl_test::sizeOf;
+using zccl_harness::World;
+using zccl_harness::sizeOf;
 
 struct Job : Layout {
   Settings settings;
@@ -275,7 +275,7 @@ void timeCalls(const Job& job, const Row& row, Buffers& b, int calls, Contender&
 double acrossRanks(const Job& job, double seconds) {
   const int mode = job.settings.average;
   if (mode == 0) {
-    job.world->broadcast(&seconds, 0);
+    job.world->broadcastBytes(&seconds, sizeof(seconds), 0);
     return seconds;
   }
   const World::Combine how = mode == 2   ? World::Combine::kMin
@@ -584,7 +584,7 @@ int run(Job& job) {
 }  // namespace
 
 int runPerf(int argc, char** argv, Collective collective) {
-  World world;
+  World& world = zccl_harness::world();
   if (!world.start(&argc, &argv)) return 2;
   Job job;
   job.collective = collective;

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "support/comms.h"
-#include "testsupport/values.h"
+#include "harness/gtest.h"
+#include "harness/values.h"
 
-namespace zccl_test {
+namespace zccl_harness {
 namespace {
 
 constexpr zcclRedOp_t kOps[] = {zcclSum, zcclProd, zcclMax, zcclMin, zcclAvg};
@@ -335,4 +335,4 @@ TEST_F(Collectives, SendRecvRing) {
 }
 
 }  // namespace
-}  // namespace zccl_test
+}  // namespace zccl_harness

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "support/comms.h"
+#include "harness/gtest.h"
 #ifdef ZCCL_TEST_MPI
 #include "zccl/zccl_mpi.h"
 #endif
 
-namespace zccl_test {
+namespace zccl_harness {
 namespace {
 
 class Errors : public ::testing::Test {
@@ -228,4 +228,4 @@ TEST_F(Errors, SplitGivesWorkingSubCommunicators) {
 }
 
 }  // namespace
-}  // namespace zccl_test
+}  // namespace zccl_harness

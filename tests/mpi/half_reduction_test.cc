@@ -11,11 +11,11 @@
 #include <random>
 #include <vector>
 
-#include "support/comms.h"
-#include "testsupport/values.h"
+#include "harness/gtest.h"
+#include "harness/values.h"
 #include "zccl/zccl_introspect.h"
 
-namespace zccl_test {
+namespace zccl_harness {
 namespace {
 
 float widen(zcclDataType_t type, uint16_t bits) {
@@ -121,4 +121,4 @@ TEST(HalfReduction, TwoLevelRoundsOncePerLevel) {
 }
 
 }  // namespace
-}  // namespace zccl_test
+}  // namespace zccl_harness

@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "support/comms.h"
+#include "harness/gtest.h"
 
-namespace zccl_test {
+namespace zccl_harness {
 namespace {
 
 // Entries of a /proc/self directory (fd, task).
@@ -127,4 +127,4 @@ TEST(Load, ThousandCommunicatorsLeaveNoDescriptorsOrThreads) {
 }
 
 }  // namespace
-}  // namespace zccl_test
+}  // namespace zccl_harness

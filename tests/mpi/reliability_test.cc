@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "support/comms.h"
+#include "harness/gtest.h"
 
-namespace zccl_test {
+namespace zccl_harness {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -283,4 +283,4 @@ TEST(Reliability, NativeTimeoutIsAnErrorNotAnAbort) {
 #endif
 
 }  // namespace
-}  // namespace zccl_test
+}  // namespace zccl_harness

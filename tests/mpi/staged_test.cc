@@ -29,9 +29,9 @@
 #include "collectives/collectives.h"
 #include "core/comm.h"
 #include "core/device_runtime.h"
-#include "support/comms.h"
-#include "support/emulated_device.h"
-#include "testsupport/values.h"
+#include "harness/gtest.h"
+#include "harness/emulated_device.h"
+#include "harness/values.h"
 #include "transport/staged/staged_transport.h"
 #include "zccl/zccl_introspect.h"
 #ifdef ZCCL_HAVE_CUDA
@@ -41,7 +41,7 @@
 #include "transport/staged/cuda_copier.h"
 #endif
 
-namespace zccl_test {
+namespace zccl_harness {
 namespace {
 
 using zccl::Collective;
@@ -696,4 +696,4 @@ TEST(DevicePlans, FollowTheDevicesKernelRatesNotTheCpus) {
 }
 
 }  // namespace
-}  // namespace zccl_test
+}  // namespace zccl_harness

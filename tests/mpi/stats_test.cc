@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "support/comms.h"
-#include "testsupport/values.h"
+#include "harness/gtest.h"
+#include "harness/values.h"
 
-namespace zccl_test {
+namespace zccl_harness {
 namespace {
 
 constexpr int kRanksPerNode = 2;
@@ -186,4 +186,4 @@ TEST_F(Stats, ResetClearsEverything) {
 }
 
 }  // namespace
-}  // namespace zccl_test
+}  // namespace zccl_harness

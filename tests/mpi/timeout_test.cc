@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "support/comms.h"
+#include "harness/gtest.h"
 
-namespace zccl_test {
+namespace zccl_harness {
 namespace {
 
 TEST(Timeout, SilentPeerGivesTimeoutError) {
@@ -33,4 +33,4 @@ TEST(Timeout, SilentPeerGivesTimeoutError) {
 }
 
 }  // namespace
-}  // namespace zccl_test
+}  // namespace zccl_harness

@@ -2,7 +2,7 @@
 // the ZeRO++ options train exactly as with host memory, step by step (the same loss to the
 // bit, the same bytes across and within nodes) and to the same master weights, while the
 // state lives on a device whose collectives take the library's device path. On the emulated
-// device (tests/support/emulated_device.h), whose state memory runs the host's element-wise
+// device (harness/emulated_device.h), whose state memory runs the host's element-wise
 // work queued on its stream, and on a GPU where one is visible (makeCudaStateMemory: CUDA's
 // kernels, which must give the host's bits). Under zcclrun as 2 nodes x 2 and at 3 ranks.
 #include <gtest/gtest.h>
@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "support/comms.h"
-#include "support/emulated_device.h"
+#include "harness/gtest.h"
+#include "harness/emulated_device.h"
 #include "zero/modules.h"
 #include "zero/working_math.h"
 
-namespace zccl_test {
+namespace zccl_harness {
 namespace {
 
 using zccl::zero::AdamStep;
@@ -182,4 +182,4 @@ TEST_F(ZeroOnDevice, GpuTrainsAsTheHost) {
 }
 
 }  // namespace
-}  // namespace zccl_test
+}  // namespace zccl_harness

@@ -12,15 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "support/comms.h"
+#include "harness/gtest.h"
 #include "zero/modules.h"
 
 namespace zccl::zero {
 namespace {
 
-using zccl_test::makeComm;
-using zccl_test::worldRank;
-using zccl_test::worldSize;
+using zccl_harness::makeComm;
+using zccl_harness::worldRank;
+using zccl_harness::worldSize;
 
 // Small models for exact comparisons; the demo's sizes, which learn the task in a few hundred
 // steps, for the training comparisons.
@@ -114,7 +114,7 @@ Training train(zcclComm_t comm, const Task& task, const ZeroOptions& options, in
         << zcclGetLastError(comm);
     double values[4] = {stats.loss / worldSize(), static_cast<double>(stats.interNodeBytes),
                         static_cast<double>(stats.intraNodeBytes), stats.skipped ? 1.0 : 0.0};
-    zccl_test::sumOverRanks(values, 4);
+    zccl_harness::sumOverRanks(values, 4);
     run.losses.push_back(values[0]);
     run.interNodeBytes = values[1];
     run.intraNodeBytes = values[2];

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "support/comms.h"
-#include "testsupport/values.h"
+#include "harness/gtest.h"
+#include "harness/values.h"
 
-namespace zccl_test {
+namespace zccl_harness {
 namespace {
 
 // The job's node layout as the test sets it up: consecutive ranks, ZCCL_RANKS_PER_NODE each.
@@ -820,4 +820,4 @@ TEST_F(ZeroPlusPlus, TwoLevelNeedsNodesOfEqualSize) {
 }
 
 }  // namespace
-}  // namespace zccl_test
+}  // namespace zccl_harness

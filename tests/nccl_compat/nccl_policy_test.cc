@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "support/comms.h"
+#include "harness/gtest.h"
 #include "zccl/zccl_nccl.h"
 
 namespace {
 
-using zccl_test::worldRank;
-using zccl_test::worldSize;
+using zccl_harness::worldRank;
+using zccl_harness::worldSize;
 
 constexpr size_t kGroup = 512;  // zccl's default elements per scale
 
@@ -38,7 +38,7 @@ ncclComm_t dropInComm() {
   if (worldRank() == 0) {
     EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   }
-  zccl_test::broadcastBytes(&id, sizeof(id), 0);
+  zccl_harness::broadcastBytes(&id, sizeof(id), 0);
   ncclComm_t comm = nullptr;
   EXPECT_EQ(ncclCommInitRank(&comm, worldSize(), id, worldRank()), ncclSuccess)
       << ncclGetLastError(nullptr);

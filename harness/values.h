@@ -11,7 +11,7 @@
 
 #include "zccl/zccl.h"
 
-namespace zccl_test {
+namespace zccl_harness {
 
 inline size_t sizeOf(zcclDataType_t type) {
   static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
@@ -137,4 +137,4 @@ inline uint64_t mix(uint64_t seed, uint64_t a, uint64_t b) {
   return x;
 }
 
-}  // namespace zccl_test
+}  // namespace zccl_harness

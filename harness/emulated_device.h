@@ -24,7 +24,7 @@
 #include "kernels/kernels.h"
 #include "transport/staged/staged_transport.h"
 
-namespace zccl_test {
+namespace zccl_harness {
 
 using zccl::Status;
 
@@ -454,4 +454,4 @@ class EmulatedDevice final : public TestDevice {
   EmulatedStream stream_;  // declared last: ends first, while the gates' memory is there
 };
 
-}  // namespace zccl_test
+}  // namespace zccl_harness

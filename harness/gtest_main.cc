@@ -1,8 +1,11 @@
+// The main of every multi-rank GoogleTest suite: starts the world, runs the tests on every
+// rank (rank 0 prints the usual report, the others only their failures) and exits with the
+// worst status of all ranks.
 #include <cstdio>
 
-#include "support/comms.h"
+#include "harness/gtest.h"
 
-namespace zccl_test {
+namespace zccl_harness {
 namespace {
 
 class RankFailurePrinter : public ::testing::EmptyTestEventListener {
@@ -19,8 +22,6 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
   int rank_;
 };
 
-}  // namespace
-
 int runAllTests(int rank) {
   if (rank != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
@@ -33,4 +34,14 @@ int runAllTests(int rank) {
   return worst > 0 ? 1 : 0;
 }
 
-}  // namespace zccl_test
+}  // namespace
+}  // namespace zccl_harness
+
+int main(int argc, char** argv) {
+  zccl_harness::World& world = zccl_harness::world();
+  if (!world.start(&argc, &argv)) return 1;
+  ::testing::InitGoogleTest(&argc, argv);
+  const int result = zccl_harness::runAllTests(world.rank());
+  world.finish();
+  return result;
+}
