@@ -2,8 +2,9 @@
 // MPI (on a duplicate of it) or, with ZCCL_TRANSPORT=ucx, by UCX set up through MPI. The one
 // place above the transport that knows MPI.
 #include "common/log.h"
-#include "core/bootstrap_init.h"
+#include "core/comm.h"
 #include "core/guarded.h"
+#include "transport/control_bootstrap.h"
 #include "transport/mpi/mpi_transport.h"
 #include "transport/ucx/ucx_transport.h"
 #include "zccl/zccl_mpi.h"

@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "transport/bootstrap/bootstrap.h"
-#include "transport/bootstrap/socket.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/socket.h"
 
 namespace {
 

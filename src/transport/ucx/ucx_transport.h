@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "transport/bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap.h"
 #include "transport/transport.h"
 
 namespace zccl {

@@ -1,32 +1,22 @@
 // zcclGetUniqueId, zcclCommInitRank, zcclCommInitAll, zcclCommInitFromEnv and
-// zcclCommInitStore: every way in that needs no MPI.
-#include "core/bootstrap_init.h"
-
+// zcclCommInitStore: every way in that needs no MPI. Each joins a rendezvous
+// (src/bootstrap), builds the UCX transport over it and the communicator on that.
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "common/env.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/launch_environment.h"
 #include "common/log.h"
+#include "core/comm.h"
 #include "core/guarded.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace zccl {
 namespace {
-
-class TransportBootstrap final : public Bootstrap {
- public:
-  explicit TransportBootstrap(Transport& transport) : transport_(transport) {}
-  int rank() const override { return transport_.rank(); }
-  int size() const override { return transport_.size(); }
-  Status allGather(const void* mine, size_t bytes, void* all) override {
-    return transport_.allGatherControl(mine, bytes, all);
-  }
-
- private:
-  Transport& transport_;
-};
 
 // The user's store callbacks as the bootstrap's KeyValueStore.
 class CallbackStore final : public KeyValueStore {
@@ -69,60 +59,11 @@ class CallbackStore final : public KeyValueStore {
   zcclStore store_;
 };
 
-// The rank, size and rendezvous of a job from the launcher's environment.
-struct LaunchEnvironment {
-  int rank = -1;
-  int size = 0;
-  std::string root;  // host:port
-  std::string job;
-};
-
-Status readLaunchEnvironment(LaunchEnvironment* launch) {
-  const bool zcclrun = envString("ZCCL_RANK").has_value();
-  const char* rankName = zcclrun ? "ZCCL_RANK" : "RANK";
-  const char* sizeName = zcclrun ? "ZCCL_WORLD_SIZE" : "WORLD_SIZE";
-  std::optional<long> rank, size;
-  ZCCL_CHECK(envInt(rankName, 0, 1 << 24, &rank));
-  ZCCL_CHECK(envInt(sizeName, 1, 1 << 24, &size));
-  if (!rank || !size) {
-    return fail(Status::kInvalidUsage,
-                "zcclCommInitFromEnv: set ZCCL_RANK, ZCCL_WORLD_SIZE and ZCCL_ROOT_ADDR (zcclrun "
-                "does), or RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (torchrun does)");
-  }
-  if (*rank >= *size) {
-    return fail(Status::kInvalidArgument, "%s=%ld: outside [0, %s=%ld)", rankName, *rank, sizeName,
-                *size);
-  }
-  launch->rank = static_cast<int>(*rank);
-  launch->size = static_cast<int>(*size);
-  if (zcclrun) {
-    const auto root = envString("ZCCL_ROOT_ADDR");
-    if (!root) return fail(Status::kInvalidUsage, "ZCCL_RANK is set but ZCCL_ROOT_ADDR is not");
-    launch->root = *root;
-    launch->job = envString("ZCCL_JOB_ID").value_or(*root);
-    return Status::kSuccess;
-  }
-  const auto address = envString("MASTER_ADDR");
-  std::optional<long> port;
-  ZCCL_CHECK(envInt("MASTER_PORT", 1, 65534, &port));
-  if (!address || !port) {
-    return fail(Status::kInvalidUsage,
-                "RANK and WORLD_SIZE are set but not MASTER_ADDR and "
-                "MASTER_PORT");
-  }
-  const bool ipv6 = address->find(':') != std::string::npos;
-  launch->root = (ipv6 ? "[" + *address + "]" : *address) + ":" + std::to_string(*port + 1);
-  launch->job = envString("TORCHELASTIC_RUN_ID").value_or("torchrun " + launch->root) + " " +
-                std::to_string(launch->size);
-  return Status::kSuccess;
-}
-
 }  // namespace
 
-std::unique_ptr<Bootstrap> bootstrapOver(Transport& transport) {
-  return std::make_unique<TransportBootstrap>(transport);
-}
-
+// Joins a rendezvous (`connect`, given the bootstrap timeout), builds the UCX transport over
+// it and the communicator on that. `config` may be null.
+using ConnectBootstrap = std::function<Status(double timeoutSeconds, std::unique_ptr<Bootstrap>*)>;
 Status initOverBootstrap(const ConnectBootstrap& connect, const zcclConfig* config,
                          zcclComm** out) {
   // A configuration this rank rejects still joins, so that the others learn of it.

@@ -11,10 +11,10 @@
 #include <random>
 #include <thread>
 
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/socket.h"
 #include "common/env.h"
 #include "common/log.h"
-#include "transport/bootstrap/bootstrap.h"
-#include "transport/bootstrap/socket.h"
 
 namespace zccl {
 namespace {

@@ -1,4 +1,4 @@
-#include "transport/bootstrap/socket.h"
+#include "bootstrap/socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

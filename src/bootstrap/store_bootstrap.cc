@@ -4,7 +4,7 @@
 // one are told so instead of mixing their data.
 #include <random>
 
-#include "transport/bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap.h"
 
 namespace zccl {
 namespace {
