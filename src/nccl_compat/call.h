@@ -4,8 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
-#include "nccl_compat/nccl_abi.h"
+#include "nccl_abi/nccl_abi.h"
 #include "nccl_compat/nccl_comm.h"
 #include "nccl_compat/policy.h"
 
@@ -34,6 +35,10 @@ bool onDevice(const Call& call);
 ncclResult_t runOverZccl(const Call& call);
 // Sends and receives of one communicator as one zccl group (so that rings do not deadlock).
 ncclResult_t runPointToPointOverZccl(const Call* calls, size_t count);
+
+// The real NCCL that device buffers go to, loaded as a drop-in loads it (nccl_functions.h);
+// NULL with the reason in *error.
+const NcclFunctions* realNccl(std::string* error);
 
 // real_nccl_path.cc: the call forwarded to the real NCCL on its communicator twin, which the
 // first such call makes (collectively, like every call).

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "nccl_compat/nccl_abi.h"
+#include "nccl_abi/nccl_abi.h"
 
 namespace zccl::nccl {
 

@@ -108,7 +108,7 @@ ncclResult_t releaseComm(ncclComm_t comm, bool abort) {
   std::string error;
   ncclResult_t result = ncclSuccess;
   if (comm->real != nullptr) {
-    const RealNccl* real = realNccl(&error);
+    const NcclFunctions* real = realNccl(&error);
     result = abort ? real->commAbort(comm->real) : real->commDestroy(comm->real);
   }
   const zcclResult_t released = abort ? zcclCommAbort(comm->host) : zcclCommDestroy(comm->host);
@@ -225,7 +225,7 @@ NCCL_API(ncclResult_t, ncclCommFinalize, (ncclComm_t comm)) {
   }
   if (comm->real != nullptr) {
     std::string error;
-    const RealNccl* real = realNccl(&error);
+    const NcclFunctions* real = realNccl(&error);
     const ncclResult_t result = real->commFinalize(comm->real);
     if (result != ncclSuccess && result != ncclInProgress) {
       return fail(result, "ncclCommFinalize (the real NCCL): %s", real->getLastError(comm->real));
@@ -485,7 +485,7 @@ NCCL_API(ncclResult_t, ncclMemAlloc, (void** ptr, size_t size)) {
   NCCL_CHECK(checkPointer(ptr, "ncclMemAlloc", "ptr"));
   std::string error;
   if (cudaAvailable()) {
-    const RealNccl* real = realNccl(&error);
+    const NcclFunctions* real = realNccl(&error);
     if (real == nullptr) return fail(ncclInvalidUsage, "ncclMemAlloc: %s", error.c_str());
     return real->memAlloc(ptr, size);
   }
@@ -509,7 +509,7 @@ NCCL_API(ncclResult_t, ncclMemFree, (void* ptr)) {
     }
   }
   std::string error;
-  const RealNccl* real = cudaAvailable() ? realNccl(&error) : nullptr;
+  const NcclFunctions* real = cudaAvailable() ? realNccl(&error) : nullptr;
   if (real == nullptr) {
     return fail(ncclInvalidArgument, "ncclMemFree: ptr=%p was not allocated by ncclMemAlloc", ptr);
   }

@@ -73,7 +73,7 @@ ncclResult_t closeRealGroup() {
   if (!realGroup) return ncclSuccess;
   realGroup = false;
   std::string error;
-  const RealNccl* real = realNccl(&error);
+  const NcclFunctions* real = realNccl(&error);
   const ncclResult_t result = real->groupEnd();
   if (result != ncclSuccess && result != ncclInProgress) {
     return fail(result, "ncclGroupEnd (the real NCCL's group of device calls) failed: %s",
@@ -91,7 +91,7 @@ void deferToGroupEnd(const Call& call) { deferred.push_back(call); }
 ncclResult_t openRealGroupOnce(const char* function) {
   if (realGroup) return ncclSuccess;
   std::string error;
-  const RealNccl* real = realNccl(&error);
+  const NcclFunctions* real = realNccl(&error);
   if (real == nullptr) return fail(ncclInvalidUsage, "%s: %s", function, error.c_str());
   NCCL_CHECK(real->groupStart());
   realGroup = true;

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "nccl_compat/nccl_abi.h"
+#include "nccl_abi/nccl_abi.h"
+#include "nccl_abi/nccl_functions.h"
 #include "nccl_compat/nccl_config.h"
 #include "nccl_compat/policy.h"
-#include "nccl_compat/real_nccl.h"
 #include "zccl/zccl.h"
 
 namespace zccl::nccl {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "nccl_compat/nccl_abi.h"
+#include "nccl_abi/nccl_abi.h"
 
 namespace zccl::nccl {
 

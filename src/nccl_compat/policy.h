@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string>
 
-#include "nccl_compat/nccl_abi.h"
+#include "nccl_abi/nccl_abi.h"
 #include "zccl/zccl.h"
 
 namespace zccl::nccl {

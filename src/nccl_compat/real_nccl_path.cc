@@ -9,16 +9,25 @@
 #include "nccl_compat/call.h"
 
 namespace zccl::nccl {
+
+const NcclFunctions* realNccl(std::string* error) {
+  const NcclFunctions* real = loadNcclFunctions(NcclUser::kDropIn, error);
+  if (real == nullptr) {
+    *error = "device buffers go to the real NCCL, which could not be loaded: " + *error;
+  }
+  return real;
+}
+
 namespace {
 
-const RealNccl* loadedNccl(const char* function) {
+const NcclFunctions* loadedNccl(const char* function) {
   std::string error;
-  const RealNccl* real = realNccl(&error);
+  const NcclFunctions* real = realNccl(&error);
   if (real == nullptr) fail(ncclInvalidUsage, "%s: %s", function, error.c_str());
   return real;
 }
 
-ncclResult_t realResult(ncclResult_t result, const RealNccl* real, ncclComm* comm,
+ncclResult_t realResult(ncclResult_t result, const NcclFunctions* real, ncclComm* comm,
                         const char* function) {
   if (result == ncclSuccess || result == ncclInProgress) return result;
   const char* message = real->getLastError(comm->real);
@@ -28,7 +37,7 @@ ncclResult_t realResult(ncclResult_t result, const RealNccl* real, ncclComm* com
 
 // Collective over comm's ranks: they agree that each loaded the real NCCL, then rank 0's id
 // of a real communicator travels over zccl and every rank joins it.
-ncclResult_t makeRealComm(ncclComm* comm, const RealNccl* real, const char* function) {
+ncclResult_t makeRealComm(ncclComm* comm, const NcclFunctions* real, const char* function) {
   int loaded = real != nullptr ? 1 : 0;
   NCCL_CHECK(fromZccl(zcclAllReduce(&loaded, &loaded, 1, zcclInt32, zcclMin, comm->host, nullptr),
                       function, comm));
@@ -59,7 +68,7 @@ ncclResult_t makeRealComm(ncclComm* comm, const RealNccl* real, const char* func
 }
 
 // The real NCCL's twin of op (built-ins are the same numbers).
-ncclResult_t realOperation(const Call& call, const RealNccl* real, ncclRedOp_t* op) {
+ncclResult_t realOperation(const Call& call, const NcclFunctions* real, ncclRedOp_t* op) {
   *op = call.op;
   if (call.op < ncclNumOps) return ncclSuccess;
   PreMulSum operation{};
@@ -79,7 +88,7 @@ ncclResult_t realOperation(const Call& call, const RealNccl* real, ncclRedOp_t* 
   return ncclSuccess;
 }
 
-ncclResult_t forward(const Call& call, const RealNccl* real, ncclRedOp_t op) {
+ncclResult_t forward(const Call& call, const NcclFunctions* real, ncclRedOp_t op) {
   RealComm* twin = call.comm->real;
   switch (call.operation) {
     case Operation::kAllReduce:
@@ -117,7 +126,7 @@ ncclResult_t forward(const Call& call, const RealNccl* real, ncclRedOp_t op) {
 }  // namespace
 
 ncclResult_t runOnRealNccl(const Call& call) {
-  const RealNccl* real = loadedNccl(call.function);
+  const NcclFunctions* real = loadedNccl(call.function);
   if (call.comm->real == nullptr) {
     if (realGroupOpen()) {
       return fail(ncclInvalidUsage,

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "nccl_abi/nccl_functions.h"
 #include "nccl_compat/nccl_config.h"
 #include "nccl_compat/policy.h"
-#include "nccl_compat/real_nccl.h"
 
 namespace zccl::nccl {
 namespace {
@@ -116,7 +116,7 @@ TEST(NcclPolicy, QuantizesOnlyFloatSumsAboveTheThreshold) {
 void loadAndReport(const char* library) {
   if (library != nullptr) setenv("ZCCL_NCCL_LIB", library, 1);
   std::string error;
-  const RealNccl* real = realNccl(&error);
+  const NcclFunctions* real = loadNcclFunctions(NcclUser::kDropIn, &error);
   int version = 0;
   if (real != nullptr) real->getVersion(&version);
   std::fprintf(stderr, "%s\n",
@@ -124,19 +124,19 @@ void loadAndReport(const char* library) {
   std::exit(real != nullptr ? 0 : 1);
 }
 
-TEST(RealNccl, NeverTakesTheDropInForNccl) {
+TEST(NcclFunctions, NeverTakesTheDropInForNccl) {
   EXPECT_EXIT(loadAndReport(ZCCL_NCCL_DROP_IN), ::testing::ExitedWithCode(1),
               "is zccl's NCCL drop-in itself, not NCCL");
   EXPECT_EXIT(loadAndReport(ZCCL_NCCL_DROP_IN_AS_LIBNCCL), ::testing::ExitedWithCode(1),
               "is zccl's NCCL drop-in itself, not NCCL");
 }
 
-TEST(RealNccl, ALibraryThatDoesNotLoadIsNamed) {
+TEST(NcclFunctions, ALibraryThatDoesNotLoadIsNamed) {
   EXPECT_EXIT(loadAndReport("/nonexistent/libnccl.so.2"), ::testing::ExitedWithCode(1),
               "ZCCL_NCCL_LIB=/nonexistent/libnccl.so.2: .*cannot open");
 }
 
-TEST(RealNccl, LoadsTheToolkitsNccl) {
+TEST(NcclFunctions, LoadsTheToolkitsNccl) {
 #ifdef ZCCL_REAL_NCCL
   EXPECT_EXIT(loadAndReport(ZCCL_REAL_NCCL), ::testing::ExitedWithCode(0), "loaded 2[0-9]+");
 #else

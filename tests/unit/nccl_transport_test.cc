@@ -32,7 +32,7 @@ TEST(NcclTransport, ALibraryThatDoesNotLoadIsNamed) {
 TEST(NcclTransport, ALibraryThatIsNotNcclIsRefused) {
 #ifdef ZCCL_HAVE_CUDA
   EXPECT_EXIT(loadAndReport("libm.so.6"), ::testing::ExitedWithCode(1),
-              "ZCCL_NCCL_LIB=libm.so.6 has no ncclSend: not NCCL");
+              "ZCCL_NCCL_LIB=libm.so.6 has no ncclAllReduce: not NCCL");
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

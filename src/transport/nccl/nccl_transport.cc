@@ -7,108 +7,42 @@
 #include <vector>
 
 #include "common/cuda_status.h"
-#include "common/nccl_library.h"
+#include "nccl_abi/nccl_functions.h"
 
 namespace zccl {
 namespace {
 
-// NCCL's binary interface, as far as this transport uses it (stable since NCCL 2.0).
-struct NcclComm;
-struct NcclUniqueId {
-  char internal[128];
-};
-constexpr int kNcclSuccess = 0;
-constexpr int kNcclUint8 = 1;
-
-struct NcclApi {
-  int (*getUniqueId)(NcclUniqueId*);
-  int (*commInitRank)(NcclComm**, int, NcclUniqueId, int);
-  int (*commDestroy)(NcclComm*);
-  int (*commAbort)(NcclComm*);
-  int (*commGetAsyncError)(NcclComm*, int*);
-  const char* (*getErrorString)(int);
-  int (*groupStart)();
-  int (*groupEnd)();
-  int (*send)(const void*, size_t, int, int, NcclComm*, cudaStream_t);
-  int (*recv)(void*, size_t, int, int, NcclComm*, cudaStream_t);
-  // NCCL's own collectives (ZCCL_ALGO=native). Gather, scatter and all-to-all came with NCCL
-  // 2.28: null where the library is older.
-  int (*allGather)(const void*, void*, size_t, int, NcclComm*, cudaStream_t);
-  int (*reduceScatter)(const void*, void*, size_t, int, int, NcclComm*, cudaStream_t);
-  int (*allReduce)(const void*, void*, size_t, int, int, NcclComm*, cudaStream_t);
-  int (*broadcast)(const void*, void*, size_t, int, int, NcclComm*, cudaStream_t);
-  int (*reduce)(const void*, void*, size_t, int, int, int, NcclComm*, cudaStream_t);
-  int (*allToAll)(const void*, void*, size_t, int, NcclComm*, cudaStream_t);
-  int (*gather)(const void*, void*, size_t, int, int, NcclComm*, cudaStream_t);
-  int (*scatter)(const void*, void*, size_t, int, int, NcclComm*, cudaStream_t);
-};
+using nccl::NcclFunctions;
+using nccl::ncclResult_t;
+using nccl::RealComm;
+constexpr nccl::ncclResult_t kNcclSuccess = nccl::ncclSuccess;
 
 // NCCL's data type for zccl's (the ops' values are the same: sum, prod, max, min).
-int ncclTypeOf(DataType type) {
+nccl::ncclDataType_t ncclTypeOf(DataType type) {
   switch (type) {
     case DataType::kInt8:
-      return 0;
+      return nccl::ncclInt8;
     case DataType::kUint8:
-      return 1;
+      return nccl::ncclUint8;
     case DataType::kInt32:
-      return 2;
+      return nccl::ncclInt32;
     case DataType::kUint32:
-      return 3;
+      return nccl::ncclUint32;
     case DataType::kInt64:
-      return 4;
+      return nccl::ncclInt64;
     case DataType::kUint64:
-      return 5;
+      return nccl::ncclUint64;
     case DataType::kFloat16:
-      return 6;
+      return nccl::ncclFloat16;
     case DataType::kFloat32:
-      return 7;
+      return nccl::ncclFloat32;
     case DataType::kFloat64:
-      return 8;
+      return nccl::ncclFloat64;
     case DataType::kBfloat16:
-      return 9;
+      return nccl::ncclBfloat16;
     default:
-      return -1;
+      return nccl::ncclNumTypes;
   }
-}
-
-struct LoadedApi {
-  NcclApi api{};
-  std::string error;  // empty when loaded
-};
-
-const LoadedApi& loadedApi() {
-  static const LoadedApi loaded = [] {
-    LoadedApi result;
-    const NcclLibrary library = openNcclLibrary(/*afterThisLibrary=*/false, "ncclSend");
-    if (library.handle == nullptr) {
-      result.error = library.error;
-      return result;
-    }
-    std::string missing;
-    NcclApi& a = result.api;
-    bindNcclSymbol(library.handle, "ncclGetUniqueId", &a.getUniqueId, &missing);
-    bindNcclSymbol(library.handle, "ncclCommInitRank", &a.commInitRank, &missing);
-    bindNcclSymbol(library.handle, "ncclCommDestroy", &a.commDestroy, &missing);
-    bindNcclSymbol(library.handle, "ncclCommAbort", &a.commAbort, &missing);
-    bindNcclSymbol(library.handle, "ncclCommGetAsyncError", &a.commGetAsyncError, &missing);
-    bindNcclSymbol(library.handle, "ncclGetErrorString", &a.getErrorString, &missing);
-    bindNcclSymbol(library.handle, "ncclGroupStart", &a.groupStart, &missing);
-    bindNcclSymbol(library.handle, "ncclGroupEnd", &a.groupEnd, &missing);
-    bindNcclSymbol(library.handle, "ncclSend", &a.send, &missing);
-    bindNcclSymbol(library.handle, "ncclRecv", &a.recv, &missing);
-    bindNcclSymbol(library.handle, "ncclAllGather", &a.allGather, &missing);
-    bindNcclSymbol(library.handle, "ncclReduceScatter", &a.reduceScatter, &missing);
-    bindNcclSymbol(library.handle, "ncclAllReduce", &a.allReduce, &missing);
-    bindNcclSymbol(library.handle, "ncclBroadcast", &a.broadcast, &missing);
-    bindNcclSymbol(library.handle, "ncclReduce", &a.reduce, &missing);
-    if (!missing.empty()) result.error = library.name + " lacks " + missing;
-    std::string newer;  // optional: native gather, scatter and all-to-all only
-    bindNcclSymbol(library.handle, "ncclAlltoAll", &a.allToAll, &newer);
-    bindNcclSymbol(library.handle, "ncclGather", &a.gather, &newer);
-    bindNcclSymbol(library.handle, "ncclScatter", &a.scatter, &newer);
-    return result;
-  }();
-  return loaded;
 }
 
 struct Message {
@@ -120,7 +54,7 @@ struct Message {
 
 class NcclTransport final : public StreamTransport {
  public:
-  NcclTransport(const NcclApi& api, NcclComm* comm, cudaEvent_t done, Transport& control,
+  NcclTransport(const NcclFunctions& api, RealComm* comm, cudaEvent_t done, Transport& control,
                 const TransportOptions& options)
       : api_(api), comm_(comm), done_(done), control_(control), options_(options) {
     traffic_.assign(static_cast<size_t>(control.size()), PeerTraffic{});
@@ -152,8 +86,9 @@ class NcclTransport final : public StreamTransport {
     ZCCL_CHECK(check(api_.groupStart(), "ncclGroupStart"));
     Status status = Status::kSuccess;
     for (const Message& m : messages_) {
-      const int result = m.isSend ? api_.send(m.data, m.bytes, kNcclUint8, m.peer, comm_, stream_)
-                                  : api_.recv(m.data, m.bytes, kNcclUint8, m.peer, comm_, stream_);
+      const ncclResult_t result =
+          m.isSend ? api_.send(m.data, m.bytes, nccl::ncclUint8, m.peer, comm_, stream_)
+                   : api_.recv(m.data, m.bytes, nccl::ncclUint8, m.peer, comm_, stream_);
       if (status == Status::kSuccess) status = check(result, m.isSend ? "ncclSend" : "ncclRecv");
     }
     const Status ended = check(api_.groupEnd(), "ncclGroupEnd");
@@ -170,12 +105,12 @@ class NcclTransport final : public StreamTransport {
   Status nativeReduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
                              RedOp op) override {
     return native("ncclReduceScatter", api_.reduceScatter, send, recv, recvCount, type,
-                  static_cast<int>(op), comm_, stream_);
+                  static_cast<nccl::ncclRedOp_t>(op), comm_, stream_);
   }
   Status nativeAllReduce(const void* send, void* recv, size_t count, DataType type,
                          RedOp op) override {
-    return native("ncclAllReduce", api_.allReduce, send, recv, count, type, static_cast<int>(op),
-                  comm_, stream_);
+    return native("ncclAllReduce", api_.allReduce, send, recv, count, type,
+                  static_cast<nccl::ncclRedOp_t>(op), comm_, stream_);
   }
   Status nativeBroadcast(void* data, size_t count, DataType type, int root) override {
     return native("ncclBroadcast", api_.broadcast, data, data, count, type, root, comm_, stream_);
@@ -185,8 +120,8 @@ class NcclTransport final : public StreamTransport {
   }
   Status nativeReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                       int root) override {
-    return native("ncclReduce", api_.reduce, send, recv, count, type, static_cast<int>(op), root,
-                  comm_, stream_);
+    return native("ncclReduce", api_.reduce, send, recv, count, type,
+                  static_cast<nccl::ncclRedOp_t>(op), root, comm_, stream_);
   }
   // In place at the root: NCCL's form is the root's own block of the other buffer.
   Status nativeGather(const void* send, void* recv, size_t count, DataType type,
@@ -231,7 +166,7 @@ class NcclTransport final : public StreamTransport {
     return Status::kSuccess;
   }
 
-  Status check(int result, const char* what) const {
+  Status check(ncclResult_t result, const char* what) const {
     if (result == kNcclSuccess) return Status::kSuccess;
     return fail(Status::kSystemError, "%s: NCCL error %d (%s)", what, result,
                 api_.getErrorString(result));
@@ -264,7 +199,7 @@ class NcclTransport final : public StreamTransport {
       const cudaError_t done = cudaEventQuery(done_);
       if (done == cudaSuccess) return Status::kSuccess;
       if (done != cudaErrorNotReady) return cudaFailure(done, "cudaEventQuery");
-      int asyncError = kNcclSuccess;
+      ncclResult_t asyncError = kNcclSuccess;
       ZCCL_CHECK(check(api_.commGetAsyncError(comm_, &asyncError), "ncclCommGetAsyncError"));
       if (asyncError != kNcclSuccess) {
         const Status status = check(asyncError, "NCCL (asynchronous)");
@@ -288,8 +223,8 @@ class NcclTransport final : public StreamTransport {
     }
   }
 
-  const NcclApi& api_;
-  NcclComm* comm_;
+  const NcclFunctions& api_;
+  RealComm* comm_;
   cudaEvent_t done_;
   cudaStream_t stream_ = nullptr;
   Transport& control_;
@@ -300,21 +235,21 @@ class NcclTransport final : public StreamTransport {
 }  // namespace
 
 bool ncclLoadable(std::string* reason) {
-  *reason = loadedApi().error;
-  return reason->empty();
+  return nccl::loadNcclFunctions(nccl::NcclUser::kTransport, reason) != nullptr;
 }
 
 Status makeNcclTransport(Transport& control, const TransportOptions& options,
                          std::unique_ptr<StreamTransport>* out) {
-  const LoadedApi& loaded = loadedApi();
-  if (!loaded.error.empty()) {
-    return fail(Status::kSystemError, "the NCCL transport: %s", loaded.error.c_str());
+  std::string error;
+  const NcclFunctions* functions = nccl::loadNcclFunctions(nccl::NcclUser::kTransport, &error);
+  if (functions == nullptr) {
+    return fail(Status::kSystemError, "the NCCL transport: %s", error.c_str());
   }
-  const NcclApi& api = loaded.api;
+  const NcclFunctions& api = *functions;
   // Rank 0's id, with whether it could make one (the others must not wait for it in vain).
   struct Offer {
     int ok;
-    NcclUniqueId id;
+    nccl::ncclUniqueId id;
   };
   Offer mine{1, {}};
   if (control.rank() == 0) mine.ok = api.getUniqueId(&mine.id) == kNcclSuccess ? 1 : 0;
@@ -323,8 +258,8 @@ Status makeNcclTransport(Transport& control, const TransportOptions& options,
   if (all[0].ok == 0) {
     return fail(Status::kSystemError, "ncclGetUniqueId failed on rank %d", control.peerRank(0));
   }
-  NcclComm* comm = nullptr;
-  const int result = api.commInitRank(&comm, control.size(), all[0].id, control.rank());
+  RealComm* comm = nullptr;
+  const ncclResult_t result = api.commInitRank(&comm, control.size(), all[0].id, control.rank());
   if (result != kNcclSuccess) {
     return fail(Status::kSystemError, "ncclCommInitRank: NCCL error %d (%s)", result,
                 api.getErrorString(result));

@@ -1,4 +1,4 @@
-// Device buffers between GPUs over the real NCCL, loaded at run time (common/nccl_library.h):
+// Device buffers between GPUs over the real NCCL, loaded at run time (nccl_abi/nccl_functions.h):
 // the messages an algorithm posts become ncclSend/ncclRecv in one ncclGroupStart/End on the
 // collective's stream when it waits, and the wait polls an event and NCCL's asynchronous
 // error, bounded by the timeout (then the NCCL communicator is aborted). NCCL matches a pair's

@@ -15,7 +15,7 @@ namespace real {
 constexpr ncclConfig_t kInitialConfig = NCCL_CONFIG_INITIALIZER;
 }  // namespace real
 
-#include "nccl_compat/nccl_abi.h"
+#include "nccl_abi/nccl_abi.h"
 
 namespace ours = zccl::nccl;
 

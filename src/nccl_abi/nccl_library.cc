@@ -1,8 +1,11 @@
-#include "common/nccl_library.h"
+// Finding the real NCCL (nccl_library.h).
+#include "nccl_abi/nccl_library.h"
+
+#include <dlfcn.h>
 
 #include <cstdlib>
 
-namespace zccl {
+namespace zccl::nccl {
 namespace {
 
 // True when `symbol` lives in a zccl drop-in (one symbol NCCL has not is there).
@@ -63,4 +66,4 @@ NcclLibrary openNcclLibrary(bool afterThisLibrary, const char* probe) {
   return library;
 }
 
-}  // namespace zccl
+}  // namespace zccl::nccl

@@ -1,22 +1,24 @@
-// The real NCCL, for device memory: loaded on first use from ZCCL_NCCL_LIB, else the NCCL
-// this library was preloaded in front of, else libnccl.so.2, and never this library itself
-// (the build tree names it libnccl.so.2 too).
+// The real NCCL's functions, bound at run time from the library nccl_library.h finds: one
+// table for every user (the NCCL transport of zccl's device path, and the drop-in's device
+// buffers that go to the real NCCL), typed with NCCL's own ABI (nccl_abi.h).
 #pragma once
 
 #include <cstddef>
 #include <string>
 
-#include "nccl_compat/nccl_abi.h"
+#include "nccl_abi/nccl_abi.h"
 
 namespace zccl::nccl {
 
 // The real library's own communicator type: its functions take it where NCCL's take
-// ncclComm_t, so that a shim communicator is never passed to it by mistake.
+// ncclComm_t, so that a drop-in communicator is never passed to it by mistake.
 struct RealComm;
 
-struct RealNccl {
+struct NcclFunctions {
   ncclResult_t (*getVersion)(int*);
+  const char* (*getErrorString)(ncclResult_t);
   ncclResult_t (*getUniqueId)(ncclUniqueId*);
+  ncclResult_t (*commInitRank)(RealComm**, int, ncclUniqueId, int);
   ncclResult_t (*commInitRankConfig)(RealComm**, int, ncclUniqueId, int, const void*);
   ncclResult_t (*commFinalize)(RealComm*);
   ncclResult_t (*commDestroy)(RealComm*);
@@ -39,6 +41,7 @@ struct RealNccl {
                             cudaStream_t);
   ncclResult_t (*reduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, RealComm*,
                          cudaStream_t);
+  // Gather, scatter and all-to-all came with NCCL 2.28.
   ncclResult_t (*allToAll)(const void*, void*, size_t, ncclDataType_t, RealComm*, cudaStream_t);
   ncclResult_t (*gather)(const void*, void*, size_t, ncclDataType_t, int, RealComm*, cudaStream_t);
   ncclResult_t (*scatter)(const void*, void*, size_t, ncclDataType_t, int, RealComm*, cudaStream_t);
@@ -48,8 +51,19 @@ struct RealNccl {
   ncclResult_t (*groupEnd)();
 };
 
-// The loaded library, or NULL with the reason (which library was tried, why it is unusable)
-// in *error.
-const RealNccl* realNccl(std::string* error);
+// Who loads it, which decides where the library is looked for and what it must have.
+enum class NcclUser {
+  // zccl's NCCL transport: ZCCL_NCCL_LIB, else libnccl.so.2; point-to-point, the
+  // communicator's life and the collectives NCCL has had since 2.0 (the newer ones may be
+  // null).
+  kTransport,
+  // The drop-in, which may be preloaded in front of NCCL: ZCCL_NCCL_LIB, else the NCCL after
+  // the drop-in in the lookup order, else libnccl.so.2; every function above.
+  kDropIn,
+};
+
+// Loaded once per user; NULL with the reason (which library was tried, what it lacks) in
+// *error.
+const NcclFunctions* loadNcclFunctions(NcclUser user, std::string* error);
 
 }  // namespace zccl::nccl

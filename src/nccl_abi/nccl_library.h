@@ -4,11 +4,9 @@
 // drop-in, which the build tree names libnccl.so.2 too.
 #pragma once
 
-#include <dlfcn.h>
-
 #include <string>
 
-namespace zccl {
+namespace zccl::nccl {
 
 struct NcclLibrary {
   void* handle = nullptr;  // a dlopen handle or RTLD_NEXT; nullptr when none was found
@@ -20,12 +18,4 @@ struct NcclLibrary {
 // libnccl.so.2. `probe` names one function NCCL has: a library without it is not NCCL.
 NcclLibrary openNcclLibrary(bool afterThisLibrary, const char* probe);
 
-// Binds `name` in `handle` into *function; appends the name to *missing when it is absent.
-template <typename Function>
-bool bindNcclSymbol(void* handle, const char* name, Function* function, std::string* missing) {
-  *function = reinterpret_cast<Function>(dlsym(handle, name));
-  if (*function == nullptr) *missing += std::string(missing->empty() ? "" : ", ") + name;
-  return *function != nullptr;
-}
-
-}  // namespace zccl
+}  // namespace zccl::nccl
