@@ -20,7 +20,7 @@
 #include <string>
 #include <thread>
 
-#include "core/device_runtime.h"
+#include "device/device_runtime.h"
 #include "kernels/kernels.h"
 #include "transport/staged/staged_transport.h"
 
@@ -29,7 +29,7 @@ namespace zccl_harness {
 using zccl::Status;
 
 // Host memory that stands for a device's: allocations are recorded, and owns() tells them
-// from any other memory. The library's device thread asks while the test allocates.
+// from any other memory. The communicator's thread asks while the test allocates.
 class EmulatedDeviceMemory {
  public:
   void* allocate(size_t bytes) {
@@ -61,7 +61,7 @@ class EmulatedDeviceMemory {
 };
 
 // The host kernels, refusing any buffer that is not the device's; they run at once, on the
-// thread that queues them (the library's device thread).
+// thread that queues them (the communicator's thread).
 class EmulatedDeviceKernels final : public zccl::Kernels {
  public:
   explicit EmulatedDeviceKernels(const EmulatedDeviceMemory& memory) : memory_(memory) {}

@@ -29,8 +29,8 @@ thread_local std::vector<PendingMessages> groupComms;
 // Host messages: waits for them. Device messages: queues them on their stream as one batch.
 Status completeMessages(PendingMessages& pending) {
   if (pending.stream == nullptr) return pending.comm->transport->waitAll();
-  zccl::DevicePath* device = nullptr;
-  ZCCL_CHECK(zccl::devicePathOf(pending.comm, &device));
+  zccl::DeviceEngine* device = nullptr;
+  ZCCL_CHECK(zccl::deviceEngineOf(pending.comm, &device));
   return device->enqueueMessages(pending.stream, std::move(pending.device));
 }
 
@@ -63,7 +63,7 @@ Status pointToPoint(zcclComm* comm, bool isSend, void* buffer, size_t bytes, int
   if (stream != nullptr) {
     pending->device.push_back({isSend, buffer, bytes, peer});
   } else {
-    ZCCL_CHECK(zccl::drainDeviceWork(comm));
+    ZCCL_CHECK(zccl::drainQueuedWork(comm));
     zccl::Ticket ticket;
     zccl::Transport* transport = comm->transport.get();
     if (isSend) {
@@ -108,7 +108,7 @@ Status endComm(zcclComm* comm, bool abort) {
   }
   Status status = Status::kSuccess;
   if (!abort) {
-    status = zccl::drainDeviceWork(comm);
+    status = zccl::drainQueuedWork(comm);
     if (status == Status::kSuccess) status = comm->transport->waitAll();
   }
   zccl::abortComm(comm);  // nothing pending after a successful wait: this only frees
@@ -151,13 +151,13 @@ zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newc
                            const zcclConfig* config) {
   return zccl::guardedComm(comm, [&] {
     if (newcomm == nullptr) return zccl::fail(Status::kInvalidArgument, "newcomm=NULL");
-    ZCCL_CHECK(zccl::drainDeviceWork(comm));
+    ZCCL_CHECK(zccl::drainQueuedWork(comm));
     return zccl::splitComm(comm, color, key, config, newcomm);
   });
 }
 
 zcclResult_t zcclCommFinalize(zcclComm_t comm) {
-  return zccl::guardedComm(comm, [&] { return zccl::drainDeviceWork(comm); });
+  return zccl::guardedComm(comm, [&] { return zccl::drainQueuedWork(comm); });
 }
 
 zcclResult_t zcclCommDestroy(zcclComm_t comm) {
@@ -187,7 +187,7 @@ zcclResult_t zcclCommUserRank(const zcclComm_t comm, int* rank) {
 zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats) {
   return zccl::guardedComm(comm, [&] {
     if (stats == nullptr) return zccl::fail(Status::kInvalidArgument, "stats=NULL");
-    ZCCL_CHECK(zccl::drainDeviceWork(comm));  // its counts are complete, and no longer moving
+    ZCCL_CHECK(zccl::drainQueuedWork(comm));  // its counts are complete, and no longer moving
     *stats = zcclStats{};
     const auto traffic = comm->trafficByPeer();
     for (int peer = 0; peer < comm->size(); ++peer) {
@@ -204,7 +204,7 @@ zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats) {
 zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError) {
   return zccl::guardedComm(comm, [&] {
     if (asyncError == nullptr) return zccl::fail(Status::kInvalidArgument, "asyncError=NULL");
-    const Status failure = comm->device != nullptr ? comm->device->failure() : Status::kSuccess;
+    const Status failure = comm->work.failure();
     *asyncError = static_cast<zcclResult_t>(failure);
     // zcclGetLastError(comm) says why, as after a failed call.
     if (failure != Status::kSuccess) comm->lastError = zccl::lastThreadError();
@@ -214,7 +214,7 @@ zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError) {
 
 zcclResult_t zcclCommResetStats(zcclComm_t comm) {
   return zccl::guardedComm(comm, [&] {
-    ZCCL_CHECK(zccl::drainDeviceWork(comm));
+    ZCCL_CHECK(zccl::drainQueuedWork(comm));
     comm->resetTraffic();
     return Status::kSuccess;
   });
@@ -223,7 +223,7 @@ zcclResult_t zcclCommResetStats(zcclComm_t comm) {
 zcclResult_t zcclCommSplitNode(zcclComm_t comm, zcclComm_t* nodeComm) {
   return zccl::guardedComm(comm, [&] {
     if (nodeComm == nullptr) return zccl::fail(Status::kInvalidArgument, "nodeComm=NULL");
-    ZCCL_CHECK(zccl::drainDeviceWork(comm));
+    ZCCL_CHECK(zccl::drainQueuedWork(comm));
     return zccl::cachedSplit(comm, false, nodeComm);
   });
 }
@@ -231,7 +231,7 @@ zcclResult_t zcclCommSplitNode(zcclComm_t comm, zcclComm_t* nodeComm) {
 zcclResult_t zcclCommSplitCrossNode(zcclComm_t comm, zcclComm_t* crossComm) {
   return zccl::guardedComm(comm, [&] {
     if (crossComm == nullptr) return zccl::fail(Status::kInvalidArgument, "crossComm=NULL");
-    ZCCL_CHECK(zccl::drainDeviceWork(comm));
+    ZCCL_CHECK(zccl::drainQueuedWork(comm));
     return zccl::cachedSplit(comm, true, crossComm);
   });
 }

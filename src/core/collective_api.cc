@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "collectives/collectives.h"
-#include "core/device_path.h"
 #include "core/group.h"
 #include "core/guarded.h"
 #include "core/validate.h"
+#include "device/device_engine.h"
 
 namespace zccl {
 namespace {
@@ -240,7 +240,7 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   zcclComm* comm = call.comm;
   // What runs on the caller's thread uses the communicator's transports: its device work
   // queued earlier finishes first. A device call itself only queues its work.
-  if (call.stream == nullptr || comm->config.checkCalls) ZCCL_CHECK(drainDeviceWork(comm));
+  if (call.stream == nullptr || comm->config.checkCalls) ZCCL_CHECK(drainQueuedWork(comm));
   if (comm->config.checkCalls) {
     ZCCL_CHECK(agreeOnCall(comm, entry, call, checked.options, checked.inPlace, valid));
   }
@@ -262,8 +262,8 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
            ", " + dataTypeName(args.type) + ")";
   };
   if (call.stream != nullptr) {
-    DevicePath* device = nullptr;
-    ZCCL_CHECK(devicePathOf(comm, &device));
+    DeviceEngine* device = nullptr;
+    ZCCL_CHECK(deviceEngineOf(comm, &device));
     return device->enqueueCollective(call.stream, name(), entry.collective, args, options);
   }
   Context ctx = comm->nextCollective(hostKernels());

@@ -54,12 +54,19 @@ std::string zcclComm::exitedRanks() const {
   return gone;
 }
 
-zccl::Context zcclComm::nextCollective(zccl::Kernels& kernels) {
+int zcclComm::nextTag() {
   // Tag 0 is zcclSend/zcclRecv's; collectives cycle through 1..maxTag.
-  const int tag =
-      1 + static_cast<int>(collectiveSequence++ % static_cast<uint64_t>(transport->maxTag()));
-  return zccl::Context{*transport, scratch, hasLevels() ? &levels : nullptr,    native, &cluster,
-                       kernels,    tag,     config.tunePlans ? &tuner : nullptr};
+  return 1 + static_cast<int>(collectiveSequence++ % static_cast<uint64_t>(transport->maxTag()));
+}
+
+zccl::Context zcclComm::nextCollective(zccl::Kernels& kernels) {
+  return zccl::Context{*transport, scratch,   hasLevels() ? &levels : nullptr,    native, &cluster,
+                       kernels,    nextTag(), config.tunePlans ? &tuner : nullptr};
+}
+
+void zcclComm::abandonAfterFailure(const std::string& call) {
+  zccl::addErrorContext(call, exitedRanks());
+  for (zccl::Transport* t : transports(/*withOwned=*/false)) t->abandon();
 }
 
 std::vector<zccl::Transport*> zcclComm::transports(bool withOwned) {
@@ -307,26 +314,57 @@ bool retireComm(zcclComm* comm) {
   return true;
 }
 
+Status deviceEngineOf(zcclComm* comm, DeviceEngine** out) {
+  if (comm->device == nullptr) {
+    DeviceRuntime* runtime = deviceRuntime();
+    if (runtime == nullptr) {
+      return fail(Status::kInternalError, "a device call passed its checks without a runtime");
+    }
+    DeviceHost host;
+    host.transport = comm->transport.get();
+    host.levels = comm->hasLevels() ? &comm->levels : nullptr;
+    host.processes = &comm->processes;
+    host.cluster = &comm->cluster;
+    host.native = &comm->native;
+    host.queue = &comm->work;
+    host.options = comm->config.deviceOptions();
+    host.nextTag = [comm] { return comm->nextTag(); };
+    host.failed = [comm](const std::string& call) { comm->abandonAfterFailure(call); };
+    auto made = std::make_unique<DeviceEngine>(std::move(host), *runtime);
+    ZCCL_CHECK(made->start());
+    comm->device = std::move(made);
+  }
+  *out = comm->device.get();
+  return Status::kSuccess;
+}
+
+Status drainQueuedWork(zcclComm* comm) { return comm->work.drain(); }
+
 namespace {
 
-// The device paths of `comm` and of the communicators it owns.
+// `comm` and the communicators it owns.
 template <typename Visit>
-void forEachDevicePath(zcclComm* comm, Visit&& visit) {
-  if (comm->device != nullptr) visit(*comm->device);
+void forEachComm(zcclComm* comm, Visit&& visit) {
+  visit(*comm);
   for (zcclComm* owned : {comm->nodeComm.get(), comm->crossComm.get()}) {
-    if (owned != nullptr) forEachDevicePath(owned, visit);
+    if (owned != nullptr) forEachComm(owned, visit);
   }
 }
 
 }  // namespace
 
 void abortComm(zcclComm* comm) {
-  // Device paths first, so that they make no transport the loop below would miss.
-  forEachDevicePath(comm, [](DevicePath& device) { device.requestAbort(); });
+  // Device engines first, so that they make no transport the loop below would miss.
+  forEachComm(comm, [](zcclComm& c) {
+    if (c.device != nullptr) c.device->requestAbort();
+  });
   for (Transport* t : comm->transports(/*withOwned=*/true)) t->requestAbort();
-  // Other threads' waits end at their next poll (the device threads' too, which end); the
-  // caller itself is counted once.
-  forEachDevicePath(comm, [](DevicePath& device) { device.stop(); });
+  // Other threads' waits end at their next poll (the communicators' own threads' too, which
+  // end, their queued work skipped); the caller itself is counted once.
+  forEachComm(comm, [](zcclComm& c) {
+    c.work.stop();
+    if (c.device != nullptr) c.device->releaseGates();
+  });
   while (comm->activeCalls.load() > 1) sched_yield();
   bool quiescent = true;
   for (Transport* t : comm->transports(/*withOwned=*/true)) quiescent &= t->abandon();

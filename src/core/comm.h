@@ -12,8 +12,9 @@
 #include "collectives/cost_model.h"
 #include "collectives/tuner.h"
 #include "common/scratch.h"
+#include "common/work_queue.h"
 #include "core/config.h"
-#include "core/device_path.h"
+#include "device/device_engine.h"
 #include "topology/node_map.h"
 #include "transport/transport.h"
 #include "zccl/zccl.h"
@@ -47,12 +48,20 @@ struct zcclComm {
   uint64_t collectiveSequence = 0;
   // Entry points running on this communicator now (abort waits for them to leave).
   std::atomic<int> activeCalls{0};
-  // Collectives on device memory, made at the first call with a stream. Declared last: its
-  // staged transports carry their messages over the transports above.
-  std::unique_ptr<zccl::DevicePath> device;
+  // Collectives on device memory, made at the first call with a stream. Its staged
+  // transports carry their messages over the transports above.
+  std::unique_ptr<zccl::DeviceEngine> device;
+  // The communicator's own thread, which runs the work of calls that return before it ends.
+  // Declared last: stopped first, while what its jobs use is still there.
+  zccl::WorkQueue work;
 
+  // The tag of the next collective call.
+  int nextTag();
   // The context of the next collective call (which takes the next tag).
   zccl::Context nextCollective(zccl::Kernels& kernels);
+  // After a call failed past its checks: names `call` in the error, and abandons every
+  // transport of this communicator (what is in flight may be left by peers that are gone).
+  void abandonAfterFailure(const std::string& call);
   // Every transport of this communicator (levels and the device path's included) and,
   // withOwned, of the sub-communicators it owns.
   std::vector<zccl::Transport*> transports(bool withOwned);
@@ -72,6 +81,14 @@ namespace zccl {
 // not): a rank that failed still takes part, so that every rank fails naming it.
 Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, Status configured,
                   zcclComm** out);
+
+// `comm`'s device engine, made at its first call with a stream (the runtime is there: the
+// call's stream passed checkStream).
+Status deviceEngineOf(zcclComm* comm, DeviceEngine** out);
+
+// Waits for the work queued on `comm`'s own thread before a call that uses its transports on
+// the caller's thread; the first failure of that work.
+Status drainQueuedWork(zcclComm* comm);
 
 // Ranks of `parent` with the same color >= 0 form a new communicator ordered by (key, rank);
 // color < 0 gives *out = nullptr. `config` (may be null) over the parent's configuration.

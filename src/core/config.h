@@ -4,17 +4,13 @@
 
 #include "collectives/paths.h"
 #include "common/status.h"
+#include "device/device_engine.h"
 #include "zccl/zccl.h"
 
 namespace zccl {
 
 // Which engine moves a communicator's host memory (ZCCL_TRANSPORT).
 enum class TransportKind : int { kAuto = 0, kMpi = 1, kUcx = 2 };
-
-// How device collectives move their messages (ZCCL_DEVICE_BACKEND): NCCL between GPUs, or
-// staged through page-locked host memory over the host transport; auto takes NCCL where every
-// rank can load it and has a GPU of its own, else staged.
-enum class DeviceBackend : int { kAuto = 0, kStaged = 1, kNccl = 2 };
 
 struct CommConfig {
   CollectiveOptions collective;  // defaults of every collective call
@@ -33,6 +29,10 @@ struct CommConfig {
   // Calls that allow a lossy format time their candidate paths at first and keep the fastest
   // (ZCCL_TUNE=1, the default), instead of the cost model's choice alone.
   bool tunePlans = true;
+
+  DeviceOptions deviceOptions() const {
+    return DeviceOptions{deviceBackend, stagedChunkBytes, deviceBlocking, timeoutSeconds};
+  }
 };
 
 // Resolves `config` (may be null) over the ZCCL_* environment and the defaults.

@@ -77,9 +77,10 @@ zcclResult_t zcclCommGetTopologyInfo(zcclComm_t comm, zcclTopologyInfo* info) {
     info->quantizeGBps = c.quantizeBytesPerSecond / 1e9;
     info->dequantizeGBps = c.dequantizeBytesPerSecond / 1e9;
     if (zccl::deviceRuntime() != nullptr) {
-      zccl::DevicePath* device = nullptr;
-      ZCCL_CHECK(zccl::devicePathOf(comm, &device));
+      zccl::DeviceEngine* device = nullptr;
+      ZCCL_CHECK(zccl::deviceEngineOf(comm, &device));
       zccl::KernelRates rates;
+      ZCCL_CHECK(zccl::drainQueuedWork(comm));
       ZCCL_CHECK(device->localRates(&rates));
       info->deviceQuantizeGBps = rates.quantize / 1e9;
       info->deviceDequantizeGBps = rates.dequantize / 1e9;

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "common/types.h"
-#include "core/device_runtime.h"
+#include "device/device_runtime.h"
 
 namespace zccl {
 
@@ -74,6 +74,33 @@ Status checkInPlace(const char* operation, const void* send, size_t sendBytes, c
                 "%s: sendbuff=%p (%zu bytes) overlaps recvbuff=%p (%zu bytes) but is not the "
                 "in-place layout sendbuff == recvbuff + (%td bytes)",
                 operation, send, sendBytes, recv, recvBytes, inPlaceOffset);
+  }
+  return Status::kSuccess;
+}
+
+Status checkBufferMemory(const char* name, const void* buffer, void* stream) {
+  DeviceRuntime* runtime = deviceRuntime();
+  // Without a runtime every buffer is host memory, and a stream was refused by checkStream.
+  if (buffer == nullptr || runtime == nullptr) return Status::kSuccess;
+  PointerInfo info;
+  ZCCL_CHECK(runtime->classify(buffer, &info));
+  if (stream == nullptr) {
+    if (info.kind == MemoryKind::kHost) return Status::kSuccess;
+    return fail(Status::kInvalidArgument,
+                "%s=%p is device memory but stream=NULL: pass the stream the collective runs on "
+                "(NULL means host memory)",
+                name, buffer);
+  }
+  if (info.kind == MemoryKind::kHost) {
+    return fail(Status::kInvalidArgument,
+                "%s=%p is host memory but stream=%p was given: host buffers take stream=NULL", name,
+                buffer, stream);
+  }
+  int current = -1;
+  ZCCL_CHECK(runtime->currentDevice(&current));
+  if (info.device != current) {
+    return fail(Status::kInvalidArgument, "%s=%p is on device %d, but the current device is %d",
+                name, buffer, info.device, current);
   }
   return Status::kSuccess;
 }

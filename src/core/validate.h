@@ -13,6 +13,10 @@ Status checkOp(zcclRedOp_t op);
 // A stream (device memory) needs a device runtime.
 Status checkStream(zcclStream_t stream);
 Status checkBuffer(const char* name, const void* buffer, const char* countName, size_t count);
+// Where a call's buffers must live: on the current device when `stream` is given, in host
+// memory otherwise. `name` names the buffer in the error; a NULL buffer passes (its own
+// check says what is wrong with it).
+Status checkBufferMemory(const char* name, const void* buffer, void* stream);
 Status checkPeer(const char* name, int peer, int ranks);
 // count * multiplier * elementSize(type) fits in size_t; *bytes gets the product.
 Status checkBytes(const char* name, size_t count, size_t multiplier, zcclDataType_t type,

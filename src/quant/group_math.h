@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "common/host_device.h"
-#include "quant/quantize.h"
+#include "quant/wire_format.h"
 
 namespace zccl {
 

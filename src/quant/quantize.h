@@ -1,12 +1,5 @@
 // Blockwise INT8 / INT4 quantization of float32, float16 and bfloat16 data into one
-// self-describing wire message, and back.
-//
-// Message layout (little-endian), one contiguous buffer:
-//   QuantHeader (24 bytes) | payload | padding to 4 bytes | per-group parameters
-//   payload: one code per element; INT8 one byte each, INT4 two per byte (low nibble first)
-//   symmetric: one float32 scale per group; asymmetric: float32 scale then float32 offset
-//   per group, stored as all scales followed by all offsets.
-// Any element count: the last group may be short; nothing must divide by 8.
+// self-describing wire message (quant/wire_format.h), and back.
 //
 // Symmetric:  scale = absmax / Q (Q = 127 for INT8, 7 for INT4), code = round(x / scale)
 //             in [-Q, Q], x^ = code * scale.
@@ -40,41 +33,9 @@
 
 #include "common/status.h"
 #include "common/types.h"
+#include "quant/wire_format.h"
 
 namespace zccl {
-
-enum class QuantScheme : uint8_t { kSymmetric = 0, kAsymmetric = 1 };
-enum class Rounding : uint8_t { kNearestEven = 0, kStochastic = 1 };
-
-// 512 elements per group, by measurement (perf/quant_bench, INT8 symmetric float32, AVX2, one
-// core): 32: 3.0 GB/s, 128: 5.6, 256: 6.7, 512: 7.9, 2048: 8.0, 4096: 8.3. From 512 on the
-// kernel is within 5% of its best, and the scale costs 4 / 512 bytes per element (0.8% of
-// an INT8 payload); larger groups buy little speed and track outliers worse.
-constexpr uint32_t kDefaultGroupSize = 512;
-constexpr uint32_t kMinGroupSize = 32;
-constexpr uint32_t kMaxGroupSize = 4096;
-
-struct QuantParams {
-  int bits = 8;  // 8 or 4
-  QuantScheme scheme = QuantScheme::kSymmetric;
-  uint32_t groupSize = kDefaultGroupSize;  // a power of two in [32, 4096]
-  Rounding rounding = Rounding::kNearestEven;
-  uint64_t seed = 0;  // stochastic rounding only
-};
-
-struct QuantHeader {
-  uint32_t magic;
-  uint8_t version;
-  uint8_t bits;
-  uint8_t scheme;
-  uint8_t reserved;
-  uint32_t groupSize;
-  uint32_t reserved2;
-  uint64_t count;
-};
-static_assert(sizeof(QuantHeader) == 24, "the header is part of the wire format");
-constexpr uint32_t kQuantMagic = 0x544e515au;  // "ZQNT"
-constexpr uint8_t kQuantVersion = 1;
 
 Status checkQuantParams(const QuantParams& params);
 // float32, float16 and bfloat16 quantize; anything else is an error naming `argument`.

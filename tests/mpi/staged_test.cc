@@ -28,7 +28,7 @@
 
 #include "collectives/collectives.h"
 #include "core/comm.h"
-#include "core/device_runtime.h"
+#include "device/device_runtime.h"
 #include "harness/gtest.h"
 #include "harness/emulated_device.h"
 #include "harness/values.h"

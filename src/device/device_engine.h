@@ -1,10 +1,11 @@
-// Collectives and point-to-point messages on device memory (calls with a stream). A call
-// checks its buffers' memory against the stream, closes a gate on the stream and hands its
-// work to the communicator's device thread (core/device_queue.h), then returns. The thread
-// runs the work on a stream of its own after the caller's stream's earlier work, with the
-// registry's algorithms, the device's kernels and scratch, over NCCL or over staged transports
-// that carry device messages through page-locked host memory on the communicator's own
-// transports (which count the bytes), and opens the gate when the work has finished.
+// The device engine: collectives and point-to-point messages on device memory (calls with a
+// stream) for one communicator. A call closes a gate on its stream and hands its work to the
+// communicator's own thread (common/work_queue.h), then returns. The thread runs the work on a
+// stream of zccl's own after the caller's stream's earlier work, with the registry's
+// algorithms, the device's kernels and scratch, over NCCL or over staged transports that carry
+// device messages through page-locked host memory on the communicator's host transports (which
+// count the bytes), and opens the gate when the work has finished. It sees the communicator
+// only through DeviceHost.
 #pragma once
 
 #include <cstdint>
@@ -17,19 +18,45 @@
 
 #include "collectives/collectives.h"
 #include "collectives/cost_model.h"
-#include "core/config.h"
-#include "core/device_queue.h"
-#include "core/device_runtime.h"
+#include "common/work_queue.h"
+#include "device/device_runtime.h"
+#include "topology/node_map.h"
 #include "transport/nccl/nccl_transport.h"
-
-struct zcclComm;
 
 namespace zccl {
 
-// Where a call's buffers must live: on the current device when `stream` is given, in host
-// memory otherwise. `name` names the buffer in the error; a NULL buffer passes (its own
-// check says what is wrong with it).
-Status checkBufferMemory(const char* name, const void* buffer, void* stream);
+// How device collectives move their messages (ZCCL_DEVICE_BACKEND): NCCL between GPUs, or
+// staged through page-locked host memory over the host transport; auto takes NCCL where every
+// rank can load it and has a GPU of its own, else staged.
+enum class DeviceBackend : int { kAuto = 0, kStaged = 1, kNccl = 2 };
+
+struct DeviceOptions {
+  DeviceBackend backend = DeviceBackend::kAuto;
+  // The staged path cuts device messages into chunks of this size (ZCCL_STAGED_CHUNK_BYTES),
+  // the copy of one overlapping the transfer of the one before.
+  size_t stagedChunkBytes = size_t{1} << 20;
+  // A call runs its work itself and returns once it has finished (ZCCL_DEVICE_BLOCKING=1, as
+  // CUDA_LAUNCH_BLOCKING): its own failure is then its result.
+  bool blocking = false;
+  double timeoutSeconds = 1800;
+};
+
+// What the engine needs of the communicator it serves. Everything it points to outlives the
+// engine.
+struct DeviceHost {
+  Transport* transport = nullptr;      // over every rank: the staged transport's carrier
+  const NodeLevels* levels = nullptr;  // the host node levels, or null (nodes differ in size)
+  const std::vector<ProcessLocator>* processes = nullptr;  // by rank
+  const ClusterModel* cluster = nullptr;                   // the host's cost model
+  NativeCounters* native = nullptr;
+  WorkQueue* queue = nullptr;  // the communicator's own thread
+  DeviceOptions options;
+  // The tag of the next collective, shared with the communicator's host calls.
+  std::function<int()> nextTag;
+  // After a job failed, on the thread that ran it: names the call in the error and abandons
+  // every transport of the communicator (the engine's too).
+  std::function<void(const std::string& call)> failed;
+};
 
 // One point-to-point message of a batch on device memory.
 struct DeviceMessage {
@@ -39,21 +66,21 @@ struct DeviceMessage {
   int peer;
 };
 
-// One communicator's device path, made at its first call with a stream, on the device that
+// One communicator's device engine, made at its first call with a stream, on the device that
 // is current then.
-class DevicePath {
+class DeviceEngine {
  public:
-  DevicePath(zcclComm& comm, DeviceRuntime& runtime);
-  ~DevicePath();  // stop()
-  DevicePath(const DevicePath&) = delete;
-  DevicePath& operator=(const DevicePath&) = delete;
+  DeviceEngine(DeviceHost host, DeviceRuntime& runtime);
+  ~DeviceEngine();  // releaseGates()
+  DeviceEngine(const DeviceEngine&) = delete;
+  DeviceEngine& operator=(const DeviceEngine&) = delete;
   // On the thread of the first call with a stream, whose current device it takes.
   Status start();
 
   // On the caller's thread. Each queues its work on `stream` and returns: the work runs after
   // the stream's earlier work, and the stream's later work after it. The work runs on the
   // caller's thread instead, and the call returns when it has finished, with
-  // ZCCL_DEVICE_BLOCKING=1 or where a host transport may not be used from another thread
+  // DeviceOptions::blocking or where a host transport may not be used from another thread
   // (MPI below MPI_THREAD_MULTIPLE). `call` names the call in errors.
   Status enqueueCollective(void* stream, const std::string& call, Collective collective,
                            const CollectiveArgs& args, const CollectiveOptions& options);
@@ -61,23 +88,17 @@ class DevicePath {
   // together.
   Status enqueueMessages(void* stream, std::vector<DeviceMessage> messages);
 
-  // Waits until the work queued so far has finished; the first failure of any of it. The
-  // communicator's transports may be used on the caller's thread once it returned.
-  Status drain() { return queue_.drain(); }
-  // The first failure of the work queued so far, without waiting.
-  Status failure() const { return queue_.failure(); }
   // Asks its transports' waits to end, and makes no more transports (abort).
   void requestAbort();
-  // Ends the device thread: the running work ends soon after requestAbort(), the rest is
-  // skipped; every gate opens.
-  void stop();
+  // Once the queue has stopped: opens every gate it closed.
+  void releaseGates();
 
   // The device's kernel rates as this rank measured them (at its first device collective, or
-  // now), waited for.
+  // now); the queue must be drained.
   Status localRates(KernelRates* rates);
 
   // Every transport it made (staged, NCCL), for abandon, abort and statistics: read only
-  // after drain() or stop().
+  // after the queue was drained or stopped.
   std::vector<Transport*> transports() const;
 
   // Its NCCL transports (null where not made), whose traffic the communicator's statistics
@@ -96,7 +117,7 @@ class DevicePath {
 
   Status checkDevice() const;
   Status submit(void* stream, std::function<Status()> work);
-  // On the device thread (or the caller's, when the work runs there).
+  // On the communicator's thread (or the caller's, when the work runs there).
   Status prepare();
   template <typename Adopt>
   Status publish(Adopt&& adopt);
@@ -110,7 +131,7 @@ class DevicePath {
   Status makeNcclTransports();
   std::vector<Transport*> transportsLocked() const;
 
-  zcclComm& comm_;
+  DeviceHost host_;
   DeviceRuntime& runtime_;
   int device_ = -1;  // the device current at the first call
   bool onCallersThread_ = false;
@@ -132,16 +153,6 @@ class DevicePath {
   std::optional<DeviceBackend> backend_;
   std::unique_ptr<StreamTransport> ncclFlat_, ncclNode_, ncclCross_;
   NodeLevels ncclLevels_;
-  // Declared last: destroyed (stopped) first, while what its jobs use is still there.
-  DeviceQueue queue_;
 };
-
-// `comm`'s device path, made at its first call with a stream (the runtime is there: the
-// call's stream passed checkStream).
-Status devicePathOf(zcclComm* comm, DevicePath** out);
-
-// Waits for `comm`'s device work (where it has a device path) before a call that uses its
-// transports on the caller's thread; the first failure of that work.
-Status drainDeviceWork(zcclComm* comm);
 
 }  // namespace zccl

@@ -64,7 +64,8 @@ class DeviceRuntime {
   virtual const char* name() const = 0;
   virtual Status classify(const void* pointer, PointerInfo* info) = 0;
   virtual Status currentDevice(int* device) = 0;
-  // Makes `device` the calling thread's current device (the device thread's, at its start).
+  // Makes `device` the calling thread's current device (the communicator's thread's, at its first
+  // device job).
   virtual Status setCurrentDevice(int device) = 0;
   // A new stream of zccl's own on the current device, with its kernels, copier and scratch.
   virtual Status ownStream(std::unique_ptr<DeviceStreamResources>* out) = 0;
@@ -73,6 +74,10 @@ class DeviceRuntime {
   // one rank per device; false, with *whyNot, where this runtime cannot run NCCL.
   virtual bool ncclDeviceId(std::string* id, std::string* whyNot) = 0;
 };
+
+// The process's CUDA runtime (cuda_device_runtime.cu, built only with CUDA), or nullptr where
+// no GPU is visible (checked once).
+DeviceRuntime* cudaDeviceRuntime();
 
 // The process's device runtime: the one installed, else CUDA's where zccl was built with it
 // and a GPU is visible, else nullptr.

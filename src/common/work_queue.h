@@ -1,8 +1,8 @@
-// The thread that runs a communicator's device work: calls with a stream hand it their jobs
-// and return, as NCCL's calls return once their work is queued on the stream. Jobs run one at
-// a time in submission order (the order every rank calls in), so the communicator's
-// transports belong to this thread while any job is pending; calls that use them on the
-// caller's thread drain the queue first.
+// A communicator's own thread and the jobs it runs: calls that do not wait for their work
+// (device calls, as NCCL's calls return once their work is queued on the stream) hand it their
+// jobs and return. Jobs run one at a time in submission order (the order every rank calls in),
+// so the communicator's transports belong to this thread while any job is pending; calls that
+// use them on the caller's thread drain the queue first.
 #pragma once
 
 #include <condition_variable>
@@ -17,7 +17,7 @@
 
 namespace zccl {
 
-class DeviceQueue {
+class WorkQueue {
  public:
   struct Job {
     std::function<Status()> run;
@@ -26,10 +26,10 @@ class DeviceQueue {
     std::function<void()> settle;
   };
 
-  DeviceQueue() = default;
-  ~DeviceQueue();  // stop()
-  DeviceQueue(const DeviceQueue&) = delete;
-  DeviceQueue& operator=(const DeviceQueue&) = delete;
+  WorkQueue() = default;
+  ~WorkQueue();  // stop()
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
 
   // Queues `job` after the ones before it. Once a job has failed, the queue takes no more:
   // the job is settled at once and its failure returned.

@@ -1,10 +1,7 @@
-#include "core/device_runtime.h"
+// Which device runtime serves the process (device_runtime.h).
+#include "device/device_runtime.h"
 
 #include <atomic>
-
-#ifdef ZCCL_HAVE_CUDA
-#include "core/cuda_device_runtime.h"
-#endif
 
 namespace zccl {
 namespace {

@@ -1,10 +1,11 @@
-#include "core/device_queue.h"
+// The communicator's own thread (work_queue.h).
+#include "common/work_queue.h"
 
 namespace zccl {
 
-DeviceQueue::~DeviceQueue() { stop(); }
+WorkQueue::~WorkQueue() { stop(); }
 
-Status DeviceQueue::submit(Job job) {
+Status WorkQueue::submit(Job job) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (failed_ != Status::kSuccess || stopping_) {
     const Status failed = failed_;
@@ -12,7 +13,7 @@ Status DeviceQueue::submit(Job job) {
     lock.unlock();
     job.settle();
     if (failed == Status::kSuccess) {
-      return fail(Status::kInvalidUsage, "the communicator's device work was stopped (abort)");
+      return fail(Status::kInvalidUsage, "the communicator's queued work was stopped (abort)");
     }
     restoreThreadError(failure);
     return failed;
@@ -23,18 +24,18 @@ Status DeviceQueue::submit(Job job) {
   return Status::kSuccess;
 }
 
-Status DeviceQueue::drain() {
+Status WorkQueue::drain() {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [this] { return jobs_.empty() && !running_; });
   return reportFailure();
 }
 
-Status DeviceQueue::failure() const {
+Status WorkQueue::failure() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return reportFailure();
 }
 
-void DeviceQueue::stop() {
+void WorkQueue::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -44,12 +45,12 @@ void DeviceQueue::stop() {
 }
 
 // The caller holds mutex_.
-Status DeviceQueue::reportFailure() const {
+Status WorkQueue::reportFailure() const {
   if (failed_ != Status::kSuccess) restoreThreadError(failure_);
   return failed_;
 }
 
-void DeviceQueue::serve() {
+void WorkQueue::serve() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     changed_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });

@@ -1,10 +1,10 @@
 // CUDA's device runtime: pointers classified by cudaPointerGetAttributes; zccl's own
 // non-blocking stream with the CUDA kernels, copier and a stream-ordered scratch allocator;
 // gates that hold a caller's stream with a one-thread kernel polling a page-locked counter
-// the device thread raises (kernels of other streams run beside it, unlike a stream memory
+// the communicator's thread raises (kernels of other streams run beside it, unlike a stream memory
 // wait, which stalls the hardware queue it shares with other streams).
 //
-// While a caller's stream is held at a gate, the device thread must not call what waits for
+// While a caller's stream is held at a gate, the communicator's thread must not call what waits for
 // the whole device (cudaFree, cudaFreeHost, synchronous copies on the legacy stream): scratch
 // comes from cudaMallocAsync on zccl's stream, staging memory is kept until the end.
 #include <cuda_runtime.h>
@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "common/cuda_status.h"
-#include "core/cuda_device_runtime.h"
+#include "device/device_runtime.h"
 #include "kernels/cuda_kernels.h"
 #include "transport/staged/cuda_copier.h"
 

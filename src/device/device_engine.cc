@@ -1,44 +1,17 @@
-#include "core/device_path.h"
+// The device engine (device_engine.h).
+#include "device/device_engine.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "common/log.h"
-#include "core/comm.h"
 
 namespace zccl {
 
-Status checkBufferMemory(const char* name, const void* buffer, void* stream) {
-  DeviceRuntime* runtime = deviceRuntime();
-  // Without a runtime every buffer is host memory, and a stream was refused by checkStream.
-  if (buffer == nullptr || runtime == nullptr) return Status::kSuccess;
-  PointerInfo info;
-  ZCCL_CHECK(runtime->classify(buffer, &info));
-  if (stream == nullptr) {
-    if (info.kind == MemoryKind::kHost) return Status::kSuccess;
-    return fail(Status::kInvalidArgument,
-                "%s=%p is device memory but stream=NULL: pass the stream the collective runs on "
-                "(NULL means host memory)",
-                name, buffer);
-  }
-  if (info.kind == MemoryKind::kHost) {
-    return fail(Status::kInvalidArgument,
-                "%s=%p is host memory but stream=%p was given: host buffers take stream=NULL", name,
-                buffer, stream);
-  }
-  int current = -1;
-  ZCCL_CHECK(runtime->currentDevice(&current));
-  if (info.device != current) {
-    return fail(Status::kInvalidArgument, "%s=%p is on device %d, but the current device is %d",
-                name, buffer, info.device, current);
-  }
-  return Status::kSuccess;
-}
-
-// What the device thread's work runs on: zccl's own stream, with its scratch, and the staged
-// transports over the communicator's (levels included).
-struct DevicePath::OwnStream {
+// What the communicator thread's device work runs on: zccl's own stream, with its scratch, and the
+// staged transports over the communicator's (levels included).
+struct DeviceEngine::OwnStream {
   explicit OwnStream(std::unique_ptr<DeviceStreamResources> made)
       : resources(std::move(made)), scratch(resources->scratchAllocator()) {}
 
@@ -58,23 +31,26 @@ struct DevicePath::OwnStream {
   NodeLevels levels;
 };
 
-DevicePath::DevicePath(zcclComm& comm, DeviceRuntime& runtime) : comm_(comm), runtime_(runtime) {}
+DeviceEngine::DeviceEngine(DeviceHost host, DeviceRuntime& runtime)
+    : host_(std::move(host)), runtime_(runtime) {}
 
-DevicePath::~DevicePath() { stop(); }
+DeviceEngine::~DeviceEngine() { releaseGates(); }
 
-Status DevicePath::start() {
+Status DeviceEngine::start() {
   ZCCL_CHECK(runtime_.currentDevice(&device_));
   ZCCL_CHECK(runtime_.streamGates(&gates_));
   // Work on another thread would use the host transports while the program makes its own calls
   // to the engine (MPI below MPI_THREAD_MULTIPLE forbids it): then each call runs its work itself.
-  onCallersThread_ = comm_.config.deviceBlocking;
-  for (const Transport* t : comm_.transports(/*withOwned=*/false)) {
-    onCallersThread_ |= !t->allowsOtherThreads();
+  onCallersThread_ = host_.options.blocking || !host_.transport->allowsOtherThreads();
+  if (host_.levels != nullptr) {
+    for (const Transport* t : {host_.levels->node, host_.levels->cross}) {
+      onCallersThread_ |= !t->allowsOtherThreads();
+    }
   }
   return Status::kSuccess;
 }
 
-Status DevicePath::checkDevice() const {
+Status DeviceEngine::checkDevice() const {
   int current = -1;
   ZCCL_CHECK(runtime_.currentDevice(&current));
   if (current == device_) return Status::kSuccess;
@@ -84,7 +60,7 @@ Status DevicePath::checkDevice() const {
               current, device_);
 }
 
-Status DevicePath::submit(void* stream, std::function<Status()> work) {
+Status DeviceEngine::submit(void* stream, std::function<Status()> work) {
   std::lock_guard<std::mutex> lock(submitMutex_);  // tickets in the queue's order
   ZCCL_CHECK(checkDevice());
   const uint64_t ticket = tickets_ + 1;
@@ -92,21 +68,22 @@ Status DevicePath::submit(void* stream, std::function<Status()> work) {
   ZCCL_CHECK(gates_->close(stream, ticket, &inputs));
   tickets_ = ticket;
   std::shared_ptr<StreamInputs> after(std::move(inputs));
-  DeviceQueue::Job job{[this, after, work] {
-                         ZCCL_CHECK(prepare());
-                         ZCCL_CHECK(after->precede(*own_->resources));
-                         return work();
-                       },
-                       [this, ticket] { gates_->release(ticket); }};
-  if (!onCallersThread_) return queue_.submit(std::move(job));
-  ZCCL_CHECK(queue_.drain());
+  WorkQueue::Job job{[this, after, work] {
+                       ZCCL_CHECK(prepare());
+                       ZCCL_CHECK(after->precede(*own_->resources));
+                       return work();
+                     },
+                     [this, ticket] { gates_->release(ticket); }};
+  if (!onCallersThread_) return host_.queue->submit(std::move(job));
+  ZCCL_CHECK(host_.queue->drain());
   const Status status = job.run();
   job.settle();
   return status;
 }
 
-Status DevicePath::enqueueCollective(void* stream, const std::string& call, Collective collective,
-                                     const CollectiveArgs& args, const CollectiveOptions& options) {
+Status DeviceEngine::enqueueCollective(void* stream, const std::string& call, Collective collective,
+                                       const CollectiveArgs& args,
+                                       const CollectiveOptions& options) {
   return submit(stream, [this, call, collective, args, options] {
     const Status status = runCollective(collective, args, options);
     if (status != Status::kSuccess) failed(call);
@@ -114,7 +91,7 @@ Status DevicePath::enqueueCollective(void* stream, const std::string& call, Coll
   });
 }
 
-Status DevicePath::enqueueMessages(void* stream, std::vector<DeviceMessage> messages) {
+Status DeviceEngine::enqueueMessages(void* stream, std::vector<DeviceMessage> messages) {
   char call[96];
   std::snprintf(call, sizeof(call), "zcclSend/zcclRecv on stream=%p (%zu message%s)", stream,
                 messages.size(), messages.size() == 1 ? "" : "s");
@@ -125,34 +102,32 @@ Status DevicePath::enqueueMessages(void* stream, std::vector<DeviceMessage> mess
   });
 }
 
-void DevicePath::requestAbort() {
+void DeviceEngine::requestAbort() {
   std::lock_guard<std::mutex> lock(transportsMutex_);
   stopping_ = true;
   for (Transport* t : transportsLocked()) t->requestAbort();
 }
 
-void DevicePath::stop() {
-  requestAbort();
-  queue_.stop();
+void DeviceEngine::releaseGates() {
   std::lock_guard<std::mutex> lock(submitMutex_);
   if (gates_ != nullptr) gates_->release(tickets_);
 }
 
-// The device thread's first job makes what the work runs on: the stream on the device the
-// path was made on, and the staged transports.
-Status DevicePath::prepare() {
+// The first device job on the communicator's thread makes what the work runs on: the stream on the
+// device the path was made on, and the staged transports.
+Status DeviceEngine::prepare() {
   if (own_ != nullptr) return Status::kSuccess;
   ZCCL_CHECK(runtime_.setCurrentDevice(device_));
   std::unique_ptr<DeviceStreamResources> resources;
   ZCCL_CHECK(runtime_.ownStream(&resources));
   auto own = std::make_unique<OwnStream>(std::move(resources));
-  const StagedOptions options{comm_.config.stagedChunkBytes};
+  const StagedOptions options{host_.options.stagedChunkBytes};
   DeviceCopier& copier = own->resources->copier();
-  own->transport = makeStagedTransport(*comm_.transport, copier, options);
-  if (comm_.hasLevels()) {
-    own->node = makeStagedTransport(*comm_.nodeTransport, copier, options);
-    own->cross = makeStagedTransport(*comm_.crossTransport, copier, options);
-    own->levels = comm_.levels;
+  own->transport = makeStagedTransport(*host_.transport, copier, options);
+  if (host_.levels != nullptr) {
+    own->node = makeStagedTransport(*host_.levels->node, copier, options);
+    own->cross = makeStagedTransport(*host_.levels->cross, copier, options);
+    own->levels = *host_.levels;
     own->levels.node = own->node.get();
     own->levels.cross = own->cross.get();
   }
@@ -162,7 +137,7 @@ Status DevicePath::prepare() {
 // Transports become the communicator's (for abort and statistics) under the lock that abort
 // takes, so that none is made after an abort asked the others to end.
 template <typename Adopt>
-Status DevicePath::publish(Adopt&& adopt) {
+Status DeviceEngine::publish(Adopt&& adopt) {
   std::lock_guard<std::mutex> lock(transportsMutex_);
   if (stopping_) return fail(Status::kRemoteError, "the communicator was aborted");
   adopt();
@@ -173,16 +148,15 @@ Status DevicePath::publish(Adopt&& adopt) {
 // buffers: every transport of the communicator gives up its messages (NCCL's communicators
 // are aborted, which ends their kernels), then the stream's work is let finish before the
 // gate opens.
-void DevicePath::failed(const std::string& call) {
-  addErrorContext(call, comm_.exitedRanks());
-  for (Transport* t : comm_.transports(/*withOwned=*/false)) t->abandon();
+void DeviceEngine::failed(const std::string& call) {
+  host_.failed(call);
   if (own_ != nullptr) own_->resources->synchronize();
 }
 
 // 16 MiB of float32: large enough that a GPU's launch latency does not hide its rate.
 constexpr size_t kRateSampleCount = size_t{1} << 22;
 
-Status DevicePath::measureRates() {
+Status DeviceEngine::measureRates() {
   if (measured_) return Status::kSuccess;
   DeviceStreamResources& resources = *own_->resources;
   const QuantParams params;
@@ -215,7 +189,7 @@ Status DevicePath::measureRates() {
 
 // A rank that could not measure still takes part, so that the others fail at once naming it
 // instead of waiting for it until the timeout.
-Status DevicePath::agreeOnRates() {
+Status DeviceEngine::agreeOnRates() {
   if (cluster_) return Status::kSuccess;
   struct Offer {
     KernelRates rates;
@@ -224,13 +198,13 @@ Status DevicePath::agreeOnRates() {
   const Status measured = measureRates();
   const std::string why = measured == Status::kSuccess ? "" : lastThreadError();
   const Offer mine{measured_.value_or(KernelRates{}), measured == Status::kSuccess ? 1 : 0};
-  std::vector<Offer> all(static_cast<size_t>(comm_.size()));
-  ZCCL_CHECK(comm_.transport->allGatherControl(&mine, sizeof(Offer), all.data()));
+  std::vector<Offer> all(static_cast<size_t>(host_.transport->size()));
+  ZCCL_CHECK(host_.transport->allGatherControl(&mine, sizeof(Offer), all.data()));
   if (measured != Status::kSuccess) {
     restoreThreadError(why);
     return measured;
   }
-  ClusterModel cluster = comm_.cluster;
+  ClusterModel cluster = *host_.cluster;
   cluster.pipelineElements = static_cast<double>(own_->resources->kernels().pipelineElements());
   cluster.quantizeBytesPerSecond = cluster.dequantizeBytesPerSecond = 1e300;
   for (size_t r = 0; r < all.size(); ++r) {
@@ -246,9 +220,8 @@ Status DevicePath::agreeOnRates() {
   return Status::kSuccess;
 }
 
-// On the caller's thread, once the device thread is idle.
-Status DevicePath::localRates(KernelRates* rates) {
-  ZCCL_CHECK(drain());
+// On the caller's thread, once the communicator's thread is idle.
+Status DeviceEngine::localRates(KernelRates* rates) {
   ZCCL_CHECK(checkDevice());
   ZCCL_CHECK(prepare());
   ZCCL_CHECK(measureRates());
@@ -302,17 +275,17 @@ std::string ncclObstacle(const std::vector<NcclProbe>& all,
 
 }  // namespace
 
-Status DevicePath::chooseBackend() {
+Status DeviceEngine::chooseBackend() {
   if (backend_) return Status::kSuccess;
-  const DeviceBackend requested = comm_.config.deviceBackend;
+  const DeviceBackend requested = host_.options.backend;
   if (requested == DeviceBackend::kStaged) {
     backend_ = DeviceBackend::kStaged;
     return Status::kSuccess;
   }
   const NcclProbe mine = probeNccl(runtime_);
-  std::vector<NcclProbe> all(static_cast<size_t>(comm_.size()));
-  ZCCL_CHECK(comm_.transport->allGatherControl(&mine, sizeof(NcclProbe), all.data()));
-  const std::string obstacle = ncclObstacle(all, comm_.processes);
+  std::vector<NcclProbe> all(static_cast<size_t>(host_.transport->size()));
+  ZCCL_CHECK(host_.transport->allGatherControl(&mine, sizeof(NcclProbe), all.data()));
+  const std::string obstacle = ncclObstacle(all, *host_.processes);
   if (!obstacle.empty() && requested == DeviceBackend::kNccl) {
     return fail(Status::kInvalidUsage,
                 "ZCCL_DEVICE_BACKEND=nccl: %s; staged (or auto) carries device memory without it",
@@ -320,14 +293,14 @@ Status DevicePath::chooseBackend() {
   }
   if (obstacle.empty()) ZCCL_CHECK(makeNcclTransports());
   backend_ = obstacle.empty() ? DeviceBackend::kNccl : DeviceBackend::kStaged;
-  ZCCL_LOG(kInfo, "rank %d: device collectives %s", comm_.rank(),
+  ZCCL_LOG(kInfo, "rank %d: device collectives %s", host_.transport->rank(),
            obstacle.empty() ? "over NCCL"
                             : ("staged through host memory (not NCCL: " + obstacle + ")").c_str());
   return Status::kSuccess;
 }
 
-Status DevicePath::makeNcclTransports() {
-  const TransportOptions options{comm_.config.timeoutSeconds};
+Status DeviceEngine::makeNcclTransports() {
+  const TransportOptions options{host_.options.timeoutSeconds};
   const auto make = [&](Transport& control, std::unique_ptr<StreamTransport>* out) {
     std::unique_ptr<StreamTransport> made;
     ZCCL_CHECK(makeNcclTransport(control, options, &made));
@@ -336,22 +309,22 @@ Status DevicePath::makeNcclTransports() {
     made->setPeerRanks(std::move(ranks));
     return publish([&] { *out = std::move(made); });
   };
-  ZCCL_CHECK(make(*comm_.transport, &ncclFlat_));
-  if (!comm_.hasLevels()) return Status::kSuccess;
-  ZCCL_CHECK(make(*comm_.nodeTransport, &ncclNode_));
-  ZCCL_CHECK(make(*comm_.crossTransport, &ncclCross_));
-  ncclLevels_ = comm_.levels;
+  ZCCL_CHECK(make(*host_.transport, &ncclFlat_));
+  if (host_.levels == nullptr) return Status::kSuccess;
+  ZCCL_CHECK(make(*host_.levels->node, &ncclNode_));
+  ZCCL_CHECK(make(*host_.levels->cross, &ncclCross_));
+  ncclLevels_ = *host_.levels;
   ncclLevels_.node = ncclNode_.get();
   ncclLevels_.cross = ncclCross_.get();
   return Status::kSuccess;
 }
 
-std::vector<Transport*> DevicePath::transports() const {
+std::vector<Transport*> DeviceEngine::transports() const {
   std::lock_guard<std::mutex> lock(transportsMutex_);
   return transportsLocked();
 }
 
-std::vector<Transport*> DevicePath::transportsLocked() const {
+std::vector<Transport*> DeviceEngine::transportsLocked() const {
   std::vector<Transport*> all;
   if (own_ != nullptr) all = own_->transports();
   for (Transport* t :
@@ -362,30 +335,30 @@ std::vector<Transport*> DevicePath::transportsLocked() const {
   return all;
 }
 
-Status DevicePath::runCollective(Collective collective, const CollectiveArgs& args,
-                                 const CollectiveOptions& options) {
+Status DeviceEngine::runCollective(Collective collective, const CollectiveArgs& args,
+                                   const CollectiveOptions& options) {
   // At the first device collective of every rank (collective, in call order).
   ZCCL_CHECK(agreeOnRates());
   ZCCL_CHECK(chooseBackend());
   Transport* transport = own_->transport.get();
-  const NodeLevels* levels = comm_.hasLevels() ? &own_->levels : nullptr;
+  const NodeLevels* levels = host_.levels != nullptr ? &own_->levels : nullptr;
   DeviceStreamResources& resources = *own_->resources;
   if (*backend_ == DeviceBackend::kNccl) {
     for (StreamTransport* t : {ncclFlat_.get(), ncclNode_.get(), ncclCross_.get()}) {
       if (t != nullptr) t->useStream(resources.stream());
     }
     transport = ncclFlat_.get();
-    levels = comm_.hasLevels() ? &ncclLevels_ : nullptr;
+    levels = host_.levels != nullptr ? &ncclLevels_ : nullptr;
   }
-  const Context next = comm_.nextCollective(resources.kernels());
-  Context ctx{*transport, own_->scratch, levels, next.native, &*cluster_, next.kernels, next.tag};
+  Context ctx{*transport, own_->scratch,       levels,         *host_.native,
+              &*cluster_, resources.kernels(), host_.nextTag()};
   ZCCL_CHECK(zccl::runCollective(ctx, collective, args, options));
   return resources.synchronize();
 }
 
 // Always staged: one side of a pair cannot know whether the other made its NCCL
 // communicators yet.
-Status DevicePath::runMessages(const std::vector<DeviceMessage>& messages) {
+Status DeviceEngine::runMessages(const std::vector<DeviceMessage>& messages) {
   Transport& transport = *own_->transport;
   for (const DeviceMessage& m : messages) {
     Ticket ticket;
@@ -397,24 +370,6 @@ Status DevicePath::runMessages(const std::vector<DeviceMessage>& messages) {
   }
   ZCCL_CHECK(transport.waitAll());
   return own_->resources->synchronize();
-}
-
-Status devicePathOf(zcclComm* comm, DevicePath** out) {
-  if (comm->device == nullptr) {
-    DeviceRuntime* runtime = deviceRuntime();
-    if (runtime == nullptr) {
-      return fail(Status::kInternalError, "a device call passed its checks without a runtime");
-    }
-    auto made = std::make_unique<DevicePath>(*comm, *runtime);
-    ZCCL_CHECK(made->start());
-    comm->device = std::move(made);
-  }
-  *out = comm->device.get();
-  return Status::kSuccess;
-}
-
-Status drainDeviceWork(zcclComm* comm) {
-  return comm->device != nullptr ? comm->device->drain() : Status::kSuccess;
 }
 
 }  // namespace zccl
