@@ -16,7 +16,7 @@ namespace {
 // The native algorithm on an engine that has no collectives of its own (UCX): zccl's own,
 // said once.
 CollectiveOptions withoutNative(const Context& ctx, const CollectiveOptions& options) {
-  if (options.algorithm != Algorithm::kNative || ctx.transport.hasNativeCollectives()) {
+  if (options.algorithm != Algorithm::kNative || ctx.transport.engineCollectives() != nullptr) {
     return options;
   }
   static std::atomic<bool> said{false};

@@ -3,6 +3,7 @@
 // then a division. Their peers are hidden inside the engine, so their traffic is charged to
 // the native counters at the volume a bandwidth-optimal algorithm sends.
 #include "collectives/algorithms.h"
+#include "transport/engine_collectives.h"
 
 namespace zccl {
 namespace {
@@ -15,6 +16,9 @@ Status stage(Context& ctx, const void* data, size_t bytes, const void** copy) {
   *copy = staging;
   return Status::kSuccess;
 }
+
+// Callers check that the transport has them (collectives.cc).
+EngineCollectives& engine(Context& ctx) { return *ctx.transport.engineCollectives(); }
 
 RedOp wireOp(RedOp op) { return op == RedOp::kAvg ? RedOp::kSum : op; }
 
@@ -32,7 +36,7 @@ Status allGatherNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan
     send = static_cast<char*>(a.recv) + static_cast<size_t>(ctx.transport.rank()) * bytes;
     ZCCL_CHECK(stage(ctx, send, bytes, &send));
   }
-  return ctx.transport.nativeAllGather(send, a.recv, count, a.type);
+  return engine(ctx).allGather(send, a.recv, count, a.type);
 }
 
 Status reduceScatterNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
@@ -44,7 +48,7 @@ Status reduceScatterNative(Context& ctx, const CollectiveArgs& a, const Plan& /*
   const char* in = static_cast<const char*>(send);
   const char* out = static_cast<const char*>(a.recv);
   if (out >= in && out < in + inBytes) ZCCL_CHECK(stage(ctx, send, inBytes, &send));
-  ZCCL_CHECK(ctx.transport.nativeReduceScatter(send, a.recv, recvCount, a.type, wireOp(a.op)));
+  ZCCL_CHECK(engine(ctx).reduceScatter(send, a.recv, recvCount, a.type, wireOp(a.op)));
   if (a.op == RedOp::kAvg) {
     ZCCL_CHECK(ctx.kernels.divideByCount(a.recv, recvCount, a.type, ctx.transport.size()));
   }
@@ -55,7 +59,7 @@ Status allReduceNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan
   const size_t count = a.blocks.count;
   const size_t n = static_cast<size_t>(ctx.transport.size());
   charge(ctx, 2 * (count * elementSize(a.type) / n) * (n - 1));  // reduce-scatter + all-gather
-  ZCCL_CHECK(ctx.transport.nativeAllReduce(a.send, a.recv, count, a.type, wireOp(a.op)));
+  ZCCL_CHECK(engine(ctx).allReduce(a.send, a.recv, count, a.type, wireOp(a.op)));
   if (a.op == RedOp::kAvg) {
     ZCCL_CHECK(ctx.kernels.divideByCount(a.recv, count, a.type, ctx.transport.size()));
   }
@@ -71,7 +75,7 @@ Status broadcastNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan
   if (ctx.transport.rank() == a.root && a.send != a.recv && count > 0) {
     ZCCL_CHECK(ctx.kernels.copy(a.recv, a.send, bytes));
   }
-  return ctx.transport.nativeBroadcast(a.recv, count, a.type, a.root);
+  return engine(ctx).broadcast(a.recv, count, a.type, a.root);
 }
 
 Status allToAllNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
@@ -80,7 +84,7 @@ Status allToAllNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*
   charge(ctx, bytes / n * (n - 1));
   const void* send = a.send;
   if (send == a.recv) ZCCL_CHECK(stage(ctx, send, bytes, &send));
-  return ctx.transport.nativeAllToAll(send, a.recv, a.blocks.size(0), a.type);
+  return engine(ctx).allToAll(send, a.recv, a.blocks.size(0), a.type);
 }
 
 // A ring reduce's volume: the reduce-scatter's, then one block to the root.
@@ -89,8 +93,7 @@ Status reduceNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/)
   const size_t es = elementSize(a.type);
   const size_t n = static_cast<size_t>(ctx.transport.size());
   charge(ctx, a.blocks.count * es / n * (n - 1) + (me == a.root ? 0 : a.blocks.size(me) * es));
-  ZCCL_CHECK(
-      ctx.transport.nativeReduce(a.send, a.recv, a.blocks.count, a.type, wireOp(a.op), a.root));
+  ZCCL_CHECK(engine(ctx).reduce(a.send, a.recv, a.blocks.count, a.type, wireOp(a.op), a.root));
   if (a.op == RedOp::kAvg && me == a.root) {
     ZCCL_CHECK(ctx.kernels.divideByCount(a.recv, a.blocks.count, a.type, ctx.transport.size()));
   }
@@ -103,7 +106,7 @@ Status gatherNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/)
   const size_t block = a.blocks.size(0);
   const bool root = ctx.transport.rank() == a.root;
   charge(ctx, root ? 0 : block * elementSize(a.type));
-  return ctx.transport.nativeGather(a.send, a.recv, block, a.type, a.root);
+  return engine(ctx).gather(a.send, a.recv, block, a.type, a.root);
 }
 
 Status scatterNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
@@ -114,7 +117,7 @@ Status scatterNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/
   charge(ctx, root ? block * es * static_cast<size_t>(ctx.transport.size() - 1) : 0);
   const bool inPlace =
       root && static_cast<const char*>(a.send) + static_cast<size_t>(me) * block * es == a.recv;
-  return ctx.transport.nativeScatter(a.send, inPlace ? nullptr : a.recv, block, a.type, a.root);
+  return engine(ctx).scatter(a.send, inPlace ? nullptr : a.recv, block, a.type, a.root);
 }
 
 constexpr AlgorithmRow nativeRow(Collective collective,

@@ -1,3 +1,4 @@
+// The transport interface's shared parts (transport.h), and how waits poll.
 #include "transport/transport.h"
 
 #include <sched.h>
@@ -11,34 +12,24 @@ namespace {
 
 std::atomic<bool> ranksOutnumberCpus{false};
 
-Status noNativeCollectives() {
-  return fail(Status::kInvalidUsage,
-              "this transport has no native collectives; zccl's algorithms run instead");
-}
-
 }  // namespace
 
-Status Transport::nativeAllGather(const void*, void*, size_t, DataType) {
-  return noNativeCollectives();
+Status Transport::checkUsable() const {
+  if (abortRequested()) {
+    return fail(Status::kRemoteError, "rank %d: the communicator was aborted", rank());
+  }
+  if (broken_) {
+    return fail(Status::kRemoteError,
+                "rank %d: an earlier call on this communicator failed and its peers may be "
+                "gone; abort it (zcclCommAbort)",
+                rank());
+  }
+  return Status::kSuccess;
 }
-Status Transport::nativeReduceScatter(const void*, void*, size_t, DataType, RedOp) {
-  return noNativeCollectives();
-}
-Status Transport::nativeAllReduce(const void*, void*, size_t, DataType, RedOp) {
-  return noNativeCollectives();
-}
-Status Transport::nativeBroadcast(void*, size_t, DataType, int) { return noNativeCollectives(); }
-Status Transport::nativeAllToAll(const void*, void*, size_t, DataType) {
-  return noNativeCollectives();
-}
-Status Transport::nativeReduce(const void*, void*, size_t, DataType, RedOp, int) {
-  return noNativeCollectives();
-}
-Status Transport::nativeGather(const void*, void*, size_t, DataType, int) {
-  return noNativeCollectives();
-}
-Status Transport::nativeScatter(const void*, void*, size_t, DataType, int) {
-  return noNativeCollectives();
+
+Status Transport::timedOut(double timeoutSeconds, const std::string& pending) const {
+  return fail(Status::kTimeout, "rank %d waited %.1f s (ZCCL_TIMEOUT_S) without completion of: %s",
+              peerRank(rank()), timeoutSeconds, pending.c_str());
 }
 
 void noteRanksOnThisMachine(int ranks) {

@@ -1,13 +1,15 @@
 // A backend that moves bytes between the ranks of a group: non-blocking point-to-point
-// with tags, sub-groups, a control channel, and the engine's own collectives. It counts
-// every byte it sends per destination rank; it knows nothing of nodes or links (core folds
-// peers into links). Every wait is bounded by the timeout and ends early on abort.
+// with tags, sub-groups and a control channel; the engine's own collectives where it has
+// them (engine_collectives.h). It counts every byte it sends per destination rank; it knows
+// nothing of nodes or links (core folds peers into links). Every wait is bounded by the
+// timeout and ends early on abort.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -26,6 +28,8 @@ struct PeerTraffic {
 struct TransportOptions {
   double timeoutSeconds = 1800;  // 0 waits forever
 };
+
+class EngineCollectives;
 
 class Transport {
  public:
@@ -55,23 +59,8 @@ class Transport {
   // program makes its own calls to the engine (MPI: only under MPI_THREAD_MULTIPLE).
   virtual bool allowsOtherThreads() const { return true; }
 
-  // The engine's own collectives (the "native" algorithm), false when it has none (then each
-  // of them is an error: callers check first). kAvg is not accepted here: callers sum and
-  // divide. In-place forms are not accepted either.
-  virtual bool hasNativeCollectives() const { return false; }
-  virtual Status nativeAllGather(const void* send, void* recv, size_t count, DataType type);
-  virtual Status nativeReduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
-                                     RedOp op);
-  virtual Status nativeAllReduce(const void* send, void* recv, size_t count, DataType type,
-                                 RedOp op);
-  virtual Status nativeBroadcast(void* data, size_t count, DataType type, int root);
-  virtual Status nativeAllToAll(const void* send, void* recv, size_t count, DataType type);
-  // Rooted: recv (reduce, gather) or send (scatter) is read on the root only. In place at the
-  // root: reduce with send == recv, gather with send == nullptr, scatter with recv == nullptr.
-  virtual Status nativeReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
-                              int root);
-  virtual Status nativeGather(const void* send, void* recv, size_t count, DataType type, int root);
-  virtual Status nativeScatter(const void* send, void* recv, size_t count, DataType type, int root);
+  // The engine's own collectives (the "native" algorithm), or nullptr where it has none.
+  virtual EngineCollectives* engineCollectives() { return nullptr; }
 
   // Cancels what is pending without waiting for peers (abort, timeout, a failed call) and
   // gives the engine a bounded grace to confirm it. True when nothing pending is left; else
@@ -96,6 +85,12 @@ class Transport {
   }
 
  protected:
+  // Refuses new work once the communicator was aborted or an earlier call failed.
+  Status checkUsable() const;
+  void markBroken() { broken_ = true; }
+  // A wait that gave up after the timeout, naming what was still pending.
+  Status timedOut(double timeoutSeconds, const std::string& pending) const;
+
   void countSend(int peer, size_t bytes, size_t messages) {
     traffic_[peer].bytes += bytes;
     traffic_[peer].messages += messages;
@@ -103,6 +98,7 @@ class Transport {
   std::vector<PeerTraffic> traffic_;
 
  private:
+  bool broken_ = false;
   std::vector<int> peerRanks_;
   std::atomic<bool> abortRequested_{false};
 };

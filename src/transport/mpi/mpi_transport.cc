@@ -1,3 +1,5 @@
+// The MPI transport (mpi_transport.h): point-to-point over MPI_Isend/MPI_Irecv on a duplicate of
+// the application's communicator, MPI's collectives as the engine's own.
 #include "transport/mpi/mpi_transport.h"
 
 #include <sched.h>
@@ -9,6 +11,8 @@
 
 #include "common/log.h"
 #include "kernels/reduce.h"
+#include "transport/engine_collectives.h"
+#include "transport/ticket_book.h"
 
 namespace zccl {
 namespace {
@@ -147,7 +151,7 @@ bool mpiFinalized() {
   return finalized != 0;
 }
 
-class MpiTransport final : public Transport {
+class MpiTransport final : public Transport, public EngineCollectives {
  public:
   MpiTransport(MPI_Comm comm, const TransportOptions& options) : comm_(comm), options_(options) {
     MPI_Comm_rank(comm_, &rank_);
@@ -188,10 +192,9 @@ class MpiTransport final : public Transport {
   }
 
   Status wait(Ticket ticket) override {
-    if (ticket >= tickets_.size()) {
-      return fail(Status::kInternalError, "wait on unknown ticket %zu", ticket);
-    }
-    return waitRange(tickets_[ticket].first, tickets_[ticket].last);
+    size_t first = 0, last = 0;
+    ZCCL_CHECK(tickets_.range(ticket, &first, &last));
+    return waitRange(first, last);
   }
 
   Status waitAll() override {
@@ -227,46 +230,45 @@ class MpiTransport final : public Transport {
     return waitCollective(request);
   }
 
-  bool hasNativeCollectives() const override { return true; }
+  EngineCollectives* engineCollectives() override { return this; }
 
-  Status nativeAllGather(const void* send, void* recv, size_t count, DataType type) override {
+  Status allGather(const void* send, void* recv, size_t count, DataType type) override {
     return runNative(count, "MPI_Iallgather", [&](MPI_Request* request) {
       return MPI_Iallgather(send, static_cast<int>(count), mpiType(type), recv,
                             static_cast<int>(count), mpiType(type), comm_, request);
     });
   }
 
-  Status nativeReduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
-                             RedOp op) override {
+  Status reduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
+                       RedOp op) override {
     return runNative(recvCount, "MPI_Ireduce_scatter_block", [&](MPI_Request* request) {
       return MPI_Ireduce_scatter_block(send, recv, static_cast<int>(recvCount), mpiType(type),
                                        mpiOp(type, op), comm_, request);
     });
   }
 
-  Status nativeAllReduce(const void* send, void* recv, size_t count, DataType type,
-                         RedOp op) override {
+  Status allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op) override {
     return runNative(count, "MPI_Iallreduce", [&](MPI_Request* request) {
       return MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
                             mpiType(type), mpiOp(type, op), comm_, request);
     });
   }
 
-  Status nativeBroadcast(void* data, size_t count, DataType type, int root) override {
+  Status broadcast(void* data, size_t count, DataType type, int root) override {
     return runNative(count, "MPI_Ibcast", [&](MPI_Request* request) {
       return MPI_Ibcast(data, static_cast<int>(count), mpiType(type), root, comm_, request);
     });
   }
 
-  Status nativeAllToAll(const void* send, void* recv, size_t count, DataType type) override {
+  Status allToAll(const void* send, void* recv, size_t count, DataType type) override {
     return runNative(count, "MPI_Ialltoall", [&](MPI_Request* request) {
       return MPI_Ialltoall(send, static_cast<int>(count), mpiType(type), recv,
                            static_cast<int>(count), mpiType(type), comm_, request);
     });
   }
 
-  Status nativeReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
-                      int root) override {
+  Status reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                int root) override {
     const bool inPlace = rank_ == root && send == recv;
     return runNative(count, "MPI_Ireduce", [&](MPI_Request* request) {
       return MPI_Ireduce(inPlace ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
@@ -274,8 +276,7 @@ class MpiTransport final : public Transport {
     });
   }
 
-  Status nativeGather(const void* send, void* recv, size_t count, DataType type,
-                      int root) override {
+  Status gather(const void* send, void* recv, size_t count, DataType type, int root) override {
     return runNative(count, "MPI_Igather", [&](MPI_Request* request) {
       return MPI_Igather(send == nullptr ? MPI_IN_PLACE : send, static_cast<int>(count),
                          mpiType(type), recv, static_cast<int>(count), mpiType(type), root, comm_,
@@ -283,8 +284,7 @@ class MpiTransport final : public Transport {
     });
   }
 
-  Status nativeScatter(const void* send, void* recv, size_t count, DataType type,
-                       int root) override {
+  Status scatter(const void* send, void* recv, size_t count, DataType type, int root) override {
     return runNative(count, "MPI_Iscatter", [&](MPI_Request* request) {
       return MPI_Iscatter(send, static_cast<int>(count), mpiType(type),
                           recv == nullptr ? MPI_IN_PLACE : recv, static_cast<int>(count),
@@ -293,7 +293,7 @@ class MpiTransport final : public Transport {
   }
 
   bool abandon() override {
-    broken_ = true;
+    markBroken();
     if (requests_.empty()) return true;  // nothing in flight: the communicator can be freed
     if (mpiFinalized()) return false;
     WorldErrorsReturn errorsReturn;
@@ -303,8 +303,8 @@ class MpiTransport final : public Transport {
       // Receives not yet matched are cancelled outright, so late data lands nowhere; sends
       // are cancelled where MPI can. A collective's request cannot be cancelled: only its
       // completion frees its buffers.
-      for (const TicketRange& range : tickets_) {
-        if (range.kind == Kind::kCollective) continue;
+      for (const TicketBook::Entry& range : tickets_.entries()) {
+        if (range.kind == TicketBook::Kind::kCollective) continue;
         for (size_t i = range.first; i < range.last; ++i) {
           if (requests_[i] != MPI_REQUEST_NULL) MPI_Cancel(&requests_[i]);
         }
@@ -335,14 +335,7 @@ class MpiTransport final : public Transport {
   }
 
  private:
-  enum class Kind : int { kSend, kReceive, kCollective };
-
-  struct TicketRange {
-    size_t first;
-    size_t last;
-    int peer;  // -1: every rank of the group
-    Kind kind;
-  };
+  using Kind = TicketBook::Kind;
 
   // Posts `bytes` as messages of at most kMaxMessageBytes, which MPI keeps in order.
   Status post(Kind kind, void* data, size_t bytes, int peer, int tag, Ticket* ticket) {
@@ -358,21 +351,8 @@ class MpiTransport final : public Transport {
         ZCCL_MPI_CHECK(MPI_Irecv(base + offset, length, MPI_BYTE, peer, tag, comm_, &request));
       }
       requests_.push_back(request);
-      tickets_[*ticket].last = requests_.size();
+      tickets_.close(*ticket, requests_.size());
       offset += static_cast<size_t>(length);
-    }
-    return Status::kSuccess;
-  }
-
-  Status checkUsable() const {
-    if (abortRequested()) {
-      return fail(Status::kRemoteError, "rank %d: the communicator was aborted", rank_);
-    }
-    if (broken_) {
-      return fail(Status::kRemoteError,
-                  "rank %d: an earlier call on this communicator failed and its peers may be "
-                  "gone; abort it (zcclCommAbort)",
-                  rank_);
     }
     return Status::kSuccess;
   }
@@ -400,12 +380,12 @@ class MpiTransport final : public Transport {
   }
 
   Status beginTicket(int peer, Kind kind, Ticket* ticket) {
-    *ticket = tickets_.size();
+    *ticket = tickets_.entries().size();
     ZCCL_CHECK(checkUsable());
     if (peer < -1 || peer >= size_) {
       return fail(Status::kInternalError, "peer=%d outside [0, %d)", peer, size_);
     }
-    tickets_.push_back({requests_.size(), requests_.size(), peer, kind});
+    *ticket = tickets_.open(peer, kind, requests_.size());
     return Status::kSuccess;
   }
 
@@ -414,36 +394,34 @@ class MpiTransport final : public Transport {
     Ticket ticket = 0;
     ZCCL_CHECK(beginTicket(-1, Kind::kCollective, &ticket));
     requests_.push_back(request);
-    tickets_[ticket].last = requests_.size();
+    tickets_.close(ticket, requests_.size());
     return waitAll();
   }
 
   Status waitRange(size_t first, size_t last) {
     if (first == last) return Status::kSuccess;
     WorldErrorsReturn errorsReturn;
-    const auto start = Clock::now();
     const int count = static_cast<int>(last - first);
     statuses_.resize(static_cast<size_t>(count));
-    for (unsigned spin = 0;; ++spin) {
-      int done = 0;
-      const int rc = MPI_Testall(count, &requests_[first], &done, statuses_.data());
+    const auto poll = [&](bool* done) {
+      int complete = 0;
+      const int rc = MPI_Testall(count, &requests_[first], &complete, statuses_.data());
       if (rc != MPI_SUCCESS) {
         const Status status = mpiFailure(failedPeer(first, rc).c_str(), firstError(rc));
         abandon();
         return status;
       }
-      if (done) return Status::kSuccess;
-      if (abortRequested()) {
-        abandon();
-        return fail(Status::kRemoteError, "rank %d: the communicator was aborted while waiting",
-                    rank_);
-      }
-      pauseBetweenPolls(spin);
-      if (options_.timeoutSeconds > 0 && (spin & 1023u) == 0 &&
-          secondsSince(start) > options_.timeoutSeconds) {
-        return timedOut(first, last);
-      }
-    }
+      *done = complete != 0;
+      return Status::kSuccess;
+    };
+    return pollUntilDone(
+        *this, options_.timeoutSeconds, poll, [&] { abandon(); },
+        [&] {
+          const std::string pending = tickets_.pendingWork(
+              *this, first, last, [&](size_t i) { return requests_[i] != MPI_REQUEST_NULL; });
+          abandon();
+          return timedOut(options_.timeoutSeconds, pending);
+        });
   }
 
   // "MPI with rank N" for the first request of [first, ...) that failed, when MPI says which.
@@ -451,10 +429,9 @@ class MpiTransport final : public Transport {
     for (size_t i = 0; rc == MPI_ERR_IN_STATUS && i < statuses_.size(); ++i) {
       const int error = statuses_[i].MPI_ERROR;
       if (error == MPI_SUCCESS || error == MPI_ERR_PENDING) continue;
-      for (const TicketRange& range : tickets_) {
-        if (first + i >= range.first && first + i < range.last && range.peer >= 0) {
-          return "MPI, with rank " + std::to_string(peerRank(range.peer));
-        }
+      const TicketBook::Entry* entry = tickets_.entryOf(first + i);
+      if (entry != nullptr && entry->peer >= 0) {
+        return "MPI, with rank " + std::to_string(peerRank(entry->peer));
       }
     }
     return "MPI";
@@ -471,38 +448,16 @@ class MpiTransport final : public Transport {
     return rc;
   }
 
-  Status timedOut(size_t first, size_t last) {
-    std::string peers;
-    for (const TicketRange& range : tickets_) {
-      if (range.last <= first || range.first >= last) continue;
-      bool pending = false;
-      for (size_t i = range.first; i < range.last; ++i) pending |= requests_[i] != MPI_REQUEST_NULL;
-      if (!pending) continue;
-      const std::string what =
-          range.kind == Kind::kCollective
-              ? std::string("all (native collective)")
-              : (range.kind == Kind::kSend ? "send to rank " : "receive from rank ") +
-                    std::to_string(peerRank(range.peer));
-      if (peers.find(what) != std::string::npos) continue;  // a message in several parts
-      peers += (peers.empty() ? "" : ", ") + what;
-    }
-    abandon();
-    return fail(Status::kTimeout,
-                "rank %d waited %.1f s (ZCCL_TIMEOUT_S) without completion of: %s", peerRank(rank_),
-                options_.timeoutSeconds, peers.c_str());
-  }
-
   MPI_Comm comm_;
   TransportOptions options_;
   int rank_ = 0;
   int size_ = 0;
   int maxTag_ = 32767;
-  bool broken_ = false;
   bool abandoned_ = false;
   Clock::time_point abandonedAt_;
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Status> statuses_;
-  std::vector<TicketRange> tickets_;
+  TicketBook tickets_;
 };
 
 }  // namespace

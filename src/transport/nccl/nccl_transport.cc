@@ -8,6 +8,7 @@
 
 #include "common/cuda_status.h"
 #include "nccl_abi/nccl_functions.h"
+#include "transport/engine_collectives.h"
 
 namespace zccl {
 namespace {
@@ -52,7 +53,7 @@ struct Message {
   int peer;
 };
 
-class NcclTransport final : public StreamTransport {
+class NcclTransport final : public StreamTransport, public EngineCollectives {
  public:
   NcclTransport(const NcclFunctions& api, RealComm* comm, cudaEvent_t done, Transport& control,
                 const TransportOptions& options)
@@ -98,39 +99,36 @@ class NcclTransport final : public StreamTransport {
     return waitForStream();
   }
 
-  bool hasNativeCollectives() const override { return true; }
-  Status nativeAllGather(const void* send, void* recv, size_t count, DataType type) override {
+  EngineCollectives* engineCollectives() override { return this; }
+  Status allGather(const void* send, void* recv, size_t count, DataType type) override {
     return native("ncclAllGather", api_.allGather, send, recv, count, type, comm_, stream_);
   }
-  Status nativeReduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
-                             RedOp op) override {
+  Status reduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
+                       RedOp op) override {
     return native("ncclReduceScatter", api_.reduceScatter, send, recv, recvCount, type,
                   static_cast<nccl::ncclRedOp_t>(op), comm_, stream_);
   }
-  Status nativeAllReduce(const void* send, void* recv, size_t count, DataType type,
-                         RedOp op) override {
+  Status allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op) override {
     return native("ncclAllReduce", api_.allReduce, send, recv, count, type,
                   static_cast<nccl::ncclRedOp_t>(op), comm_, stream_);
   }
-  Status nativeBroadcast(void* data, size_t count, DataType type, int root) override {
+  Status broadcast(void* data, size_t count, DataType type, int root) override {
     return native("ncclBroadcast", api_.broadcast, data, data, count, type, root, comm_, stream_);
   }
-  Status nativeAllToAll(const void* send, void* recv, size_t count, DataType type) override {
+  Status allToAll(const void* send, void* recv, size_t count, DataType type) override {
     return native("ncclAlltoAll", api_.allToAll, send, recv, count, type, comm_, stream_);
   }
-  Status nativeReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
-                      int root) override {
+  Status reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                int root) override {
     return native("ncclReduce", api_.reduce, send, recv, count, type,
                   static_cast<nccl::ncclRedOp_t>(op), root, comm_, stream_);
   }
   // In place at the root: NCCL's form is the root's own block of the other buffer.
-  Status nativeGather(const void* send, void* recv, size_t count, DataType type,
-                      int root) override {
+  Status gather(const void* send, void* recv, size_t count, DataType type, int root) override {
     if (send == nullptr) send = static_cast<char*>(recv) + ownBlock(root, count, type);
     return native("ncclGather", api_.gather, send, recv, count, type, root, comm_, stream_);
   }
-  Status nativeScatter(const void* send, void* recv, size_t count, DataType type,
-                       int root) override {
+  Status scatter(const void* send, void* recv, size_t count, DataType type, int root) override {
     if (recv == nullptr)
       recv = static_cast<char*>(const_cast<void*>(send)) + ownBlock(root, count, type);
     return native("ncclScatter", api_.scatter, send, recv, count, type, root, comm_, stream_);

@@ -1,3 +1,5 @@
+// The UCX transport (ucx_transport.h): tagged point-to-point on a UCP worker per communicator,
+// shared by the sub-groups split from it.
 #include "transport/ucx/ucx_transport.h"
 
 #include <ucp/api/ucp.h>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "transport/ticket_book.h"
 
 namespace zccl {
 namespace {
@@ -160,7 +163,7 @@ class UcxTransport final : public Transport {
     traffic_.resize(members_.size());
   }
   ~UcxTransport() override {
-    if (!pending_.empty() && !abandon()) {
+    if (!requests_.empty() && !abandon()) {
       // UCX may still write or read what is pending: its worker stays, unreachable.
       new std::shared_ptr<Fabric>(fabric_);
     }
@@ -190,15 +193,14 @@ class UcxTransport final : public Transport {
   }
 
   Status wait(Ticket ticket) override {
-    if (ticket >= tickets_.size()) {
-      return fail(Status::kInternalError, "wait on unknown ticket %zu", ticket);
-    }
-    return waitRange(tickets_[ticket].first, tickets_[ticket].last);
+    size_t first = 0, last = 0;
+    ZCCL_CHECK(tickets_.range(ticket, &first, &last));
+    return waitRange(first, last);
   }
 
   Status waitAll() override {
-    ZCCL_CHECK(waitRange(0, pending_.size()));
-    pending_.clear();
+    ZCCL_CHECK(waitRange(0, requests_.size()));
+    requests_.clear();
     tickets_.clear();
     return Status::kSuccess;
   }
@@ -261,15 +263,16 @@ class UcxTransport final : public Transport {
   }
 
   bool abandon() override {
-    broken_ = true;
-    if (pending_.empty()) return true;
+    markBroken();
+    if (requests_.empty()) return true;
     std::lock_guard<std::mutex> guard(fabric_->lock);
     if (!abandoned_) {
       abandoned_ = true;
       abandonedAt_ = Clock::now();
-      for (const Pending& p : pending_) {
-        if (p.request != nullptr && p.kind == Kind::kReceive) {
-          ucp_request_cancel(fabric_->worker, p.request);
+      for (const TicketBook::Entry& entry : tickets_.entries()) {
+        if (entry.kind != Kind::kReceive) continue;
+        for (size_t i = entry.first; i < entry.last; ++i) {
+          if (requests_[i] != nullptr) ucp_request_cancel(fabric_->worker, requests_[i]);
         }
       }
     }
@@ -277,13 +280,13 @@ class UcxTransport final : public Transport {
     do {
       ucp_worker_progress(fabric_->worker);
       left = 0;
-      for (Pending& p : pending_) {
-        if (p.request == nullptr) continue;
-        if (ucp_request_check_status(p.request) == UCS_INPROGRESS) {
+      for (void*& request : requests_) {
+        if (request == nullptr) continue;
+        if (ucp_request_check_status(request) == UCS_INPROGRESS) {
           ++left;
         } else {
-          ucp_request_free(p.request);
-          p.request = nullptr;
+          ucp_request_free(request);
+          request = nullptr;
         }
       }
     } while (left > 0 && secondsSince(abandonedAt_) < kAbandonGraceSeconds);
@@ -294,23 +297,13 @@ class UcxTransport final : public Transport {
                rank_, left);
       return false;
     }
-    pending_.clear();
+    requests_.clear();
     tickets_.clear();
     return true;
   }
 
  private:
-  enum class Kind : int { kSend, kReceive };
-
-  struct Pending {
-    void* request;  // nullptr: complete
-    int peer;
-    Kind kind;
-  };
-  struct TicketRange {
-    size_t first;
-    size_t last;
-  };
+  using Kind = TicketBook::Kind;
 
   ucp_ep_h endpoint(int peer) const {
     return fabric_->endpoints[static_cast<size_t>(members_[static_cast<size_t>(peer)])];
@@ -331,101 +324,68 @@ class UcxTransport final : public Transport {
     return track(request, "ucp_tag_send_nbx");
   }
 
-  Status checkUsable() const {
-    if (abortRequested()) {
-      return fail(Status::kRemoteError, "rank %d: the communicator was aborted", rank_);
-    }
-    if (broken_) {
-      return fail(Status::kRemoteError,
-                  "rank %d: an earlier call on this communicator failed and its peers may be "
-                  "gone; abort it (zcclCommAbort)",
-                  rank_);
-    }
-    return Status::kSuccess;
-  }
-
   Status begin(int peer, Kind kind, Ticket* ticket) {
-    *ticket = tickets_.size();
+    *ticket = tickets_.entries().size();
     ZCCL_CHECK(checkUsable());
     if (peer < 0 || peer >= size()) {
       return fail(Status::kInternalError, "peer=%d outside [0, %d)", peer, size());
     }
-    tickets_.push_back({pending_.size(), pending_.size()});
-    lastPeer_ = peer;
-    lastKind_ = kind;
+    *ticket = tickets_.open(peer, kind, requests_.size());
     return Status::kSuccess;
   }
 
   Status track(void* request, const char* call) {
     if (UCS_PTR_IS_ERR(request)) return ucxFailure(call, UCS_PTR_STATUS(request));
-    pending_.push_back({request, lastPeer_, lastKind_});
+    requests_.push_back(request);
     return Status::kSuccess;
   }
 
   Status end(Ticket ticket) {
-    tickets_[ticket].last = pending_.size();
+    tickets_.close(ticket, requests_.size());
     return Status::kSuccess;
   }
 
   Status waitRange(size_t first, size_t last) {
-    const auto start = Clock::now();
-    for (unsigned spin = 0;; ++spin) {
-      bool done = true;
+    const auto poll = [&](bool* done) {
       ucs_status_t failure = UCS_OK;
-      int failedPeer = 0;
+      size_t failedRequest = 0;
+      *done = true;
       {
         std::lock_guard<std::mutex> guard(fabric_->lock);
         ucp_worker_progress(fabric_->worker);
         for (size_t i = first; i < last && failure == UCS_OK; ++i) {
-          Pending& p = pending_[i];
-          if (p.request == nullptr) continue;
-          const ucs_status_t status = ucp_request_check_status(p.request);
+          void*& request = requests_[i];
+          if (request == nullptr) continue;
+          const ucs_status_t status = ucp_request_check_status(request);
           if (status == UCS_INPROGRESS) {
-            done = false;
+            *done = false;
             continue;
           }
-          ucp_request_free(p.request);
-          p.request = nullptr;
+          ucp_request_free(request);
+          request = nullptr;
           failure = status;
-          failedPeer = p.peer;
+          failedRequest = i;
         }
       }
-      if (failure != UCS_OK) return failed(failure, failedPeer);
-      if (done) return Status::kSuccess;
-      if (abortRequested()) {
-        abandon();
-        return fail(Status::kRemoteError, "rank %d: the communicator was aborted while waiting",
-                    rank_);
-      }
-      pauseBetweenPolls(spin);
-      if (options_.timeoutSeconds > 0 && (spin & 1023u) == 0 &&
-          secondsSince(start) > options_.timeoutSeconds) {
-        return timedOut(first, last);
-      }
-    }
+      return failure == UCS_OK ? Status::kSuccess : failed(failure, failedRequest);
+    };
+    return pollUntilDone(
+        *this, options_.timeoutSeconds, poll, [&] { abandon(); },
+        [&] {
+          const std::string pending = tickets_.pendingWork(
+              *this, first, last, [&](size_t i) { return requests_[i] != nullptr; });
+          abandon();
+          return timedOut(options_.timeoutSeconds, pending);
+        });
   }
 
-  Status failed(ucs_status_t status, int peer) {
-    const std::string with = "UCX, with rank " + std::to_string(peerRank(peer));
+  Status failed(ucs_status_t status, size_t request) {
+    const TicketBook::Entry* entry = tickets_.entryOf(request);
+    const std::string with =
+        "UCX, with rank " + std::to_string(peerRank(entry != nullptr ? entry->peer : -1));
     const Status result = ucxFailure(with.c_str(), status);
     abandon();
     return result;
-  }
-
-  Status timedOut(size_t first, size_t last) {
-    std::string peers;
-    for (size_t i = first; i < last; ++i) {
-      const Pending& p = pending_[i];
-      if (p.request == nullptr) continue;
-      const std::string what = (p.kind == Kind::kSend ? "send to rank " : "receive from rank ") +
-                               std::to_string(peerRank(p.peer));
-      if (peers.find(what) != std::string::npos) continue;
-      peers += (peers.empty() ? "" : ", ") + what;
-    }
-    abandon();
-    return fail(Status::kTimeout,
-                "rank %d waited %.1f s (ZCCL_TIMEOUT_S) without completion of: %s", peerRank(rank_),
-                options_.timeoutSeconds, peers.c_str());
   }
 
   std::shared_ptr<Fabric> fabric_;
@@ -433,13 +393,10 @@ class UcxTransport final : public Transport {
   int rank_;
   int context_;
   TransportOptions options_;
-  bool broken_ = false;
   bool abandoned_ = false;
   Clock::time_point abandonedAt_;
-  int lastPeer_ = 0;
-  Kind lastKind_ = Kind::kSend;
-  std::vector<Pending> pending_;
-  std::vector<TicketRange> tickets_;
+  std::vector<void*> requests_;  // nullptr: complete
+  TicketBook tickets_;
 };
 
 }  // namespace
