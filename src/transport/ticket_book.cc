@@ -1,7 +1,19 @@
 // The tickets' bookkeeping (ticket_book.h).
 #include "transport/ticket_book.h"
 
+#include "common/log.h"
+
 namespace zccl {
+
+Status TicketBook::open(const Transport& t, int peer, Kind kind, size_t requests, Ticket* ticket) {
+  *ticket = entries_.size();
+  ZCCL_CHECK(t.checkUsable());
+  if (peer < (kind == Kind::kCollective ? -1 : 0) || peer >= t.size()) {
+    return fail(Status::kInternalError, "peer=%d outside [0, %d)", peer, t.size());
+  }
+  entries_.push_back({requests, requests, peer, kind});
+  return Status::kSuccess;
+}
 
 Status TicketBook::range(Ticket ticket, size_t* first, size_t* last) const {
   if (ticket >= entries_.size()) {
@@ -29,6 +41,15 @@ std::string TicketBook::describe(const Transport& t, const Entry& entry) {
       break;
   }
   return "receive from rank " + std::to_string(t.peerRank(entry.peer));
+}
+
+bool settleAbandoned(const Transport& t, const char* engine, size_t left) {
+  if (left == 0) return true;
+  ZCCL_LOG(kWarn,
+           "rank %d: %zu pending %s operations could not be cancelled; zccl keeps their memory, "
+           "and the buffers of the call that failed may still be read or written",
+           t.rank(), left, engine);
+  return false;
 }
 
 }  // namespace zccl

@@ -22,11 +22,9 @@ class TicketBook {
     Kind kind;
   };
 
-  // A new ticket whose requests start at the engine's `requests` (its count now).
-  Ticket open(int peer, Kind kind, size_t requests) {
-    entries_.push_back({requests, requests, peer, kind});
-    return entries_.size() - 1;
-  }
+  // A new ticket on `t` whose requests start at the engine's `requests` (its count now), once
+  // `t` takes work and `peer` is one of its members (-1 for a collective).
+  Status open(const Transport& t, int peer, Kind kind, size_t requests, Ticket* ticket);
   // `ticket`'s requests end at the engine's count now.
   void close(Ticket ticket, size_t requests) { entries_[ticket].last = requests; }
   // `ticket`'s requests; an internal error for a ticket this book did not issue.
@@ -59,6 +57,10 @@ class TicketBook {
 
   std::vector<Entry> entries_;
 };
+
+// After abandon() gave up on `left` requests that the engine did not confirm cancelled: says
+// so (their memory stays zccl's) and returns whether none was left.
+bool settleAbandoned(const Transport& t, const char* engine, size_t left);
 
 // The wait every engine transport runs: `poll()` progresses the engine and returns kSuccess
 // with *done once everything waited for has completed, or a failure; an abort request ends the

@@ -84,9 +84,10 @@ class Transport {
                : member;
   }
 
- protected:
   // Refuses new work once the communicator was aborted or an earlier call failed.
   Status checkUsable() const;
+
+ protected:
   void markBroken() { broken_ = true; }
   // A wait that gave up after the timeout, naming what was still pending.
   Status timedOut(double timeoutSeconds, const std::string& pending) const;

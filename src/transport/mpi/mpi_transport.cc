@@ -322,13 +322,7 @@ class MpiTransport final : public Transport, public EngineCollectives {
       }
       if (pending > 0) sched_yield();
     } while (pending > 0 && secondsSince(abandonedAt_) < kAbandonGraceSeconds);
-    if (pending > 0) {
-      ZCCL_LOG(kWarn,
-               "rank %d: %zu pending MPI operations could not be cancelled; zccl keeps their "
-               "memory, and the buffers of the call that failed may still be read or written",
-               rank_, pending);
-      return false;
-    }
+    if (!settleAbandoned(*this, "MPI", pending)) return false;
     requests_.clear();
     tickets_.clear();
     return true;
@@ -339,7 +333,7 @@ class MpiTransport final : public Transport, public EngineCollectives {
 
   // Posts `bytes` as messages of at most kMaxMessageBytes, which MPI keeps in order.
   Status post(Kind kind, void* data, size_t bytes, int peer, int tag, Ticket* ticket) {
-    ZCCL_CHECK(beginTicket(peer, kind, ticket));
+    ZCCL_CHECK(tickets_.open(*this, peer, kind, requests_.size(), ticket));
     WorldErrorsReturn errorsReturn;
     char* base = static_cast<char*>(data);
     for (size_t offset = 0; offset < bytes;) {  // zero bytes: nothing travels
@@ -379,20 +373,10 @@ class MpiTransport final : public Transport, public EngineCollectives {
     return Status::kSuccess;
   }
 
-  Status beginTicket(int peer, Kind kind, Ticket* ticket) {
-    *ticket = tickets_.entries().size();
-    ZCCL_CHECK(checkUsable());
-    if (peer < -1 || peer >= size_) {
-      return fail(Status::kInternalError, "peer=%d outside [0, %d)", peer, size_);
-    }
-    *ticket = tickets_.open(peer, kind, requests_.size());
-    return Status::kSuccess;
-  }
-
   // A non-blocking collective's request, waited for like any other (bounded).
   Status waitCollective(MPI_Request request) {
     Ticket ticket = 0;
-    ZCCL_CHECK(beginTicket(-1, Kind::kCollective, &ticket));
+    ZCCL_CHECK(tickets_.open(*this, -1, Kind::kCollective, requests_.size(), &ticket));
     requests_.push_back(request);
     tickets_.close(ticket, requests_.size());
     return waitAll();

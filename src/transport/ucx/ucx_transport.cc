@@ -290,13 +290,7 @@ class UcxTransport final : public Transport {
         }
       }
     } while (left > 0 && secondsSince(abandonedAt_) < kAbandonGraceSeconds);
-    if (left > 0) {
-      ZCCL_LOG(kWarn,
-               "rank %d: %zu pending UCX operations could not be cancelled; zccl keeps their "
-               "memory, and the buffers of the call that failed may still be read or written",
-               rank_, left);
-      return false;
-    }
+    if (!settleAbandoned(*this, "UCX", left)) return false;
     requests_.clear();
     tickets_.clear();
     return true;
@@ -325,13 +319,7 @@ class UcxTransport final : public Transport {
   }
 
   Status begin(int peer, Kind kind, Ticket* ticket) {
-    *ticket = tickets_.entries().size();
-    ZCCL_CHECK(checkUsable());
-    if (peer < 0 || peer >= size()) {
-      return fail(Status::kInternalError, "peer=%d outside [0, %d)", peer, size());
-    }
-    *ticket = tickets_.open(peer, kind, requests_.size());
-    return Status::kSuccess;
+    return tickets_.open(*this, peer, kind, requests_.size(), ticket);
   }
 
   Status track(void* request, const char* call) {
