@@ -113,6 +113,30 @@ typedef ZCCL_ENUM(zcclWireFormat_e){
      * (link bandwidths against quantization time) says it is faster than exact. */
     zcclWireAllowInt8 = 3, zcclWireAllowInt4 = 4, zcclNumWireFormats = 5} zcclWireFormat_t;
 
+/* "none", "int8", "int4", "allow-int8", "allow-int4" (the environment's, the perf binaries',
+ * the drop-in's and the torch backend's spelling); NULL for a value out of range. */
+ZCCL_API const char* zcclWireFormatName(zcclWireFormat_t format);
+/* The format `name` names (case-insensitive); zcclInvalidArgument naming it otherwise. */
+ZCCL_API zcclResult_t zcclWireFormatFromName(const char* name, zcclWireFormat_t* format);
+
+/*
+ * A wire policy: the format each collective takes where the call names none (the plain calls,
+ * and Ex calls whose options leave wireFormat undefined), as ZeRO++ sets one: INT8
+ * all-gathers of weights (qwZ), INT4 reduce-scatters of gradients (qgZ). A lossy format
+ * applies where it can (float32, float16, bfloat16; sum and avg for reductions) and to calls
+ * whose buffer (all-gather's output, reduce-scatter's input) holds at least minBytes; other
+ * calls stay exact. A communicator starts with config.wireFormat (ZCCL_QUANT) for all three
+ * and minBytes 0; the NCCL drop-in and the torch backend set theirs with
+ * zcclCommSetWirePolicy.
+ */
+typedef struct {
+  int allGather;     /* zcclWireFormat_t */
+  int reduceScatter; /* zcclWireFormat_t */
+  int allReduce;     /* zcclWireFormat_t, for zcclReduce too */
+  size_t minBytes;
+} zcclWirePolicy;
+#define ZCCL_WIRE_POLICY_INITIALIZER {zcclWireNone, zcclWireNone, zcclWireNone, 0}
+
 typedef ZCCL_ENUM(zcclQuantScheme_e){
     zcclQuantSymmetric = 0,  /* scale from the group's absmax */
     zcclQuantAsymmetric = 1, /* scale and midpoint from the group's min and max */
@@ -272,6 +296,10 @@ ZCCL_API zcclResult_t zcclCommCount(const zcclComm_t comm, int* count);
 ZCCL_API zcclResult_t zcclCommUserRank(const zcclComm_t comm, int* rank);
 ZCCL_API zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats);
 ZCCL_API zcclResult_t zcclCommResetStats(zcclComm_t comm);
+/* Sets comm's wire policy (every rank must set the same: with ZCCL_CHECK=1 a call whose
+ * format differs fails on every rank), or reads it. */
+ZCCL_API zcclResult_t zcclCommSetWirePolicy(zcclComm_t comm, const zcclWirePolicy* policy);
+ZCCL_API zcclResult_t zcclCommGetWirePolicy(const zcclComm_t comm, zcclWirePolicy* policy);
 /* The first failure of comm's queued device work (zcclSuccess while none), without waiting
  * for it; zcclGetLastError(comm) then says why. As ncclCommGetAsyncError. */
 ZCCL_API zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError);

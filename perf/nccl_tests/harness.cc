@@ -15,16 +15,16 @@
 #include <string>
 #include <vector>
 
-#include "nccl_tests/expected.h"
-#include "nccl_tests/settings.h"
 #include "harness/values.h"
 #include "harness/world.h"
+#include "nccl_tests/expected.h"
+#include "nccl_tests/settings.h"
 
 namespace zccl_perf {
 namespace {
 
-using zccl_harness::World;
 using zccl_harness::sizeOf;
+using zccl_harness::World;
 
 struct Job : Layout {
   Settings settings;
@@ -374,7 +374,7 @@ void printPreamble(const Job& job) {
   std::printf(
       "# zccl %s: wire %s, hierarchy %s, baselines %s, timed in %d round%s, %d nodes of %d "
       "ranks, %s\n",
-      collectiveName(job.collective), kWireNames[s.wire], kHierarchyNames[s.hierarchy],
+      collectiveName(job.collective), zcclWireFormatName(s.wire), kHierarchyNames[s.hierarchy],
       baselineNames(job).c_str(), s.rounds, s.rounds > 1 ? "s by turns" : "", job.nodes,
       job.nodeSize,
       job.world->underMpi() ? "launched by mpiexec (MPI)" : "launched by zcclrun (UCX)");
@@ -447,7 +447,7 @@ void writeJson(const Job& job, const std::vector<Row>& rows, long wrong, double 
                 "\"warmup\": %d, \"rounds\": %d, \"check\": %d,\n  \"bus_factor\": %.17g,\n  "
                 "\"results\": [\n",
                 collectiveName(job.collective), job.ranks, job.nodes, job.nodeSize,
-                kWireNames[s.wire], kHierarchyNames[s.hierarchy],
+                zcclWireFormatName(s.wire), kHierarchyNames[s.hierarchy],
                 job.memory->device() ? "device" : "host", s.native ? "true" : "false",
                 s.ucx ? "true" : "false", s.iters, s.warmup, s.rounds, s.check,
                 busFactor(job.collective, job.ranks));

@@ -11,7 +11,6 @@ namespace zccl_perf {
 const char* const kTypeNames[zcclNumTypes] = {"int8",   "uint8", "int32",    "uint32", "int64",
                                               "uint64", "half",  "bfloat16", "float",  "double"};
 const char* const kOpNames[zcclNumOps] = {"sum", "prod", "max", "min", "avg"};
-const char* const kWireNames[5] = {"none", "int8", "int4", "allow-int8", "allow-int4"};
 const char* const kHierarchyNames[3] = {"auto", "flat", "hier"};
 const char* const kMemoryNames[3] = {"auto", "host", "device"};
 
@@ -261,8 +260,7 @@ bool parseArguments(int argc, char** argv, Settings* s) {
         s->json = optarg;
         break;
       case 'q':
-        ok = parseName(optarg, kWireNames, &index);
-        s->wire = zcclWireFormat_t(index);
+        ok = zcclWireFormatFromName(optarg, &s->wire) == zcclSuccess;
         break;
       case 'H':
         ok = parseName(optarg, kHierarchyNames, &index);

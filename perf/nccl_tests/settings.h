@@ -39,7 +39,6 @@ struct Settings {
 
 extern const char* const kTypeNames[zcclNumTypes];
 extern const char* const kOpNames[zcclNumOps];
-extern const char* const kWireNames[5];  // by zcclWireFormat_t
 extern const char* const kHierarchyNames[3];
 extern const char* const kMemoryNames[3];  // by MemoryChoice
 

@@ -22,15 +22,16 @@ from . import _zccl
 
 __all__ = ["Options", "register", "set_policy", "stats", "reset_stats"]
 
-_WIRE = {"none": 0, "int8": 1, "int4": 2, "allow-int8": 3, "allow-int4": 4}
+# zccl's own names of its wire formats (zcclWireFormatName), the one list they come from.
+_WIRE_NAMES = tuple(_zccl.wire_format_names())
 _SIZE_SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
-def _wire(value: str, what: str) -> int:
+def _wire(value: str, what: str) -> str:
     key = value.strip().lower()
-    if key not in _WIRE:
-        raise ValueError(f"{what}={value!r}: expected one of {', '.join(_WIRE)}")
-    return _WIRE[key]
+    if key not in _WIRE_NAMES:
+        raise ValueError(f"{what}={value!r}: expected one of {', '.join(_WIRE_NAMES)}")
+    return key
 
 
 def _bytes(value: str | int, what: str) -> int:
@@ -68,7 +69,7 @@ class Options:
             min_bytes=env("ZCCL_TORCH_QUANT_MIN_BYTES", "0"),
         )
 
-    def _codes(self) -> tuple[int, int, int, int]:
+    def _codes(self) -> tuple[str, str, str, int]:
         return (
             _wire(self.allgather, "allgather"),
             _wire(self.reduce_scatter, "reduce_scatter"),

@@ -1,3 +1,4 @@
+// The names of the paths' vocabulary (paths.h), and where lossy formats apply.
 #include "collectives/paths.h"
 
 namespace zccl {
@@ -45,15 +46,9 @@ const char* algorithmName(Algorithm algorithm) {
 }
 
 const char* wireFormatName(WireFormat wire) {
-  switch (wire) {
-    case WireFormat::kNone:
-      return "none";
-    case WireFormat::kInt8:
-      return "int8";
-    case WireFormat::kInt4:
-      return "int4";
-  }
-  return "unknown";
+  const int index = static_cast<int>(wire);
+  return index >= 0 && index <= static_cast<int>(WireFormat::kInt4) ? kWireFormatNames[index]
+                                                                    : "unknown";
 }
 
 bool wireApplies(Collective collective, DataType type, RedOp op) {

@@ -36,6 +36,10 @@ enum class Algorithm : int {
 
 // Mirror zcclWireFormat_t and zcclHierarchy_t.
 enum class WireFormat : int { kNone = 0, kInt8 = 1, kInt4 = 2 };
+// The names of zcclWireFormat_t's values, the one list every table of them is made from: the
+// formats (WireFormat's values), then the same formats allowed rather than asked for.
+constexpr const char* kWireFormatNames[] = {"none", "int8", "int4", "allow-int8", "allow-int4"};
+constexpr int kNumWireFormatNames = 5;
 enum class Hierarchy : int { kAuto = 0, kFlat = 1, kTwoLevel = 2 };
 
 struct CollectiveOptions {

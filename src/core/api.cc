@@ -1,5 +1,8 @@
 // The C entry points for communicators, point-to-point and groups: validate, then hand over
 // to core; nothing throws past here. The collectives are in collective_api.cc.
+#include <strings.h>
+
+#include <string>
 #include <vector>
 
 #include "core/group.h"
@@ -197,6 +200,45 @@ zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats) {
     }
     stats->nativeBytesEstimated = comm->native.bytesEstimated;
     stats->nativeCalls = comm->native.calls;
+    return Status::kSuccess;
+  });
+}
+
+const char* zcclWireFormatName(zcclWireFormat_t format) {
+  const int index = static_cast<int>(format);
+  return index >= 0 && index < zccl::kNumWireFormatNames ? zccl::kWireFormatNames[index] : nullptr;
+}
+
+zcclResult_t zcclWireFormatFromName(const char* name, zcclWireFormat_t* format) {
+  return zccl::guarded([&] {
+    if (format == nullptr) return zccl::fail(Status::kInvalidArgument, "format=NULL");
+    if (name == nullptr) return zccl::fail(Status::kInvalidArgument, "name=NULL");
+    std::string accepted;
+    for (int i = 0; i < zccl::kNumWireFormatNames; ++i) {
+      if (strcasecmp(name, zccl::kWireFormatNames[i]) == 0) {
+        *format = static_cast<zcclWireFormat_t>(i);
+        return Status::kSuccess;
+      }
+      accepted += (i == 0 ? "" : "|") + std::string(zccl::kWireFormatNames[i]);
+    }
+    return zccl::fail(Status::kInvalidArgument, "name=\"%s\": not a wire format (%s)", name,
+                      accepted.c_str());
+  });
+}
+
+zcclResult_t zcclCommSetWirePolicy(zcclComm_t comm, const zcclWirePolicy* policy) {
+  return zccl::guardedComm(comm, [&] {
+    if (policy == nullptr) return zccl::fail(Status::kInvalidArgument, "policy=NULL");
+    ZCCL_CHECK(zccl::checkWirePolicy(*policy));
+    comm->config.wirePolicy = *policy;
+    return Status::kSuccess;
+  });
+}
+
+zcclResult_t zcclCommGetWirePolicy(const zcclComm_t comm, zcclWirePolicy* policy) {
+  return zccl::guardedComm(comm, [&] {
+    if (policy == nullptr) return zccl::fail(Status::kInvalidArgument, "policy=NULL");
+    *policy = comm->config.wirePolicy;
     return Status::kSuccess;
   });
 }

@@ -82,7 +82,11 @@ Status checkCall(const CollectiveEntry& entry, const CollectiveCall& call) {
 Status callOptions(const CollectiveEntry& entry, const CollectiveCall& call,
                    CollectiveOptions* resolved) {
   const zcclComm* comm = call.comm;
-  ZCCL_CHECK(resolveCollOptions(call.options, comm->config, resolved));
+  const bool blocked = entry.sendHoldsAllBlocks || entry.recvHoldsAllBlocks;
+  const size_t bufferBytes = call.count * (blocked ? static_cast<size_t>(comm->size()) : 1) *
+                             elementSize(toType(call.datatype));
+  ZCCL_CHECK(
+      resolveCollOptions(call.options, comm->config, entry.collective, bufferBytes, resolved));
   const zcclCollOptions* asked = call.options;
   const bool wireAsked =
       asked != nullptr && (asked->wireFormat == zcclWireInt8 || asked->wireFormat == zcclWireInt4);

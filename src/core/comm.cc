@@ -388,16 +388,19 @@ Status agreeOnConfiguration(Transport& transport, const CommConfig& config) {
     const char* (*text)(int);  // the value's name, where it has one
   };
   const auto algorithm = [](int v) { return algorithmName(static_cast<Algorithm>(v)); };
-  const auto wire = [](int v) { return wireFormatName(static_cast<WireFormat>(v)); };
+  const auto wire = [](int v) {
+    const char* name = zcclWireFormatName(static_cast<zcclWireFormat_t>(v));
+    return name != nullptr ? name : "?";
+  };
   const CollectiveOptions& c = config.collective;
   const auto backend = [](int v) {
     static const char* const names[] = {"auto", "staged", "nccl"};
     return v >= 0 && v < 3 ? names[v] : "?";
   };
-  const std::array<Setting, 11> mine{{
+  const std::array<Setting, 10> mine{{
       {"ZCCL_ALGO (config.algorithm)", static_cast<int>(c.algorithm), algorithm},
-      {"ZCCL_QUANT (config.wireFormat)", static_cast<int>(c.wire), wire},
-      {"ZCCL_QUANT allow-* (config.wireFormat)", c.wireAllowedOnly ? 1 : 0, nullptr},
+      // At creation the policy holds one format for every collective.
+      {"ZCCL_QUANT (config.wireFormat)", config.wirePolicy.allGather, wire},
       {"ZCCL_QUANT_SCHEME (config.quantScheme)", static_cast<int>(c.scheme), nullptr},
       {"ZCCL_QUANT_GROUP (config.quantGroupSize)", static_cast<int>(c.groupSize), nullptr},
       {"ZCCL_QUANT_STOCHASTIC (config.stochasticRounding)", static_cast<int>(c.rounding), nullptr},
@@ -453,7 +456,8 @@ Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config
            static_cast<void*>(comm.get()), comm->rank(), comm->size(),
            comm->nodes.nodeOf(comm->rank()), comm->nodes.numNodes(),
            comm->nodes.localRank(comm->rank()), comm->nodes.localSize(comm->rank()),
-           algorithmName(config.collective.algorithm), wireFormatName(config.collective.wire),
+           algorithmName(config.collective.algorithm),
+           zcclWireFormatName(static_cast<zcclWireFormat_t>(config.wirePolicy.allGather)),
            comm->hasLevels() ? "available" : "unavailable (nodes differ in size)");
   *out = comm.release();
   registerComm(*out);

@@ -1,3 +1,4 @@
+// Resolving a communicator's configuration and a call's options (config.h).
 #include "core/config.h"
 
 #include <strings.h>
@@ -37,11 +38,6 @@ constexpr Named<Algorithm> kAlgorithmNames[] = {{"auto", Algorithm::kAuto},
                                                 {"ring", Algorithm::kRing},
                                                 {"direct", Algorithm::kDirect},
                                                 {"native", Algorithm::kNative}};
-constexpr Named<int> kWireNames[] = {{"none", zcclWireNone},
-                                     {"int8", zcclWireInt8},
-                                     {"int4", zcclWireInt4},
-                                     {"allow-int8", zcclWireAllowInt8},
-                                     {"allow-int4", zcclWireAllowInt4}};
 constexpr Named<TransportKind> kTransportNames[] = {
     {"auto", TransportKind::kAuto}, {"mpi", TransportKind::kMpi}, {"ucx", TransportKind::kUcx}};
 constexpr Named<DeviceBackend> kDeviceBackendNames[] = {{"auto", DeviceBackend::kAuto},
@@ -74,17 +70,48 @@ void setWire(int value, CollectiveOptions* o) {
                                                                   : WireFormat::kNone;
 }
 
-// The quantization and hierarchy fields, shared by zcclConfig and zcclCollOptions.
+// The quantization and hierarchy fields, shared by zcclConfig and zcclCollOptions (whose wire
+// formats differ in kind: a policy's, or the call's own).
 struct CollFields {
-  int wireFormat, quantScheme, quantGroupSize, stochasticRounding, hierarchy;
+  int quantScheme, quantGroupSize, stochasticRounding, hierarchy;
 };
+
+// The wire format `policy` gives a call of `collective` whose buffer is `bytes` long.
+int policyFormat(const zcclWirePolicy& policy, Collective collective, size_t bytes) {
+  if (bytes < policy.minBytes) return zcclWireNone;
+  switch (collective) {
+    case Collective::kAllGather:
+      return policy.allGather;
+    case Collective::kReduceScatter:
+      return policy.reduceScatter;
+    case Collective::kAllReduce:
+    case Collective::kReduce:
+      return policy.allReduce;
+    default:
+      return zcclWireNone;
+  }
+}
+
+// A zcclWireFormat_t from the environment: its name.
+Status parseWire(const char* variable, const std::string& text, int* format) {
+  zcclWireFormat_t named = zcclWireNone;
+  if (zcclWireFormatFromName(text.c_str(), &named) != zcclSuccess) {
+    std::string accepted;
+    for (const char* name : kWireFormatNames)
+      accepted += (accepted.empty() ? "" : "|") + std::string(name);
+    return fail(Status::kInvalidArgument, "%s=%s: expected %s", variable, text.c_str(),
+                accepted.c_str());
+  }
+  *format = named;
+  return Status::kSuccess;
+}
+
+void setPolicyFormat(int format, zcclWirePolicy* policy) {
+  policy->allGather = policy->reduceScatter = policy->allReduce = format;
+}
 
 Status applyCollFields(const char* owner, const CollFields& f, CollectiveOptions* o) {
   const std::string prefix(owner);
-  int wire = -1;
-  ZCCL_CHECK(
-      applyEnumField((prefix + ".wireFormat").c_str(), f.wireFormat, zcclNumWireFormats, &wire));
-  if (wire >= 0) setWire(wire, o);
   ZCCL_CHECK(applyEnumField((prefix + ".quantScheme").c_str(), f.quantScheme, zcclNumQuantSchemes,
                             &o->scheme));
   ZCCL_CHECK(applyEnumField((prefix + ".hierarchy").c_str(), f.hierarchy, zcclNumHierarchies,
@@ -145,8 +172,11 @@ Status applyConfig(const zcclConfig& config, CommConfig* resolved) {
     }
     resolved->checkCalls = config.checkCalls == 1;
   }
+  int wire = -1;
+  ZCCL_CHECK(applyEnumField("config.wireFormat", config.wireFormat, zcclNumWireFormats, &wire));
+  if (wire >= 0) setPolicyFormat(wire, &resolved->wirePolicy);
   return applyCollFields("config",
-                         CollFields{config.wireFormat, config.quantScheme, config.quantGroupSize,
+                         CollFields{config.quantScheme, config.quantGroupSize,
                                     config.stochasticRounding, config.hierarchy},
                          &resolved->collective);
 }
@@ -157,8 +187,8 @@ Status applyEnvironment(CommConfig* result) {
     ZCCL_CHECK(parseNamed("ZCCL_ALGO", *text, kAlgorithmNames, &o.algorithm));
   if (const auto text = envString("ZCCL_QUANT")) {
     int wire = zcclWireNone;
-    ZCCL_CHECK(parseNamed("ZCCL_QUANT", *text, kWireNames, &wire));
-    setWire(wire, &o);
+    ZCCL_CHECK(parseWire("ZCCL_QUANT", *text, &wire));
+    setPolicyFormat(wire, &result->wirePolicy);
   }
   if (const auto text = envString("ZCCL_QUANT_SCHEME"))
     ZCCL_CHECK(parseNamed("ZCCL_QUANT_SCHEME", *text, kSchemeNames, &o.scheme));
@@ -219,19 +249,39 @@ Status resolveConfig(const zcclConfig* config, CommConfig* resolved) {
 }
 
 Status resolveCollOptions(const zcclCollOptions* options, const CommConfig& config,
-                          CollectiveOptions* resolved) {
+                          Collective collective, size_t bytes, CollectiveOptions* resolved) {
   CollectiveOptions result = config.collective;
+  setWire(policyFormat(config.wirePolicy, collective, bytes), &result);
   if (options != nullptr) {
     ZCCL_CHECK(checkHeader("options", options->magic, options->size, ZCCL_COLL_OPTIONS_MAGIC,
                            sizeof(zcclCollOptions), "ZCCL_COLL_OPTIONS_INITIALIZER"));
-    ZCCL_CHECK(applyCollFields(
-        "options",
-        CollFields{options->wireFormat, options->quantScheme, options->quantGroupSize,
-                   options->stochasticRounding, options->hierarchy},
-        &result));
+    int wire = -1;
+    ZCCL_CHECK(
+        applyEnumField("options.wireFormat", options->wireFormat, zcclNumWireFormats, &wire));
+    if (wire >= 0) setWire(wire, &result);
+    ZCCL_CHECK(applyCollFields("options",
+                               CollFields{options->quantScheme, options->quantGroupSize,
+                                          options->stochasticRounding, options->hierarchy},
+                               &result));
     result.seed = options->seed;
   }
   *resolved = result;
+  return Status::kSuccess;
+}
+
+Status checkWirePolicy(const zcclWirePolicy& policy) {
+  const struct {
+    const char* name;
+    int value;
+  } fields[] = {{"policy.allGather", policy.allGather},
+                {"policy.reduceScatter", policy.reduceScatter},
+                {"policy.allReduce", policy.allReduce}};
+  for (const auto& field : fields) {
+    if (field.value < 0 || field.value >= zcclNumWireFormats) {
+      return fail(Status::kInvalidArgument, "%s=%d: expected a zcclWireFormat_t (0..%d)",
+                  field.name, field.value, zcclNumWireFormats - 1);
+    }
+  }
   return Status::kSuccess;
 }
 

@@ -13,8 +13,10 @@ namespace zccl {
 enum class TransportKind : int { kAuto = 0, kMpi = 1, kUcx = 2 };
 
 struct CommConfig {
-  CollectiveOptions collective;  // defaults of every collective call
-  int ranksPerNode = 0;          // 0: nodes are hosts
+  CollectiveOptions collective;  // defaults of every collective call but their wire format
+  // The wire format of calls that name none (config.wireFormat, ZCCL_QUANT, or set later).
+  zcclWirePolicy wirePolicy = ZCCL_WIRE_POLICY_INITIALIZER;
+  int ranksPerNode = 0;  // 0: nodes are hosts
   double timeoutSeconds = 1800;
   bool checkCalls = false;  // agree on every collective's arguments first (ZCCL_CHECK)
   TransportKind transport = TransportKind::kAuto;
@@ -38,8 +40,12 @@ struct CommConfig {
 // Resolves `config` (may be null) over the ZCCL_* environment and the defaults.
 Status resolveConfig(const zcclConfig* config, CommConfig* resolved);
 
-// The options of one call: `options` (may be null) over the communicator's defaults.
+// The options of one call of `collective` whose buffer (what all ranks hold together) is
+// `bytes` long: `options` (may be null) over the communicator's defaults and wire policy.
 Status resolveCollOptions(const zcclCollOptions* options, const CommConfig& config,
-                          CollectiveOptions* resolved);
+                          Collective collective, size_t bytes, CollectiveOptions* resolved);
+
+// `policy`'s fields checked, naming the one out of range.
+Status checkWirePolicy(const zcclWirePolicy& policy);
 
 }  // namespace zccl

@@ -102,7 +102,9 @@ zcclResult_t zcclCommGetPlan(zcclComm_t comm, const zcclPlanQuery* query, zcclPl
     ZCCL_CHECK(checkQuery(query));
     if (plan == nullptr) return zccl::fail(Status::kInvalidArgument, "plan=NULL");
     zccl::CollectiveOptions options;
-    ZCCL_CHECK(zccl::resolveCollOptions(query->options, comm->config, &options));
+    ZCCL_CHECK(zccl::resolveCollOptions(query->options, comm->config,
+                                        static_cast<zccl::Collective>(query->collective),
+                                        query->bytes, &options));
     zccl::ClusterModel cluster;
     zccl::NodeLevels levels;
     bool hasLevels = false;

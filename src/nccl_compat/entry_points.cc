@@ -65,6 +65,8 @@ ncclComm* wrap(zcclComm_t host, const CommSettings& settings, const Policy& poli
   comm->settings = settings;
   comm->policy = policy;
   comm->device = device;
+  // Set on every rank alike (each read the same environment) before any call.
+  zcclCommSetWirePolicy(host, &policy.wire);
   zccl::setLogRank(comm->rank);
   addLiveComm(comm);
   ZCCL_LOG(kInfo,

@@ -171,28 +171,24 @@ void logDecision(const Call& call, const std::string& path, const std::string& r
 
 // The plan zccl's planner makes for a collective, as text for the log.
 std::string planText(const Call& call, zcclCollective_t collective, zcclDataType_t type,
-                     zcclRedOp_t op, size_t bytes, const zcclCollOptions* options) {
+                     zcclRedOp_t op, size_t bytes) {
   if (!logEnabled(LogLevel::kInfo)) return {};
   zcclPlanQuery query = ZCCL_PLAN_QUERY_INITIALIZER;
   query.collective = collective;
   query.bytes = bytes;
   query.datatype = type;
   query.op = op;
-  query.options = options;
   zcclPlanInfo plan;
   if (zcclCommGetPlan(call.comm->host, &query, &plan) != zcclSuccess) return "zccl";
   return std::string("zccl ") + plan.algorithm + ", wire " + plan.wire;
 }
 
-// The per-call options of a collective that the policy may quantize.
-zcclCollOptions quantizable(const Call& call, zcclCollective_t collective, zcclDataType_t type,
-                            zcclRedOp_t op, size_t bytes) {
-  zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
-  std::string reason;
-  options.wireFormat = wireFor(call.comm->policy, call.operation, call.datatype,
-                               op == zcclSum || op == zcclAvg, bytes, &reason);
-  logDecision(call, planText(call, collective, type, op, bytes, &options), reason, bytes);
-  return options;
+// A collective that the communicator's wire policy (ZCCL_NCCL_QUANT_*) may quantize: the
+// plan, with the format the policy gave it, is logged once per size class.
+void logPolicyDecision(const Call& call, zcclCollective_t collective, zcclDataType_t type,
+                       zcclRedOp_t op, size_t bytes) {
+  logDecision(call, planText(call, collective, type, op, bytes), "(wire policy: ZCCL_NCCL_QUANT_*)",
+              bytes);
 }
 
 ncclResult_t allReduce(const Call& call) {
@@ -200,10 +196,9 @@ ncclResult_t allReduce(const Call& call) {
   NCCL_CHECK(hostType(call, true, &type));
   ReductionInput input;
   NCCL_CHECK(reductionInput(call, call.count, &input));
-  const zcclCollOptions options =
-      quantizable(call, zcclCollAllReduce, type, input.op, call.count * typeBytes(call.datatype));
-  return fromZccl(zcclAllReduceEx(input.data, call.recvbuff, call.count, type, input.op,
-                                  call.comm->host, streamOf(call), &options),
+  logPolicyDecision(call, zcclCollAllReduce, type, input.op, call.count * typeBytes(call.datatype));
+  return fromZccl(zcclAllReduce(input.data, call.recvbuff, call.count, type, input.op,
+                                call.comm->host, streamOf(call)),
                   call.function, call.comm);
 }
 
@@ -213,10 +208,9 @@ ncclResult_t reduceScatter(const Call& call) {
   const size_t total = call.count * static_cast<size_t>(call.comm->nranks);
   ReductionInput input;
   NCCL_CHECK(reductionInput(call, total, &input));
-  const zcclCollOptions options =
-      quantizable(call, zcclCollReduceScatter, type, input.op, total * typeBytes(call.datatype));
-  return fromZccl(zcclReduceScatterEx(input.data, call.recvbuff, call.count, type, input.op,
-                                      call.comm->host, streamOf(call), &options),
+  logPolicyDecision(call, zcclCollReduceScatter, type, input.op, total * typeBytes(call.datatype));
+  return fromZccl(zcclReduceScatter(input.data, call.recvbuff, call.count, type, input.op,
+                                    call.comm->host, streamOf(call)),
                   call.function, call.comm);
 }
 
@@ -224,20 +218,18 @@ ncclResult_t allGather(const Call& call) {
   zcclDataType_t type = zcclUint8;
   NCCL_CHECK(hostType(call, false, &type));
   const size_t total = call.count * static_cast<size_t>(call.comm->nranks);
-  const zcclCollOptions options =
-      quantizable(call, zcclCollAllGather, type, zcclSum, total * typeBytes(call.datatype));
-  return fromZccl(zcclAllGatherEx(call.sendbuff, call.recvbuff, call.count, type, call.comm->host,
-                                  streamOf(call), &options),
+  logPolicyDecision(call, zcclCollAllGather, type, zcclSum, total * typeBytes(call.datatype));
+  return fromZccl(zcclAllGather(call.sendbuff, call.recvbuff, call.count, type, call.comm->host,
+                                streamOf(call)),
                   call.function, call.comm);
 }
 
 ncclResult_t broadcast(const Call& call) {
   zcclDataType_t type = zcclUint8;
   NCCL_CHECK(hostType(call, false, &type));
-  logDecision(call,
-              planText(call, zcclCollBroadcast, type, zcclSum,
-                       call.count * typeBytes(call.datatype), nullptr),
-              "exact", call.count * typeBytes(call.datatype));
+  logDecision(
+      call, planText(call, zcclCollBroadcast, type, zcclSum, call.count * typeBytes(call.datatype)),
+      "exact", call.count * typeBytes(call.datatype));
   return fromZccl(zcclBroadcast(call.sendbuff, call.recvbuff, call.count, type, call.root,
                                 call.comm->host, streamOf(call)),
                   call.function, call.comm);
@@ -247,10 +239,9 @@ ncclResult_t allToAll(const Call& call) {
   zcclDataType_t type = zcclUint8;
   NCCL_CHECK(hostType(call, false, &type));
   const size_t total = call.count * static_cast<size_t>(call.comm->nranks);
-  logDecision(
-      call,
-      planText(call, zcclCollAllToAll, type, zcclSum, total * typeBytes(call.datatype), nullptr),
-      "exact", total * typeBytes(call.datatype));
+  logDecision(call,
+              planText(call, zcclCollAllToAll, type, zcclSum, total * typeBytes(call.datatype)),
+              "exact", total * typeBytes(call.datatype));
   return fromZccl(
       zcclAllToAll(call.sendbuff, call.recvbuff, call.count, type, call.comm->host, streamOf(call)),
       call.function, call.comm);
@@ -262,7 +253,7 @@ ncclResult_t reduce(const Call& call) {
   ReductionInput input;
   NCCL_CHECK(reductionInput(call, call.count, &input));
   const size_t bytes = call.count * typeBytes(call.datatype);
-  logDecision(call, planText(call, zcclCollReduce, type, input.op, bytes, nullptr), "exact", bytes);
+  logDecision(call, planText(call, zcclCollReduce, type, input.op, bytes), "exact", bytes);
   return fromZccl(zcclReduce(input.data, call.recvbuff, call.count, type, input.op, call.root,
                              call.comm->host, streamOf(call)),
                   call.function, call.comm);
@@ -273,7 +264,7 @@ ncclResult_t gatherOrScatter(const Call& call, bool gather) {
   NCCL_CHECK(hostType(call, false, &type));
   const size_t bytes = call.count * typeBytes(call.datatype) * call.comm->nranks;
   const zcclCollective_t collective = gather ? zcclCollGather : zcclCollScatter;
-  logDecision(call, planText(call, collective, type, zcclSum, bytes, nullptr), "exact", bytes);
+  logDecision(call, planText(call, collective, type, zcclSum, bytes), "exact", bytes);
   const auto run = gather ? zcclGather : zcclScatter;
   return fromZccl(run(call.sendbuff, call.recvbuff, call.count, type, call.root, call.comm->host,
                       streamOf(call)),

@@ -253,12 +253,13 @@ class Staged : public ::testing::TestWithParam<Route> {
     zcclComm* comm = comm_;
     zccl::CollectiveOptions options;
     const zcclCollOptions asked = optionsOf(c);
-    ZCCL_CHECK(zccl::resolveCollOptions(&asked, comm->config, &options));
     const int n = comm->size();
     const bool blocked =
         c.collective == Collective::kAllGather || c.collective == Collective::kReduceScatter ||
         c.collective == Collective::kAllToAll || c.collective == Collective::kGather ||
         c.collective == Collective::kScatter;
+    // The asked options name the format: the policy's share of them does not matter here.
+    ZCCL_CHECK(zccl::resolveCollOptions(&asked, comm->config, c.collective, 0, &options));
     const zccl::CollectiveArgs args{send,
                                     recv,
                                     zccl::Partition{c.count * (blocked ? n : 1), n},

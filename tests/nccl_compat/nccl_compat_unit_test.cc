@@ -89,26 +89,25 @@ TEST(NcclPolicy, DeviceBuffersTakeZcclUnlessAskedForTheRealNccl) {
   unsetenv("ZCCL_NCCL_DEVICE");
 }
 
-TEST(NcclPolicy, QuantizesOnlyFloatSumsAboveTheThreshold) {
+TEST(NcclPolicy, TheQuantVariablesMakeTheWirePolicy) {
+  setenv("ZCCL_NCCL_QUANT_ALLGATHER", "int8", 1);
+  setenv("ZCCL_NCCL_QUANT_REDUCESCATTER", "INT4", 1);
+  setenv("ZCCL_NCCL_QUANT_MIN_BYTES", "1024", 1);
   Policy policy;
-  policy.allGather = zcclWireInt8;
-  policy.reduceScatter = zcclWireInt4;
-  policy.minBytes = 1024;
-  std::string reason;
-  EXPECT_EQ(wireFor(policy, Operation::kAllGather, ncclBfloat16, false, 4096, &reason),
-            zcclWireInt8);
-  EXPECT_EQ(reason, "ZCCL_NCCL_QUANT_ALLGATHER=int8");
-  EXPECT_EQ(wireFor(policy, Operation::kReduceScatter, ncclFloat32, true, 4096, &reason),
-            zcclWireInt4);
-  EXPECT_EQ(wireFor(policy, Operation::kReduceScatter, ncclFloat32, false, 4096, &reason),
-            zcclWireNone);  // max, min, prod
-  EXPECT_EQ(wireFor(policy, Operation::kReduceScatter, ncclInt32, true, 4096, &reason),
-            zcclWireNone);
-  EXPECT_EQ(wireFor(policy, Operation::kAllGather, ncclFloat32, false, 512, &reason), zcclWireNone);
-  EXPECT_NE(reason.find("ZCCL_NCCL_QUANT_MIN_BYTES=1024"), std::string::npos) << reason;
-  EXPECT_EQ(wireFor(policy, Operation::kAllReduce, ncclFloat32, true, 4096, &reason),
-            zcclWireNone);  // not asked for
-  EXPECT_EQ(wireFor(policy, Operation::kBroadcast, ncclFloat32, true, 4096, &reason), zcclWireNone);
+  std::string error;
+  ASSERT_EQ(policyFromEnvironment(&policy, &error), ncclSuccess) << error;
+  EXPECT_EQ(policy.wire.allGather, zcclWireInt8);
+  EXPECT_EQ(policy.wire.reduceScatter, zcclWireInt4);
+  EXPECT_EQ(policy.wire.allReduce, zcclWireNone);  // not asked for
+  EXPECT_EQ(policy.wire.minBytes, 1024u);
+  setenv("ZCCL_NCCL_QUANT_ALLREDUCE", "int5", 1);
+  EXPECT_EQ(policyFromEnvironment(&policy, &error), ncclInvalidArgument);
+  EXPECT_NE(error.find("ZCCL_NCCL_QUANT_ALLREDUCE=int5"), std::string::npos) << error;
+  EXPECT_NE(error.find("none|int8|int4|allow-int8|allow-int4"), std::string::npos) << error;
+  for (const char* name : {"ZCCL_NCCL_QUANT_ALLGATHER", "ZCCL_NCCL_QUANT_REDUCESCATTER",
+                           "ZCCL_NCCL_QUANT_ALLREDUCE", "ZCCL_NCCL_QUANT_MIN_BYTES"}) {
+    unsetenv(name);
+  }
 }
 
 // In a child: loads the real NCCL as the drop-in would, says what happened, exits 0 if it

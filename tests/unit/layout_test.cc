@@ -74,7 +74,9 @@ TEST(Config, QuantizationAndHierarchyFromEnvironmentConfigAndCallOptions) {
   setenv("ZCCL_HIERARCHY", "flat", 1);
   CommConfig resolved;
   ASSERT_EQ(resolveConfig(nullptr, &resolved), Status::kSuccess);
-  EXPECT_EQ(resolved.collective.wire, WireFormat::kInt4);
+  EXPECT_EQ(resolved.wirePolicy.allGather, zcclWireInt4);
+  EXPECT_EQ(resolved.wirePolicy.reduceScatter, zcclWireInt4);
+  EXPECT_EQ(resolved.wirePolicy.allReduce, zcclWireInt4);
   EXPECT_EQ(resolved.collective.scheme, QuantScheme::kAsymmetric);
   EXPECT_EQ(resolved.collective.groupSize, 256u);
   EXPECT_EQ(resolved.collective.hierarchy, Hierarchy::kFlat);
@@ -82,19 +84,23 @@ TEST(Config, QuantizationAndHierarchyFromEnvironmentConfigAndCallOptions) {
   options.wireFormat = zcclWireInt8;
   options.seed = 42;
   CollectiveOptions call;
-  ASSERT_EQ(resolveCollOptions(&options, resolved, &call), Status::kSuccess);
+  ASSERT_EQ(resolveCollOptions(&options, resolved, Collective::kAllGather, 4096, &call),
+            Status::kSuccess);
   EXPECT_EQ(call.wire, WireFormat::kInt8) << "a per-call field wins";
   EXPECT_EQ(call.groupSize, 256u) << "an undefined per-call field keeps the communicator's";
   EXPECT_EQ(call.seed, 42u);
   options.quantGroupSize = 100;
-  EXPECT_EQ(resolveCollOptions(&options, resolved, &call), Status::kInvalidArgument);
+  EXPECT_EQ(resolveCollOptions(&options, resolved, Collective::kAllGather, 4096, &call),
+            Status::kInvalidArgument);
   EXPECT_NE(lastThreadError().find("options.quantGroupSize=100"), std::string::npos);
   options.quantGroupSize = ZCCL_CONFIG_UNDEF_INT;
   options.hierarchy = 7;
-  EXPECT_EQ(resolveCollOptions(&options, resolved, &call), Status::kInvalidArgument);
+  EXPECT_EQ(resolveCollOptions(&options, resolved, Collective::kAllGather, 4096, &call),
+            Status::kInvalidArgument);
   EXPECT_NE(lastThreadError().find("options.hierarchy=7"), std::string::npos);
   options.size = 8;
-  EXPECT_EQ(resolveCollOptions(&options, resolved, &call), Status::kInvalidArgument);
+  EXPECT_EQ(resolveCollOptions(&options, resolved, Collective::kAllGather, 4096, &call),
+            Status::kInvalidArgument);
   EXPECT_NE(lastThreadError().find("ZCCL_COLL_OPTIONS_INITIALIZER"), std::string::npos);
   setenv("ZCCL_QUANT", "int3", 1);
   EXPECT_EQ(resolveConfig(nullptr, &resolved), Status::kInvalidArgument);
@@ -116,8 +122,8 @@ const EnvCase kEnvCases[] = {
     {"ZCCL_ALGO", "direct", [](CommConfig* c) { c->collective.algorithm = Algorithm::kDirect; }},
     {"ZCCL_QUANT", "allow-int4",
      [](CommConfig* c) {
-       c->collective.wire = WireFormat::kInt4;
-       c->collective.wireAllowedOnly = true;
+       c->wirePolicy.allGather = c->wirePolicy.reduceScatter = c->wirePolicy.allReduce =
+           zcclWireAllowInt4;
      }},
     {"ZCCL_QUANT_SCHEME", "asym",
      [](CommConfig* c) { c->collective.scheme = QuantScheme::kAsymmetric; }},
@@ -137,6 +143,10 @@ void expectConfig(const CommConfig& want, const CommConfig& got, const std::stri
   EXPECT_EQ(got.collective.algorithm, want.collective.algorithm) << context;
   EXPECT_EQ(got.collective.wire, want.collective.wire) << context;
   EXPECT_EQ(got.collective.wireAllowedOnly, want.collective.wireAllowedOnly) << context;
+  EXPECT_EQ(got.wirePolicy.allGather, want.wirePolicy.allGather) << context;
+  EXPECT_EQ(got.wirePolicy.reduceScatter, want.wirePolicy.reduceScatter) << context;
+  EXPECT_EQ(got.wirePolicy.allReduce, want.wirePolicy.allReduce) << context;
+  EXPECT_EQ(got.wirePolicy.minBytes, want.wirePolicy.minBytes) << context;
   EXPECT_EQ(got.collective.scheme, want.collective.scheme) << context;
   EXPECT_EQ(got.collective.groupSize, want.collective.groupSize) << context;
   EXPECT_EQ(got.collective.rounding, want.collective.rounding) << context;

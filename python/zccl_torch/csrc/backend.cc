@@ -195,12 +195,6 @@ void copyOut(const at::Tensor& flat, std::vector<at::Tensor>& outputs) {
   }
 }
 
-zcclCollOptions optionsWith(zcclWireFormat_t wire) {
-  zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
-  options.wireFormat = wire;
-  return options;
-}
-
 }  // namespace
 
 struct ZcclBackend::Deferred {
@@ -211,9 +205,7 @@ struct ZcclBackend::Deferred {
 
 ZcclBackend::ZcclBackend(const c10::intrusive_ptr<c10d::Store>& store,
                          const BackendOptions& options)
-    : c10d::Backend(options.rank, options.size),
-      policy_(options.policy),
-      groupName_(options.groupName) {
+    : c10d::Backend(options.rank, options.size), groupName_(options.groupName) {
   zcclConfig config = ZCCL_CONFIG_INITIALIZER;
   // Nodes come from host identities: zccl_torch maps ZCCL_RANKS_PER_NODE to them by global
   // rank, which zccl's emulation (consecutive ranks of each communicator) cannot see.
@@ -225,6 +217,7 @@ ZcclBackend::ZcclBackend(const c10::intrusive_ptr<c10d::Store>& store,
   const zcclStore bridge = storeOf(store.get());
   ZCCL_TORCH_CHECK(zcclCommInitStore(&comm_, options.size, options.rank, &bridge, "zccl", &config),
                    "creating the communicator");
+  setPolicy(options.policy);
   std::lock_guard<std::mutex> lock(registryMutex);
   registry()[groupName_] = this;
 }
@@ -313,15 +306,14 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::endCoalescing() {
   return work;
 }
 
-zcclWireFormat_t ZcclBackend::wireFor(zcclWireFormat_t requested, const at::Tensor& tensor,
-                                      bool reduction, const c10d::ReduceOp& op) const {
-  if (requested == zcclWireNone || !isFloat(tensor)) return zcclWireNone;
-  if (static_cast<int64_t>(byteCount(tensor)) < policy_.minBytes) return zcclWireNone;
-  if (reduction && op.op_ != c10d::ReduceOp::SUM && op.op_ != c10d::ReduceOp::AVG &&
-      op.op_ != c10d::ReduceOp::PREMUL_SUM) {
-    return zcclWireNone;
-  }
-  return requested;
+void ZcclBackend::setPolicy(const zcclWirePolicy& policy) {
+  ZCCL_TORCH_CHECK(zcclCommSetWirePolicy(comm_, &policy), "set_policy");
+}
+
+zcclWirePolicy ZcclBackend::policy() const {
+  zcclWirePolicy policy = ZCCL_WIRE_POLICY_INITIALIZER;
+  ZCCL_TORCH_CHECK(zcclCommGetWirePolicy(comm_, &policy), "policy");
+  return policy;
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::broadcast(std::vector<at::Tensor>& tensors,
@@ -341,15 +333,13 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce(std::vector<at::Tensor>& t
   at::Tensor tensor = single(tensors, "allreduce", "tensors");
   const zcclDataType_t type = reducedType(tensor, "allreduce");
   const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "allreduce");
-  const zcclCollOptions options =
-      optionsWith(wireFor(policy_.allReduce, tensor, true, opts.reduceOp));
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   return run(c10d::OpType::ALLREDUCE, "allreduce", {tensor}, false,
-             [this, tensor, type, op, options, reduceOp] {
+             [this, tensor, type, op, reduceOp] {
                const OnDeviceOf on(tensor);
                const at::Tensor input = premultiplied(tensor, reduceOp);
-               ZCCL_TORCH_CHECK(zcclAllReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
-                                                type, op, comm_, on.stream(), &options),
+               ZCCL_TORCH_CHECK(zcclAllReduce(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
+                                              type, op, comm_, on.stream()),
                                 "allreduce");
              });
 }
@@ -372,10 +362,8 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce_coalesced(
              [this, outputs, type, op, reduceOp]() mutable {
                const OnDeviceOf on(outputs[0]);
                at::Tensor flat = premultiplied(flatCat(outputs), reduceOp).contiguous();
-               const zcclCollOptions options =
-                   optionsWith(wireFor(policy_.allReduce, flat, true, reduceOp));
-               ZCCL_TORCH_CHECK(zcclAllReduceEx(flat.data_ptr(), flat.data_ptr(), flat.numel(),
-                                                type, op, comm_, on.stream(), &options),
+               ZCCL_TORCH_CHECK(zcclAllReduce(flat.data_ptr(), flat.data_ptr(), flat.numel(), type,
+                                              op, comm_, on.stream()),
                                 "allreduce_coalesced");
                copyOut(flat, outputs);
              });
@@ -409,18 +397,16 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::_allgather_base(at::Tensor& output, 
   TORCH_CHECK(output.scalar_type() == input.scalar_type(),
               "zccl backend: all_gather_into_tensor: input is ", input.scalar_type(), ", output ",
               output.scalar_type());
-  const zcclWireFormat_t wire = wireFor(policy_.allGather, input, false, c10d::ReduceOp::SUM);
+  // Float tensors travel typed, so that the wire policy can quantize them; others as bytes.
+  const bool typed = isFloat(input);
   return run(c10d::OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output}, false,
-             [this, output, input, wire] {
+             [this, output, input, typed] {
                const OnDeviceOf on(input);
-               const zcclCollOptions options = optionsWith(wire);
-               const bool exactBytes = wire == zcclWireNone;
-               ZCCL_TORCH_CHECK(
-                   zcclAllGatherEx(input.data_ptr(), output.data_ptr(),
-                                   exactBytes ? byteCount(input) : input.numel(),
-                                   exactBytes ? zcclUint8 : reducedType(input, "all_gather"), comm_,
-                                   on.stream(), &options),
-                   "all_gather_into_tensor");
+               ZCCL_TORCH_CHECK(zcclAllGather(input.data_ptr(), output.data_ptr(),
+                                              typed ? input.numel() : byteCount(input),
+                                              typed ? reducedType(input, "all_gather") : zcclUint8,
+                                              comm_, on.stream()),
+                                "all_gather_into_tensor");
              });
 }
 
@@ -482,17 +468,14 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::_reduce_scatter_base(
               output.scalar_type());
   const zcclDataType_t type = reducedType(input, "reduce_scatter_tensor");
   const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "reduce_scatter_tensor");
-  const zcclCollOptions options =
-      optionsWith(wireFor(policy_.reduceScatter, input, true, opts.reduceOp));
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   return run(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output}, false,
-             [this, output, input, type, op, options, reduceOp] {
+             [this, output, input, type, op, reduceOp] {
                const OnDeviceOf on(input);
                const at::Tensor source = premultiplied(input, reduceOp);
-               ZCCL_TORCH_CHECK(
-                   zcclReduceScatterEx(source.data_ptr(), output.data_ptr(), output.numel(), type,
-                                       op, comm_, on.stream(), &options),
-                   "reduce_scatter_tensor");
+               ZCCL_TORCH_CHECK(zcclReduceScatter(source.data_ptr(), output.data_ptr(),
+                                                  output.numel(), type, op, comm_, on.stream()),
+                                "reduce_scatter_tensor");
              });
 }
 

@@ -14,22 +14,14 @@
 
 namespace zccl_torch {
 
-// What the backend sends on the wire, per operation; lossless unless set (zccl_torch.set_policy
-// or ZCCL_TORCH_QUANT_*). Quantized formats apply to float tensors of at least minBytes, and
-// for reductions to sum and avg only; anything else stays exact.
-struct Policy {
-  zcclWireFormat_t allGather = zcclWireNone;
-  zcclWireFormat_t reduceScatter = zcclWireNone;
-  zcclWireFormat_t allReduce = zcclWireNone;
-  int64_t minBytes = 0;
-};
-
 struct BackendOptions {
   int rank = 0;
   int size = 1;
   std::string groupName;
   std::chrono::milliseconds timeout{0};
-  Policy policy;
+  // What the group sends on the wire, lossless unless set (zccl_torch.set_policy or
+  // ZCCL_TORCH_QUANT_*): the communicator's wire policy.
+  zcclWirePolicy policy = ZCCL_WIRE_POLICY_INITIALIZER;
 };
 
 class ZcclBackend : public c10d::Backend {
@@ -40,8 +32,8 @@ class ZcclBackend : public c10d::Backend {
 
   const std::string getBackendName() const override { return "zccl"; }
   zcclComm_t comm() const { return comm_; }
-  void setPolicy(const Policy& policy) { policy_ = policy; }
-  const Policy& policy() const { return policy_; }
+  void setPolicy(const zcclWirePolicy& policy);
+  zcclWirePolicy policy() const;
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
@@ -105,11 +97,8 @@ class ZcclBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, const char* operation,
                                      std::vector<at::Tensor> outputs, bool pointToPoint,
                                      std::function<void()> body);
-  zcclWireFormat_t wireFor(zcclWireFormat_t requested, const at::Tensor& tensor, bool reduction,
-                           const c10d::ReduceOp& op) const;
 
   zcclComm_t comm_ = nullptr;
-  Policy policy_;
   std::string groupName_;
   struct Deferred;
   std::vector<Deferred>* coalesced_ = nullptr;

@@ -1,6 +1,7 @@
 // The Python side of the backend: zccl_torch registers "zccl" with torch.distributed through
 // create_backend, and reads statistics and sets policies by process-group name.
 #include <pybind11/chrono.h>
+#include <pybind11/stl.h>
 #include <torch/python.h>
 
 #include "backend.h"
@@ -8,19 +9,31 @@
 namespace zccl_torch {
 namespace {
 
-zcclWireFormat_t wireNamed(int format) {
-  TORCH_CHECK(format >= zcclWireNone && format < zcclNumWireFormats, "zccl_torch: wire format ",
-              format, " out of range");
-  return static_cast<zcclWireFormat_t>(format);
+int wireNamed(const std::string& name, const char* what) {
+  zcclWireFormat_t format = zcclWireNone;
+  TORCH_CHECK(zcclWireFormatFromName(name.c_str(), &format) == zcclSuccess, "zccl_torch: ", what,
+              "=", name, ": ", zcclGetLastError(nullptr));
+  return format;
 }
 
-Policy policyOf(int allGather, int reduceScatter, int allReduce, int64_t minBytes) {
-  Policy policy;
-  policy.allGather = wireNamed(allGather);
-  policy.reduceScatter = wireNamed(reduceScatter);
-  policy.allReduce = wireNamed(allReduce);
-  policy.minBytes = minBytes;
+zcclWirePolicy policyOf(const std::string& allGather, const std::string& reduceScatter,
+                        const std::string& allReduce, int64_t minBytes) {
+  TORCH_CHECK(minBytes >= 0, "zccl_torch: min_bytes=", minBytes, ": expected >= 0");
+  zcclWirePolicy policy = ZCCL_WIRE_POLICY_INITIALIZER;
+  policy.allGather = wireNamed(allGather, "allgather");
+  policy.reduceScatter = wireNamed(reduceScatter, "reduce_scatter");
+  policy.allReduce = wireNamed(allReduce, "allreduce");
+  policy.minBytes = static_cast<size_t>(minBytes);
   return policy;
+}
+
+// zccl's names of its wire formats, in zcclWireFormat_t's order.
+std::vector<std::string> wireFormatNames() {
+  std::vector<std::string> names;
+  for (int format = 0; format < zcclNumWireFormats; ++format) {
+    names.emplace_back(zcclWireFormatName(static_cast<zcclWireFormat_t>(format)));
+  }
+  return names;
 }
 
 ZcclBackend& backendOf(const std::string& groupName) {
@@ -33,9 +46,10 @@ ZcclBackend& backendOf(const std::string& groupName) {
 c10::intrusive_ptr<c10d::Backend> createBackend(const c10::intrusive_ptr<c10d::Store>& store,
                                                 int rank, int size,
                                                 const std::chrono::duration<float>& timeout,
-                                                const std::string& groupName, int allGather,
-                                                int reduceScatter, int allReduce,
-                                                int64_t minBytes) {
+                                                const std::string& groupName,
+                                                const std::string& allGather,
+                                                const std::string& reduceScatter,
+                                                const std::string& allReduce, int64_t minBytes) {
   BackendOptions options;
   options.rank = rank;
   options.size = size;
@@ -101,8 +115,8 @@ void resetStatsOfAll() {
   for (const auto& [name, comm] : liveCommsByName()) resetComm(comm);
 }
 
-void setPolicy(const std::string& groupName, int allGather, int reduceScatter, int allReduce,
-               int64_t minBytes) {
+void setPolicy(const std::string& groupName, const std::string& allGather,
+               const std::string& reduceScatter, const std::string& allReduce, int64_t minBytes) {
   backendOf(groupName).setPolicy(policyOf(allGather, reduceScatter, allReduce, minBytes));
 }
 
@@ -117,4 +131,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
   module.def("stats_by_group", &zccl_torch::statsByGroup);
   module.def("reset_stats_all", &zccl_torch::resetStatsOfAll);
   module.def("set_policy", &zccl_torch::setPolicy);
+  module.def("wire_format_names", &zccl_torch::wireFormatNames);
 }
