@@ -271,11 +271,16 @@ Status allGatherQuantizedTwoLevel(Context& ctx, const CollectiveArgs& a, const P
 
 }  // namespace
 
-extern const AlgorithmRow kAllGatherQuantizedRing{
-    Collective::kAllGather, Algorithm::kRing, true, 1, kAnyMemory, true,
-    allGatherQuantizedRing, allGatherRingCost};
-extern const AlgorithmRow kAllGatherQuantizedTwoLevel{
-    Collective::kAllGather,     Algorithm::kTwoLevel, true, 2, kAnyMemory, true,
-    allGatherQuantizedTwoLevel, allGatherTwoLevelCost};
+extern const AlgorithmRow kAllGatherQuantizedRing =
+    AlgorithmRow::of(Collective::kAllGather, Algorithm::kRing, allGatherQuantizedRing)
+        .quantizedWire()
+        .foldsInRankOrder()
+        .costs(allGatherRingCost);
+extern const AlgorithmRow kAllGatherQuantizedTwoLevel =
+    AlgorithmRow::of(Collective::kAllGather, Algorithm::kTwoLevel, allGatherQuantizedTwoLevel)
+        .quantizedWire()
+        .twoLevels()
+        .foldsInRankOrder()
+        .costs(allGatherTwoLevelCost);
 
 }  // namespace zccl

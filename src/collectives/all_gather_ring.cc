@@ -35,7 +35,9 @@ Status run(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
 
 }  // namespace
 
-extern const AlgorithmRow kAllGatherRing{
-    Collective::kAllGather, Algorithm::kRing, false, 1, kAnyMemory, true, run, allGatherRingCost};
+extern const AlgorithmRow kAllGatherRing =
+    AlgorithmRow::of(Collective::kAllGather, Algorithm::kRing, run)
+        .foldsInRankOrder()
+        .costs(allGatherRingCost);
 
 }  // namespace zccl

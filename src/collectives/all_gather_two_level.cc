@@ -142,8 +142,10 @@ double allGatherTwoLevelCost(const CostTerms& t, Plan* /*plan*/) {
                      t.quantize(1) + t.dequantize(n));
 }
 
-extern const AlgorithmRow kAllGatherTwoLevel{
-    Collective::kAllGather, Algorithm::kTwoLevel, false, 2, kAnyMemory, true, run,
-    allGatherTwoLevelCost};
+extern const AlgorithmRow kAllGatherTwoLevel =
+    AlgorithmRow::of(Collective::kAllGather, Algorithm::kTwoLevel, run)
+        .twoLevels()
+        .foldsInRankOrder()
+        .costs(allGatherTwoLevelCost);
 
 }  // namespace zccl

@@ -43,20 +43,18 @@ double allReduceCost(const CostTerms& t, Plan* plan) {
          halves.allGather.row->cost(t, &halves.allGather);
 }
 
-constexpr AlgorithmRow allReduceRow(Algorithm algorithm, bool quantized, int levels,
-                                    bool roundsOnce) {
-  return AlgorithmRow{
-      Collective::kAllReduce, algorithm, quantized, levels, kAnyMemory, roundsOnce, allReduce,
-      allReduceCost};
+constexpr AlgorithmRow allReduceRow(Algorithm algorithm) {
+  return AlgorithmRow::of(Collective::kAllReduce, algorithm, allReduce).costs(allReduceCost);
 }
 
 }  // namespace
 
-extern const AlgorithmRow kAllReduceRing = allReduceRow(Algorithm::kRing, false, 1, false);
-extern const AlgorithmRow kAllReduceDirect = allReduceRow(Algorithm::kDirect, false, 1, true);
-extern const AlgorithmRow kAllReduceTwoLevel = allReduceRow(Algorithm::kTwoLevel, false, 2, false);
-extern const AlgorithmRow kAllReduceQuantized1Hop = allReduceRow(Algorithm::kDirect, true, 1, true);
+extern const AlgorithmRow kAllReduceRing = allReduceRow(Algorithm::kRing);
+extern const AlgorithmRow kAllReduceDirect = allReduceRow(Algorithm::kDirect).foldsInRankOrder();
+extern const AlgorithmRow kAllReduceTwoLevel = allReduceRow(Algorithm::kTwoLevel).twoLevels();
+extern const AlgorithmRow kAllReduceQuantized1Hop =
+    allReduceRow(Algorithm::kDirect).quantizedWire().foldsInRankOrder();
 extern const AlgorithmRow kAllReduceQuantized2Hop =
-    allReduceRow(Algorithm::kTwoLevel, true, 2, true);
+    allReduceRow(Algorithm::kTwoLevel).quantizedWire().twoLevels().foldsInRankOrder();
 
 }  // namespace zccl

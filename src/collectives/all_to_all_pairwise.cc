@@ -39,8 +39,9 @@ double allToAllPairwiseCost(const CostTerms& t, Plan* /*plan*/) { return t.direc
 
 }  // namespace
 
-extern const AlgorithmRow kAllToAllPairwise{
-    Collective::kAllToAll, Algorithm::kPairwise, false, 1, kAnyMemory, true,
-    allToAllPairwise,      allToAllPairwiseCost};
+extern const AlgorithmRow kAllToAllPairwise =
+    AlgorithmRow::of(Collective::kAllToAll, Algorithm::kPairwise, allToAllPairwise)
+        .foldsInRankOrder()
+        .costs(allToAllPairwiseCost);
 
 }  // namespace zccl

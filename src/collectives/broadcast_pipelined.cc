@@ -69,8 +69,9 @@ double broadcastPipelinedCost(const CostTerms& t, Plan* plan) {
 
 }  // namespace
 
-extern const AlgorithmRow kBroadcastPipelined{
-    Collective::kBroadcast, Algorithm::kPipelined, false, 1, kAnyMemory, true,
-    broadcastPipelined,     broadcastPipelinedCost};
+extern const AlgorithmRow kBroadcastPipelined =
+    AlgorithmRow::of(Collective::kBroadcast, Algorithm::kPipelined, broadcastPipelined)
+        .foldsInRankOrder()
+        .costs(broadcastPipelinedCost);
 
 }  // namespace zccl

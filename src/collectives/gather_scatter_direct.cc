@@ -61,11 +61,13 @@ Status gatherDirect(Context& ctx, const CollectiveArgs& a) {
 
 double gatherDirectCost(const CostTerms& t) { return gatherScatterDirectCost(t, nullptr); }
 
-extern const AlgorithmRow kGatherDirect{
-    Collective::kGather, Algorithm::kDirect,     false, 1, kAnyMemory, true,
-    gatherDirectRow,     gatherScatterDirectCost};
-extern const AlgorithmRow kScatterDirect{
-    Collective::kScatter, Algorithm::kDirect,     false, 1, kAnyMemory, true,
-    scatterDirect,        gatherScatterDirectCost};
+extern const AlgorithmRow kGatherDirect =
+    AlgorithmRow::of(Collective::kGather, Algorithm::kDirect, gatherDirectRow)
+        .foldsInRankOrder()
+        .costs(gatherScatterDirectCost);
+extern const AlgorithmRow kScatterDirect =
+    AlgorithmRow::of(Collective::kScatter, Algorithm::kDirect, scatterDirect)
+        .foldsInRankOrder()
+        .costs(gatherScatterDirectCost);
 
 }  // namespace zccl

@@ -120,9 +120,8 @@ Status scatterNative(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/
   return engine(ctx).scatter(a.send, inPlace ? nullptr : a.recv, block, a.type, a.root);
 }
 
-constexpr AlgorithmRow nativeRow(Collective collective,
-                                 Status (*run)(Context&, const CollectiveArgs&, const Plan&)) {
-  return AlgorithmRow{collective, Algorithm::kNative, false, 1, kAnyMemory, false, run, nullptr};
+constexpr AlgorithmRow nativeRow(Collective collective, RunAlgorithm run) {
+  return AlgorithmRow::of(collective, Algorithm::kNative, run);
 }
 
 }  // namespace

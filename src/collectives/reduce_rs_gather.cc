@@ -37,18 +37,19 @@ double reduceCost(const CostTerms& t, Plan* plan) {
   return half.row->cost(t, &half) + gatherDirectCost(t);
 }
 
-constexpr AlgorithmRow reduceRow(Algorithm algorithm, bool quantized, int levels, bool roundsOnce) {
-  return AlgorithmRow{Collective::kReduce, algorithm,  quantized, levels,
-                      kAnyMemory,          roundsOnce, reduce,    reduceCost};
+constexpr AlgorithmRow reduceRow(Algorithm algorithm) {
+  return AlgorithmRow::of(Collective::kReduce, algorithm, reduce).costs(reduceCost);
 }
 
 }  // namespace
 
 // Rows mirror the reduce-scatter rows they run on, in the same order of preference.
-extern const AlgorithmRow kReduceRing = reduceRow(Algorithm::kRing, false, 1, false);
-extern const AlgorithmRow kReduceDirect = reduceRow(Algorithm::kDirect, false, 1, true);
-extern const AlgorithmRow kReduceTwoLevel = reduceRow(Algorithm::kTwoLevel, false, 2, false);
-extern const AlgorithmRow kReduceQuantized1Hop = reduceRow(Algorithm::kDirect, true, 1, true);
-extern const AlgorithmRow kReduceQuantized2Hop = reduceRow(Algorithm::kTwoLevel, true, 2, true);
+extern const AlgorithmRow kReduceRing = reduceRow(Algorithm::kRing);
+extern const AlgorithmRow kReduceDirect = reduceRow(Algorithm::kDirect).foldsInRankOrder();
+extern const AlgorithmRow kReduceTwoLevel = reduceRow(Algorithm::kTwoLevel).twoLevels();
+extern const AlgorithmRow kReduceQuantized1Hop =
+    reduceRow(Algorithm::kDirect).quantizedWire().foldsInRankOrder();
+extern const AlgorithmRow kReduceQuantized2Hop =
+    reduceRow(Algorithm::kTwoLevel).quantizedWire().twoLevels().foldsInRankOrder();
 
 }  // namespace zccl

@@ -42,11 +42,12 @@ Status reduceScatterDirect(Context& ctx, const CollectiveArgs& a, const Plan& /*
 double reduceScatterDirectCost(const CostTerms& t, Plan* /*plan*/) {
   const double n = t.c.ranks();
   return t.overlapped(t.direct(t.wireBlock), t.quantize(n - 1) + t.dequantize(n - 1) +
-                                                (t.quantized ? 0 : t.reduce(n - 1)));
+                                                 (t.quantized ? 0 : t.reduce(n - 1)));
 }
 
-extern const AlgorithmRow kReduceScatterDirect{
-    Collective::kReduceScatter, Algorithm::kDirect,     false, 1, kAnyMemory, true,
-    reduceScatterDirect,        reduceScatterDirectCost};
+extern const AlgorithmRow kReduceScatterDirect =
+    AlgorithmRow::of(Collective::kReduceScatter, Algorithm::kDirect, reduceScatterDirect)
+        .foldsInRankOrder()
+        .costs(reduceScatterDirectCost);
 
 }  // namespace zccl

@@ -125,8 +125,10 @@ Status reduceScatterQuantized1Hop(Context& ctx, const CollectiveArgs& a, const P
 
 }  // namespace
 
-extern const AlgorithmRow kReduceScatterQuantized1Hop{
-    Collective::kReduceScatter, Algorithm::kDirect,     true, 1, kAnyMemory, true,
-    reduceScatterQuantized1Hop, reduceScatterDirectCost};
+extern const AlgorithmRow kReduceScatterQuantized1Hop =
+    AlgorithmRow::of(Collective::kReduceScatter, Algorithm::kDirect, reduceScatterQuantized1Hop)
+        .quantizedWire()
+        .foldsInRankOrder()
+        .costs(reduceScatterDirectCost);
 
 }  // namespace zccl

@@ -212,8 +212,11 @@ Status reduceScatterQuantized2Hop(Context& ctx, const CollectiveArgs& a, const P
 
 }  // namespace
 
-extern const AlgorithmRow kReduceScatterQuantized2Hop{
-    Collective::kReduceScatter, Algorithm::kTwoLevel,     true, 2, kAnyMemory, true,
-    reduceScatterQuantized2Hop, reduceScatterTwoLevelCost};
+extern const AlgorithmRow kReduceScatterQuantized2Hop =
+    AlgorithmRow::of(Collective::kReduceScatter, Algorithm::kTwoLevel, reduceScatterQuantized2Hop)
+        .quantizedWire()
+        .twoLevels()
+        .foldsInRankOrder()
+        .costs(reduceScatterTwoLevelCost);
 
 }  // namespace zccl

@@ -52,8 +52,8 @@ double reduceScatterRingCost(const CostTerms& t, Plan* /*plan*/) {
 
 }  // namespace
 
-extern const AlgorithmRow kReduceScatterRing{
-    Collective::kReduceScatter, Algorithm::kRing,     false, 1, kAnyMemory, false,
-    reduceScatterRing,          reduceScatterRingCost};
+extern const AlgorithmRow kReduceScatterRing =
+    AlgorithmRow::of(Collective::kReduceScatter, Algorithm::kRing, reduceScatterRing)
+        .costs(reduceScatterRingCost);
 
 }  // namespace zccl

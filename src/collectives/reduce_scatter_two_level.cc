@@ -213,8 +213,9 @@ double reduceScatterTwoLevelCost(const CostTerms& t, Plan* /*plan*/) {
                          (t.quantized ? 0 : t.reduce(hop1 + hop2)));
 }
 
-extern const AlgorithmRow kReduceScatterTwoLevel{
-    Collective::kReduceScatter, Algorithm::kTwoLevel,     false, 2, kAnyMemory, false,
-    reduceScatterTwoLevel,      reduceScatterTwoLevelCost};
+extern const AlgorithmRow kReduceScatterTwoLevel =
+    AlgorithmRow::of(Collective::kReduceScatter, Algorithm::kTwoLevel, reduceScatterTwoLevel)
+        .twoLevels()
+        .costs(reduceScatterTwoLevelCost);
 
 }  // namespace zccl

@@ -26,27 +26,51 @@ struct CollectiveArgs {
 
 struct CostTerms;
 
-struct AlgorithmRow {
-  Collective collective;
-  Algorithm algorithm;
-  bool quantized;        // the wire carries INT8 or INT4 messages (which one the plan says)
-  int levels;            // 1: over all ranks at once; 2: between nodes, then inside them
-  unsigned memoryKinds;  // bits 1 << MemoryKind
-  // A reduction that folds contributions in rank order, rounding half precision once, so
-  // its result does not depend on the ring's rotation (preferred for half precision).
-  bool roundsOnce;
-  Status (*run)(Context& ctx, const CollectiveArgs& args, const Plan& plan);
-  // Estimated seconds of the path, filling tuning the plan leaves open (a chunk size);
-  // nullptr: not modelled (the native algorithm is only ever asked for).
-  double (*cost)(const CostTerms& terms, Plan* plan);
-
-  bool runsOn(MemoryKind kind) const { return (memoryKinds & (1u << static_cast<int>(kind))) != 0; }
-};
+using RunAlgorithm = Status (*)(Context& ctx, const CollectiveArgs& args, const Plan& plan);
+// Estimated seconds of a path, filling tuning the plan leaves open (a chunk size).
+using AlgorithmCost = double (*)(const CostTerms& terms, Plan* plan);
 
 constexpr unsigned kHostOnly = 1u << static_cast<int>(MemoryKind::kHost);
 // Algorithms that touch their buffers only through ctx.kernels and move them only through
 // ctx.transport run on any memory whose kernels and transport the context brings.
 constexpr unsigned kAnyMemory = kHostOnly | 1u << static_cast<int>(MemoryKind::kDevice);
+
+// A row is built by name, from what it runs, so that it reads as what it is:
+//   AlgorithmRow::of(Collective::kReduceScatter, Algorithm::kTwoLevel, reduceScatterQuantized2Hop)
+//       .quantizedWire().twoLevels().foldsInRankOrder().costs(reduceScatterTwoLevelCost)
+struct AlgorithmRow {
+  Collective collective;
+  Algorithm algorithm;
+  RunAlgorithm run;
+  bool quantized = false;  // the wire carries INT8 or INT4 messages (the plan says which)
+  int levels = 1;          // 1: over all ranks at once; 2: between nodes, then inside them
+  unsigned memoryKinds = kAnyMemory;  // bits 1 << MemoryKind
+  // A reduction that folds contributions in rank order, rounding half precision once, so
+  // its result does not depend on the ring's rotation (preferred for half precision).
+  bool roundsOnce = false;
+  // nullptr: not modelled (the native algorithm is only ever asked for).
+  AlgorithmCost cost = nullptr;
+
+  static constexpr AlgorithmRow of(Collective collective, Algorithm algorithm, RunAlgorithm run) {
+    return AlgorithmRow{collective, algorithm, run};
+  }
+  constexpr AlgorithmRow quantizedWire() const { return with(&AlgorithmRow::quantized, true); }
+  constexpr AlgorithmRow twoLevels() const { return with(&AlgorithmRow::levels, 2); }
+  constexpr AlgorithmRow foldsInRankOrder() const { return with(&AlgorithmRow::roundsOnce, true); }
+  constexpr AlgorithmRow costs(AlgorithmCost estimate) const {
+    return with(&AlgorithmRow::cost, estimate);
+  }
+
+  bool runsOn(MemoryKind kind) const { return (memoryKinds & (1u << static_cast<int>(kind))) != 0; }
+
+ private:
+  template <typename Field, typename Value>
+  constexpr AlgorithmRow with(Field AlgorithmRow::*field, Value value) const {
+    AlgorithmRow row = *this;
+    row.*field = value;
+    return row;
+  }
+};
 
 // Every row of the registry.
 const std::vector<const AlgorithmRow*>& algorithmRows();
