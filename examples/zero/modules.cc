@@ -1,3 +1,5 @@
+// The demo models' modules (modules.h): forward passes, hand-written backward passes and
+// the tasks they train on.
 #include "zero/modules.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The inputs and expected results of the perf binaries' checks (expected.h).
 #include "nccl_tests/expected.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Host memory for the perf binaries, and the choice between host and device (memory.h).
 #include "nccl_tests/memory.h"
 
 #include <cstdlib>

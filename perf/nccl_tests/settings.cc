@@ -1,3 +1,4 @@
+// Parsing a perf binary's flags into its settings (settings.h).
 #include "nccl_tests/settings.h"
 
 #include <getopt.h>

@@ -1,3 +1,4 @@
+// The bootstrap's sockets (socket.h).
 #include "bootstrap/socket.h"
 
 #include <arpa/inet.h>

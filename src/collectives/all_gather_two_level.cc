@@ -7,9 +7,8 @@
 // overlap instead of following each other, and every message lands in place in recv.
 //
 // Rows keep the messages small and few in flight: over TCP, where the engine moves bytes only
-// while it is polled, one block-sized message per step left the link idle for a third of the
-// time once several ranks of a node crossed at once (measured: 2 nodes x 2 ranks behind
-// 1 Gbit/s, 64 MiB of bfloat16 in 0.42 s against 0.27 s of wire time). Each row's receives
+// while it is polled, one block-sized message per step leaves the link idle for much of the
+// time once several ranks of a node cross at once (docs/measurements.md). Each row's receives
 // are posted before any wait that could need them, in the same row on every rank (the NCCL
 // transport launches what was posted at each wait).
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Running a collective (collectives.h): plan (the tuner's choice where the caller allowed a
+// lossy format), then the chosen row.
 #include "collectives/collectives.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The cost model's cluster description and the kernel-rate measurement (cost_model.h).
 #include "collectives/cost_model.h"
 
 #include <chrono>

@@ -114,11 +114,10 @@ struct KernelRates {
 // Times quantize and dequantize-accumulate of `count` float32 values by `kernels`, in buffers
 // of their memory (`data` and `accumulator`: count floats, `message`: messageBytes), each
 // followed by `finish` (the wait for work queued on a device; a no-op on the host), and keeps
-// each step's fastest of kRateRepeats. One timing alone read a rank that lost its core to
-// another process during the step as 10x slower; the job plans with its slowest rank's rates,
-// and with those the cost model left INT4 out of its candidates at 10 Gbit/s in runs where it
-// was the fastest path by 1.6x. `data` holds the values to quantize; the rates of a step too
-// fast to time stay the defaults.
+// each step's fastest of kRateRepeats: one timing alone reads a rank that lost its core to
+// another process during the step as many times slower, and the job plans with its slowest
+// rank's rates (docs/measurements.md). `data` holds the values to quantize; the rates of a step
+// too fast to time stay the defaults.
 inline constexpr int kRateRepeats = 5;
 template <typename Finish>
 KernelRates measureKernelRates(Kernels& kernels, const float* data, void* message,

@@ -1,3 +1,4 @@
+// Choosing a collective's path (planner.h).
 #include "collectives/planner.h"
 
 #include <mutex>

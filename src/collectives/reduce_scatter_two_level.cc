@@ -23,10 +23,9 @@ namespace zccl {
 namespace {
 
 // A row is this many of the kernels' rows (Kernels::pipelineElements()): a reduction costs
-// the CPU less than quantizing, so rows of the kernels' length left the engine's cost per
-// message to dominate where the link is fast (2 nodes x 2 at 10 Gbit/s, 64 MiB of bfloat16:
-// busbw 0.36-0.37 GB/s against 0.42-0.52 with four times longer rows, as unpipelined), while
-// rows 16 times longer no longer kept a 1 Gbit/s link full (0.15-0.16 GB/s against 0.19).
+// the CPU less than quantizing, so rows of the kernels' length let the engine's cost per
+// message dominate where the link is fast, while much longer rows no longer keep a slow link
+// full (docs/measurements.md, "Row lengths").
 constexpr size_t kKernelRowsPerRow = 4;
 
 class TwoLevelReduceScatter {

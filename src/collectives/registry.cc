@@ -1,3 +1,5 @@
+// The registry's rows, listed once in preference order, and the lookups over them
+// (registry.h).
 #include "collectives/registry.h"
 
 namespace zccl {

@@ -1,3 +1,4 @@
+// The tuner's trials and choices (tuner.h).
 #include "collectives/tuner.h"
 
 #include <algorithm>

@@ -5,12 +5,11 @@
 // within reach of its best, by turns: in each round, every candidate runs a turn of
 // kCallsPerTurn calls back to back, so that what drifts during the trials (another process on
 // the core, the first calls' costs that one warm-up does not cover) reaches every candidate
-// alike (blocks of all of one candidate's calls let the first block carry them, and at 10
-// Gbit/s that chose the slower path). A turn's first call settles (it starts while the ranks
-// still leave the other candidate's call at different times, and pays its skew) and is not
-// counted: counting it, trials of one call each timed how a path follows another, not itself,
-// and at 10 Gbit/s kept a direct reduce-scatter that ran 20% slower back to back than the
-// two-level one they had timed 5-15% slower. The first round warms up (scratch memory,
+// alike (blocks of all of one candidate's calls let the first block carry them, and chose the
+// slower path). A turn's first call settles (it starts while the ranks still leave the other
+// candidate's call at different times, and pays its skew) and is not counted: trials of one
+// call each time how a path follows another, not the path itself. The first round warms up
+// (scratch memory,
 // connections, a rate limiter's idle credit, as a token bucket's, which back-to-back calls do
 // not get); the median of the other calls counts. Small calls get more rounds, so that a
 // candidate's counted calls last long enough for one slow call (a time slice lost to another
@@ -42,17 +41,15 @@ class PlanTuner {
   // Candidates whose estimate is more than this times the best's are not tried.
   static constexpr double kReach = 4.0;
   // Another candidate replaces the model's choice (the first) only when its trials ran faster
-  // by more than this share. At 1 MiB and 10 Gbit/s the trials of paths within 10% of each other
-  // ranked them differently from run to run, and differently from timed runs of each: in four
-  // runs they kept an exact all-gather 2-6% ahead of INT8 in trials, which then ran 6-13%
-  // slower than INT8 in the same run.
+  // by more than this share: trials of paths closer than that rank them by noise
+  // (docs/measurements.md, "The tuner").
   static constexpr double kModelMargin = 0.1;
   // Calls of one candidate in a row within a round; the first settles and is not counted.
   static constexpr int kCallsPerTurn = 3;
   // Rounds, a turn of each candidate in each (the first round does not count): enough that the
   // counted calls carry about kTrialBytes, within these bounds. Three counted turns at least, so
-  // that the median leaves out one turn slowed by another process on the core: the median of
-  // two is their mean, and at 10 Gbit/s (paths within 20% of each other) one such turn decided.
+  // that the median leaves out one turn slowed by another process on the core (the median of
+  // two is their mean).
   static constexpr int kMinRounds = 4;
   static constexpr int kMaxRounds = 5;
   static constexpr size_t kTrialBytes = size_t{16} << 20;

@@ -1,3 +1,4 @@
+// Typed reads of the environment (env.h).
 #include "common/env.h"
 
 #include <cerrno>

@@ -1,3 +1,4 @@
+// printf-style formatting into std::string (format.h).
 #include "common/format.h"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// The logger (log.h).
 #include "common/log.h"
 
 #include <unistd.h>

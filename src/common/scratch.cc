@@ -1,3 +1,4 @@
+// Scratch memory slots (scratch.h).
 #include "common/scratch.h"
 
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// Result codes, their names, and each thread's last error (status.h).
 #include "common/status.h"
 
 #include <cstdarg>

@@ -1,3 +1,4 @@
+// Element sizes and names of types and operators (types.h).
 #include "common/types.h"
 
 namespace zccl {

@@ -1,3 +1,5 @@
+// The communicator (comm.h): creation (agreement on the configuration, node map, levels,
+// cost model), sub-communicators, live handles, statistics and abort.
 #include "core/comm.h"
 
 #include <sched.h>

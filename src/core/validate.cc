@@ -1,3 +1,4 @@
+// The entry points' argument checks (validate.h).
 #include "core/validate.h"
 
 #include <cstdint>

@@ -1,3 +1,5 @@
+// The Kernels of device memory (cuda_kernels.h): the CUDA quantization and reduction
+// kernels and copies, queued on the collective's stream.
 #include <cuda_runtime.h>
 
 #include "common/cuda_status.h"

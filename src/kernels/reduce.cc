@@ -1,3 +1,4 @@
+// Host reductions (reduce.h) over the element arithmetic shared with the CUDA kernels.
 #include "kernels/reduce.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The drop-in's CUDA driver calls, loaded at run time (cuda_driver.h).
 #include "nccl_compat/cuda_driver.h"
 
 #include <dlfcn.h>

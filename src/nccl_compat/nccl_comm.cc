@@ -1,3 +1,4 @@
+// The drop-in's communicators: live handles, and errors as NCCL reports them (nccl_comm.h).
 #include "nccl_compat/nccl_comm.h"
 
 #include <cstdarg>

@@ -1,3 +1,4 @@
+// Reading an ncclConfig_t of any NCCL version's layout (nccl_config.h).
 #include "nccl_compat/nccl_config.h"
 
 #include <cstdio>

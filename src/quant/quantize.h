@@ -19,9 +19,7 @@
 // Relative RMS error on N(0, 1) data, group 256, round to nearest: the model is a rounding
 // error uniform over one step, sqrt(E[scale^2] / 12), with E[absmax^2] (symmetric) or
 // E[(max - min)^2] (asymmetric) of 256 normals from their order statistics. The tests
-// assert the measurement within 10% of it; measured / model:
-//   INT8 symmetric 0.00696 / 0.00697    INT8 asymmetric 0.00640 / 0.00643
-//   INT4 symmetric 0.1262  / 0.1265     INT4 asymmetric 0.1090  / 0.1093
+// assert the measurement within 10% of it (docs/measurements.md has the figures).
 //
 // Non-finite input: a group holding any NaN or +-Inf stores a NaN scale (and offset) and
 // dequantizes to NaN in every element. Overflow is never hidden inside a group, so a

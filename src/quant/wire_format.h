@@ -15,10 +15,10 @@ namespace zccl {
 enum class QuantScheme : uint8_t { kSymmetric = 0, kAsymmetric = 1 };
 enum class Rounding : uint8_t { kNearestEven = 0, kStochastic = 1 };
 
-// 512 elements per group, by measurement (perf/quant_bench, INT8 symmetric float32, AVX2, one
-// core): 32: 3.0 GB/s, 128: 5.6, 256: 6.7, 512: 7.9, 2048: 8.0, 4096: 8.3. From 512 on the
-// kernel is within 5% of its best, and the scale costs 4 / 512 bytes per element (0.8% of
-// an INT8 payload); larger groups buy little speed and track outliers worse.
+// 512 elements per group: from there on the kernels run near their best speed (smaller groups
+// pay a scale per few elements; docs/measurements.md), the scale costs 4 / 512 bytes per
+// element (0.8% of an INT8 payload), and larger groups buy little speed and track outliers
+// worse.
 constexpr uint32_t kDefaultGroupSize = 512;
 constexpr uint32_t kMinGroupSize = 32;
 constexpr uint32_t kMaxGroupSize = 4096;

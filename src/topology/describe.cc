@@ -1,3 +1,4 @@
+// A node's topology as text and JSON (describe.h).
 #include "topology/describe.h"
 
 #include <cstdarg>

@@ -1,3 +1,4 @@
+// Host identities and the node map built from them (node_map.h).
 #include "topology/node_map.h"
 
 #include <signal.h>

@@ -1,3 +1,4 @@
+// Discovering a node's topology with hwloc (topology.h).
 #include "topology/topology.h"
 
 #include <hwloc.h>

@@ -110,11 +110,9 @@ void noteRanksOnThisMachine(int ranks);
 
 // Between two polls of a wait. While ranks do not outnumber CPUs: sched_yield only, so polling
 // stays tight, which a link-bound transfer needs (over TCP the engine pushes bytes only when
-// polled; sleeping there cost 10-15% of a 1 Gbit/s link with a core per rank). When they do:
-// sched_yield for the first polls, so that a message that is nearly there is taken at once, then
-// 20 us sleeps, so that a rank waiting on a slow link leaves its core to the ranks that compute
-// instead of taking turns with them (4 ranks over 2 cores: qgZ reduce-scatter of 64 MiB
-// 85 -> 60-75 ms).
+// polled). When they do: sched_yield for the first polls, so that a message that is nearly
+// there is taken at once, then short sleeps, so that a rank waiting on a slow link leaves its
+// core to the ranks that compute instead of taking turns with them (docs/measurements.md).
 void pauseBetweenPolls(unsigned poll);
 
 }  // namespace zccl

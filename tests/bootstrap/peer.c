@@ -1,7 +1,7 @@
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
 /* One rank of a bootstrap scenario, started by bootstrap_test: joins the rendezvous named by
  * a unique id (hex on the command line) or by the environment, checks an all-reduce, and
  * prints its result code and message on one line. Knows no MPI (strict C99). */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+// The c10d backend "zccl" (backend.h): torch's operations as zccl calls.
 #include "backend.h"
 
 #include <ATen/core/ivalue.h>

@@ -1,3 +1,5 @@
+// The NCCL transport (nccl_transport.h): device messages as ncclSend/ncclRecv on the
+// collective's stream, NCCL's collectives as the engine's own.
 #include "transport/nccl/nccl_transport.h"
 
 #include <cuda_runtime.h>

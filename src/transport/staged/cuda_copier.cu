@@ -1,3 +1,4 @@
+// The staged transport's copier on a CUDA stream (cuda_copier.h).
 #include <cuda_runtime.h>
 
 #include <vector>

@@ -1,3 +1,5 @@
+// The staged transport (staged_transport.h): device messages in chunks through page-locked
+// host memory over a host transport.
 #include "transport/staged/staged_transport.h"
 
 #include <algorithm>

@@ -138,7 +138,7 @@ Status createFabric(Bootstrap& bootstrap, std::shared_ptr<Fabric>* out) {
   for (int r = 0; r < n; ++r) {
     ucp_ep_params_t params{};
     // The default error mode: UCX's peer-failure mode would rule out its shared-memory
-    // transports (measured: tcp/lo only, 3x slower); a dead peer ends in zccl's timeout.
+    // transports (docs/measurements.md); a dead peer ends in zccl's timeout.
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = reinterpret_cast<const ucp_address_t*>(all.data() + r * longest);
     status = ucp_ep_create(fabric->worker, &params, &fabric->endpoints[static_cast<size_t>(r)]);
