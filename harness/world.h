@@ -42,9 +42,10 @@ class World {
   int ranks() const { return exchange_->ranks(); }
   bool underMpi() const { return mpi_; }
 
-  enum class Engine { kDefault, kUcx };
+  enum class Engine { kDefault, kMpi };
   // A communicator over every rank, as the launch makes one: zcclCommInitMPI(MPI_COMM_WORLD)
-  // under mpiexec (kUcx: with UCX carrying its bytes), zcclCommInitFromEnv under zcclrun.
+  // under mpiexec (kMpi: with MPI's point-to-point carrying its bytes, and MPI's collectives as
+  // the native algorithm), zcclCommInitFromEnv under zcclrun.
   zcclResult_t makeComm(const zcclConfig& config, Engine engine, zcclComm_t* comm) const;
 
   void barrier() const { exchange_->barrier(); }

@@ -82,7 +82,7 @@ zcclResult_t worldComm(const zcclConfig& config, World::Engine engine, zcclComm_
   if (engine == World::Engine::kDefault) return zcclCommInitMPI(MPI_COMM_WORLD, &config, comm);
   const char* previous = std::getenv("ZCCL_TRANSPORT");
   const std::string saved = previous != nullptr ? previous : "";
-  setenv("ZCCL_TRANSPORT", "ucx", 1);
+  setenv("ZCCL_TRANSPORT", "mpi", 1);
   const zcclResult_t result = zcclCommInitMPI(MPI_COMM_WORLD, &config, comm);
   if (previous != nullptr) {
     setenv("ZCCL_TRANSPORT", saved.c_str(), 1);

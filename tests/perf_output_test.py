@@ -93,7 +93,7 @@ def run_case(launcher, perf_dir, name, ranks, extra, memory=None):
         check(data["ok"] is True and data["out_of_bounds"] == 0, f"{what}: JSON not ok")
         check(len(data["results"]) == 3, f"{what}: JSON rows")
         for entry in data["results"]:
-            for key in ("out_of_place", "in_place", "native", "ucx", "forced_exact",
+            for key in ("out_of_place", "in_place", "native", "mpi_transport", "forced_exact",
                         "forced_format"):
                 if key not in entry:
                     continue
@@ -102,7 +102,7 @@ def run_case(launcher, perf_dir, name, ranks, extra, memory=None):
                 check(abs(m["busbw"] - m["algbw"] * factor) <= 1e-4 + 1e-3 * m["busbw"],
                       f"{what}: JSON {key} busbw {m['busbw']} != {m['algbw']} x {factor}")
             check(("native" in entry) == ("-B" in extra), f"{what}: native column")
-            check(("ucx" in entry) == ("-U" in extra), f"{what}: ucx column")
+            check(("mpi_transport" in entry) == ("-U" in extra), f"{what}: mpi_transport column")
             for key in ("forced_exact", "forced_format"):
                 check((key in entry) == ("-P" in extra), f"{what}: {key} column")
 

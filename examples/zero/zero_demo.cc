@@ -9,6 +9,7 @@
 // auto, does so where a GPU is visible.
 #include <getopt.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 
 #include "harness/world.h"
 #include "zero/modules.h"
+#include "zccl/zccl_introspect.h"
 
 namespace {
 
@@ -47,6 +49,7 @@ struct Settings {
   std::string precision = "bf16";
   std::string log;              // CSV of every step, written by rank 0
   std::string device = "auto";  // where the optimizer's state lives: host, cuda, or auto
+  int prefetch = ZeroOptions{}.prefetchDepth;
 };
 
 struct Configuration {
@@ -60,7 +63,15 @@ struct Result {
   double interBytes = 0, intraBytes = 0;  // per step, all ranks together
   double peakBytes = 0;                   // the largest rank's
   double seconds = 0;                     // per step, the slowest rank's mean
+  double computeSeconds = 0;              // of it, outside waits for collectives
+  double communicationSeconds = 0;        // the step's collectives alone
   size_t params = 0;
+
+  // The step against the longer of its compute and its communication: 1 when one hides the
+  // other entirely, 2 when they follow each other.
+  double overlapEfficiency() const {
+    return seconds / std::max(computeSeconds, communicationSeconds);
+  }
 };
 
 int rank = 0, ranks = 1;
@@ -78,6 +89,19 @@ double minimum(double value) { return world->combine(value, World::Combine::kMin
 std::unique_ptr<Model> makeModel(const Settings& s, const std::string& name) {
   if (name == "mlp") return zccl::zero::makeMlp(s.modulus, s.hidden, s.layers);
   return zccl::zero::makeTransformer(s.modulus, s.hidden / 4, 4, s.hidden / 2, s.layers);
+}
+
+// The step's collectives alone: the median of five timings, the slowest rank's.
+double communicationAlone(zcclComm_t comm, ZeroOptimizer* zero) {
+  std::vector<double> times;
+  for (int i = 0; i < 5; ++i) {
+    world->barrier();
+    double seconds = 0;
+    if (zero->timeCommunication(&seconds) != zcclSuccess) die("timing the collectives", comm);
+    times.push_back(maximum(seconds));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 Result train(zcclComm_t comm, const Settings& s, const std::string& modelName,
@@ -104,6 +128,7 @@ Result train(zcclComm_t comm, const Settings& s, const std::string& modelName,
                               sum(static_cast<double>(stats.interNodeBytes)),
                               sum(static_cast<double>(stats.intraNodeBytes))};
     const double seconds = maximum(stats.seconds);
+    const double compute = maximum(stats.computeSeconds);
     if (log != nullptr) {
       const double wall =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -114,6 +139,7 @@ Result train(zcclComm_t comm, const Settings& s, const std::string& modelName,
     r.interBytes = values[1];
     r.intraBytes = values[2];
     r.seconds += seconds / s.steps;
+    r.computeSeconds += compute / s.steps;
     window += values[0];
     ++windowSteps;
     if ((step + 1) % s.printEvery == 0 || step + 1 == s.steps) {
@@ -127,6 +153,7 @@ Result train(zcclComm_t comm, const Settings& s, const std::string& modelName,
     }
   }
   r.peakBytes = maximum(static_cast<double>(zero->peakModelStateBytes()));
+  r.communicationSeconds = communicationAlone(comm, zero.get());
   return r;
 }
 
@@ -139,6 +166,7 @@ Precision parsePrecision(const std::string& text) {
 std::vector<Configuration> configurations(const Settings& s, StateMemory* memory) {
   ZeroOptions base;
   base.memory = memory;
+  base.prefetchDepth = s.prefetch;
   base.precision = parsePrecision(s.precision);
   base.seed = s.seed;
   if (s.stage >= 0) {
@@ -169,6 +197,22 @@ void printTable(const std::vector<Result>& results) {
                 r.configuration.c_str(), r.params, r.firstLoss, r.finalLoss, r.interBytes,
                 r.intraBytes, r.peakBytes, r.seconds * 1e3);
   }
+  std::printf("\n%-11s %-22s %12s %14s %10s %10s\n", "model", "configuration", "compute ms",
+              "collectives ms", "step ms", "overlap");
+  std::printf("%-11s %-22s %12s %14s %10s %10s\n", "", "", "(no waits)", "alone", "", "step/max");
+  for (const Result& r : results) {
+    std::printf("%-11s %-22s %12.2f %14.2f %10.2f %10.2f\n", r.model.c_str(),
+                r.configuration.c_str(), r.computeSeconds * 1e3, r.communicationSeconds * 1e3,
+                r.seconds * 1e3, r.overlapEfficiency());
+  }
+  std::printf("\n");
+  for (const Result& r : results) {
+    std::printf(
+        "%s: %s overlap efficiency %.2f (step %.2f ms, compute %.2f ms, collectives "
+        "alone %.2f ms)\n",
+        r.model.c_str(), r.configuration.c_str(), r.overlapEfficiency(), r.seconds * 1e3,
+        r.computeSeconds * 1e3, r.communicationSeconds * 1e3);
+  }
 }
 
 void printUsage() {
@@ -180,6 +224,8 @@ void printUsage() {
                "bf16|fp16|fp32]\n"
                "       [--label-noise FRACTION] [--print-every N] [--log FILE.csv]\n"
                "       [--device auto|host|cuda]   (auto: cuda where a GPU is visible)\n"
+               "       [--prefetch DEPTH]   (modules gathered ahead and gradients reduced behind;\n"
+               "                             0: no overlap)\n"
                "Without --stage: ZeRO-3 and ZeRO++ (qwZ + hpZ + qgZ) side by side.\n");
 }
 
@@ -201,6 +247,7 @@ bool parse(int argc, char** argv, Settings* s) {
                                    {"label-noise", required_argument, nullptr, 'N'},
                                    {"log", required_argument, nullptr, 'L'},
                                    {"device", required_argument, nullptr, 'D'},
+                                   {"prefetch", required_argument, nullptr, 'F'},
                                    {nullptr, 0, nullptr, 0}};
   int c = 0;
   while ((c = getopt_long(argc, argv, "", options, nullptr)) != -1) {
@@ -259,6 +306,10 @@ bool parse(int argc, char** argv, Settings* s) {
       case 'L':
         s->log = optarg;
         break;
+      case 'F':
+        s->prefetch = std::atoi(optarg);
+        if (s->prefetch < 0) return false;
+        break;
       case 'D':
         s->device = optarg;
         if (s->device != "auto" && s->device != "host" && s->device != "cuda") return false;
@@ -313,11 +364,15 @@ int main(int argc, char** argv) {
     if (log == nullptr) die(("--log " + s.log + ": cannot write it").c_str(), nullptr);
     std::fprintf(log, "model,configuration,step,seconds,loss,inter_node_bytes\n");
   }
+  zcclTopologyInfo host{};
+  if (zcclCommGetTopologyInfo(comm, &host) != zcclSuccess) die("reading the host", comm);
   if (rank == 0) {
+    std::printf("# host: %s, quantization kernels %s\n", host.cpuModel, host.quantKernels);
     std::printf(
         "# zero_demo: %d ranks, modular addition mod %d (%.0f%% noisy labels), global batch %d, "
-        "%d steps, %s, optimizer state in %s memory\n",
-        ranks, s.modulus, 100 * s.labelNoise, s.batch, s.steps, s.precision.c_str(), where);
+        "%d steps, %s, optimizer state in %s memory, prefetch depth %d\n",
+        ranks, s.modulus, 100 * s.labelNoise, s.batch, s.steps, s.precision.c_str(), where,
+        s.prefetch);
   }
   std::vector<Result> results;
   for (const std::string& model : s.models) {
@@ -333,6 +388,8 @@ int main(int argc, char** argv) {
       std::printf("%s: cross-node bytes per step, ZeRO-3 / ZeRO++ = %.2f; final loss %+.2f%%\n",
                   results[i].model.c_str(), results[i].interBytes / results[i + 1].interBytes,
                   100 * (results[i + 1].finalLoss / results[i].finalLoss - 1));
+      std::printf("%s: step time, ZeRO-3 / ZeRO++ = %.2f\n", results[i].model.c_str(),
+                  results[i].seconds / results[i + 1].seconds);
     }
   }
   zcclCommDestroy(comm);

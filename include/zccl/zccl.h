@@ -183,6 +183,12 @@ typedef struct {
    * ranks and the field; arguments one rank rejects fail the others at once, naming it.
    * Costs one small exchange per call. env ZCCL_CHECK=0|1; default 0 */
   int checkCalls;
+  /* 0: non-blocking, as NCCL's config.blocking=0: host-memory collectives and groups of sends
+   * and receives are queued on the communicator's own thread and return zcclInProgress at
+   * once; zcclCommGetAsyncError says zcclInProgress until all of them have finished (then
+   * zcclSuccess, or the first failure), and zcclCommFinalize waits for them. The caller must
+   * not touch their buffers meanwhile. env ZCCL_BLOCKING=0|1; default 1 */
+  int blocking;
 } zcclConfig;
 
 #define ZCCL_CONFIG_MAGIC 0x7a63636cu
@@ -191,8 +197,23 @@ typedef struct {
     sizeof(zcclConfig), ZCCL_CONFIG_MAGIC, ZCCL_VERSION_CODE, ZCCL_CONFIG_UNDEF_INT, \
         ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_DOUBLE, ZCCL_CONFIG_UNDEF_INT,      \
         ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT,         \
-        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT                                 \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT          \
   }
+
+/*
+ * A queued call: the call returns once its work is queued on the communicator's own thread,
+ * which runs it in call order while the caller goes on (the transfer advances without the
+ * caller's help). zcclTest and zcclWait complete it, returning the call's own result (a
+ * failure, a timeout naming the peers, or zcclRemoteError when the communicator was aborted
+ * first) and freeing it; zcclGetLastError(NULL) then says why. Until then the call's buffers
+ * belong to zccl. Calls without a request on the same communicator run after it.
+ */
+typedef struct zcclRequest* zcclRequest_t;
+/* *done = 1 and the call's result once it has finished (the request is then freed), else
+ * *done = 0 and zcclSuccess. Never blocks. */
+ZCCL_API zcclResult_t zcclTest(zcclRequest_t request, int* done);
+/* Waits until the call has finished; its result. The request is freed. */
+ZCCL_API zcclResult_t zcclWait(zcclRequest_t request);
 
 /*
  * Per-call options of the Ex collectives. Initialise with ZCCL_COLL_OPTIONS_INITIALIZER; a
@@ -210,6 +231,9 @@ typedef struct {
   int stochasticRounding;  /* 0 or 1 */
   int hierarchy;           /* zcclHierarchy_t */
   unsigned long long seed; /* stochastic rounding: vary it per step; default 0 */
+  /* Non-NULL: the call is queued and returns at once with *request to complete it (zcclTest,
+   * zcclWait); default NULL (the call returns when its host work has finished). */
+  zcclRequest_t* request;
 } zcclCollOptions;
 
 #define ZCCL_COLL_OPTIONS_MAGIC 0x7a636f70u
@@ -217,7 +241,7 @@ typedef struct {
   {                                                                                             \
     sizeof(zcclCollOptions), ZCCL_COLL_OPTIONS_MAGIC, ZCCL_VERSION_CODE, ZCCL_CONFIG_UNDEF_INT, \
         ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT,                    \
-        ZCCL_CONFIG_UNDEF_INT, 0                                                                \
+        ZCCL_CONFIG_UNDEF_INT, 0, NULL                                                          \
   }
 
 /* Bytes and messages this rank sent since creation or the last reset, per link class. */
@@ -361,6 +385,20 @@ ZCCL_API zcclResult_t zcclReduceEx(const void* sendbuff, void* recvbuff, size_t 
                                    zcclDataType_t datatype, zcclRedOp_t op, int root,
                                    zcclComm_t comm, zcclStream_t stream,
                                    const zcclCollOptions* options);
+/* The exact collectives with options too (a request, the hierarchy); a lossy wireFormat
+ * asked for here is an error. */
+ZCCL_API zcclResult_t zcclBroadcastEx(const void* sendbuff, void* recvbuff, size_t count,
+                                      zcclDataType_t datatype, int root, zcclComm_t comm,
+                                      zcclStream_t stream, const zcclCollOptions* options);
+ZCCL_API zcclResult_t zcclAllToAllEx(const void* sendbuff, void* recvbuff, size_t count,
+                                     zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream,
+                                     const zcclCollOptions* options);
+ZCCL_API zcclResult_t zcclGatherEx(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                   zcclDataType_t datatype, int root, zcclComm_t comm,
+                                   zcclStream_t stream, const zcclCollOptions* options);
+ZCCL_API zcclResult_t zcclScatterEx(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                    zcclDataType_t datatype, int root, zcclComm_t comm,
+                                    zcclStream_t stream, const zcclCollOptions* options);
 
 /*
  * Sub-communicators for hpZ: the ranks of my node (in rank order), and my local rank on

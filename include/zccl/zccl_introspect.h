@@ -35,6 +35,11 @@ typedef struct {
    * rank's. */
   double deviceQuantizeGBps;
   double deviceDequantizeGBps;
+  /* This host's CPU ("model name" of /proc/cpuinfo, "unknown" elsewhere) and the instruction
+   * set its quantization kernels run ("avx512", "avx2" or "scalar"; ZCCL_QUANT_ISA lowers it),
+   * which benchmarks print beside their figures. */
+  const char* cpuModel;
+  const char* quantKernels;
 } zcclTopologyInfo;
 
 ZCCL_API zcclResult_t zcclCommGetTopologyInfo(zcclComm_t comm, zcclTopologyInfo* info);

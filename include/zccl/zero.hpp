@@ -146,6 +146,15 @@ struct ZeroOptions {
   float initialLossScale = 65536.0f;
   int lossScaleWindow = 100;
   uint64_t seed = 1;  // parameter initialization, the same on every rank
+  // Overlap (stage 3; stages 2-3 for gradients): the all-gathers of the next `prefetchDepth`
+  // modules' weights run while the current module computes (DeepSpeed's prefetch, FSDP2's
+  // forward/backward prefetch), and each module's gradient collective runs while the backward
+  // goes on, at most `prefetchDepth` of them behind it. Each module in flight holds its
+  // gathered weights or full gradients: the peak state grows by that many modules' worth
+  // (peakModelStateBytes counts it). 0: every collective completes before the compute that
+  // follows. The same collectives run in the same order either way, so results are equal to
+  // the bit.
+  int prefetchDepth = 1;
   // Where the model state lives (it must outlive the optimizer); nullptr: host memory.
   StateMemory* memory = nullptr;
 };
@@ -157,6 +166,10 @@ struct StepStats {
   uint64_t interNodeBytes = 0;  // what this rank sent during the step, from zcclCommGetStats
   uint64_t intraNodeBytes = 0;
   double seconds = 0;
+  // Of `seconds`: the time this thread waited for collectives that had not finished, and the
+  // rest (the modules' compute, the loss, conversions, the update, starting collectives).
+  double computeSeconds = 0;
+  double waitSeconds = 0;
 };
 
 class ZeroOptimizer {
@@ -170,6 +183,9 @@ class ZeroOptimizer {
   zcclResult_t step(const Batch& batch, StepStats* stats);
   // Every parameter's float32 master value, module after module (collective).
   zcclResult_t gatherMasterParameters(std::vector<float>* params);
+  // The collectives of one step alone, back to back with nothing to compute, in *seconds
+  // (collective): the communication time the step's compute can hide. The model is unchanged.
+  zcclResult_t timeCommunication(double* seconds);
 
   size_t numParams() const;
   size_t modelStateBytes() const;      // held now

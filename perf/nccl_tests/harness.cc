@@ -31,7 +31,7 @@ struct Job : Layout {
   const World* world = nullptr;
   zcclComm_t comm = nullptr;
   zcclComm_t native = nullptr;  // -B
-  zcclComm_t ucx = nullptr;     // -U
+  zcclComm_t overMpi = nullptr;  // -U
   std::unique_ptr<BufferMemory> memory;
 };
 
@@ -52,7 +52,8 @@ struct Baseline {
 constexpr Baseline kBaselines[] = {
     {"native", "native (MPI)", "native (NCCL)", &Job::native, &Settings::native,
      Baseline::Options::kNone},
-    {"ucx", "zccl over UCX", "zccl over UCX", &Job::ucx, &Settings::ucx, Baseline::Options::kRow},
+    {"mpi_transport", "zccl over MPI", "zccl over MPI", &Job::overMpi, &Settings::mpiTransport,
+     Baseline::Options::kRow},
     {"forced_exact", "exact, forced", "exact, forced", &Job::comm, &Settings::paths,
      Baseline::Options::kExact},
     {"forced_format", "allowed format, forced", "allowed format, forced", &Job::comm,
@@ -443,13 +444,13 @@ void writeJson(const Job& job, const std::vector<Row>& rows, long wrong, double 
   std::snprintf(text, sizeof(text),
                 "{\n  \"collective\": \"%s\", \"ranks\": %d, \"nodes\": %d, \"ranks_per_node\": "
                 "%d,\n  \"wire\": \"%s\", \"hierarchy\": \"%s\", \"memory\": \"%s\", "
-                "\"native\": %s, \"ucx\": %s, \"iters\": %d, "
+                "\"native\": %s, \"mpi_transport\": %s, \"iters\": %d, "
                 "\"warmup\": %d, \"rounds\": %d, \"check\": %d,\n  \"bus_factor\": %.17g,\n  "
                 "\"results\": [\n",
                 collectiveName(job.collective), job.ranks, job.nodes, job.nodeSize,
                 zcclWireFormatName(s.wire), kHierarchyNames[s.hierarchy],
                 job.memory->device() ? "device" : "host", s.native ? "true" : "false",
-                s.ucx ? "true" : "false", s.iters, s.warmup, s.rounds, s.check,
+                s.mpiTransport ? "true" : "false", s.iters, s.warmup, s.rounds, s.check,
                 busFactor(job.collective, job.ranks));
   std::string json = text;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -488,7 +489,7 @@ void writeJson(const Job& job, const std::vector<Row>& rows, long wrong, double 
 
 bool setUp(Job* job) {
   const World& world = *job->world;
-  if (!world.underMpi() && (job->settings.native || job->settings.ucx)) {
+  if (!world.underMpi() && (job->settings.native || job->settings.mpiTransport)) {
     if (job->rank == 0) {
       std::fprintf(stderr, "-B and -U compare with MPI: launch with mpiexec, not zcclrun\n");
     }
@@ -499,13 +500,13 @@ bool setUp(Job* job) {
   if (!succeeded(world.makeComm(config, World::Engine::kDefault, &job->comm), nullptr)) {
     return false;
   }
-  if (job->settings.ucx &&
-      !succeeded(world.makeComm(config, World::Engine::kUcx, &job->ucx), nullptr)) {
+  if (job->settings.mpiTransport &&
+      !succeeded(world.makeComm(config, World::Engine::kMpi, &job->overMpi), nullptr)) {
     return false;
   }
   config.algorithm = zcclAlgoNative;
   if (job->settings.native &&
-      !succeeded(world.makeComm(config, World::Engine::kDefault, &job->native), nullptr)) {
+      !succeeded(world.makeComm(config, World::Engine::kMpi, &job->native), nullptr)) {
     return false;
   }
   zcclComm_t node = nullptr, cross = nullptr;
@@ -599,7 +600,7 @@ int runPerf(int argc, char** argv, Collective collective) {
   } else if (setUp(&job)) {
     status = run(job);
   }
-  for (zcclComm_t comm : {job.native, job.ucx, job.comm}) {
+  for (zcclComm_t comm : {job.native, job.overMpi, job.comm}) {
     if (comm != nullptr) zcclCommDestroy(comm);
   }
   const int worst = static_cast<int>(world.combine(status, World::Combine::kMax));

@@ -174,7 +174,8 @@ void printUsage(const char* program) {
       "                           where a GPU is visible, as nccl-tests; default auto)\n"
       "  -B, --native             also time the backend's own collective on the same buffers\n"
       "                           (MPI's on host memory, NCCL's on device memory; mpiexec)\n"
-      "  -U, --ucx                also time zccl's algorithms over UCX instead of MPI (mpiexec)\n"
+      "  -U, --mpi-transport      also time zccl's algorithms over MPI's point-to-point instead\n"
+      "                           of UCX (mpiexec)\n"
       "  -P, --paths              with -q allow-int8|allow-int4: also time the paths the planner\n"
       "                           chooses among, the exact format and the allowed one forced, in\n"
       "                           the same run and on the same buffers\n",
@@ -199,7 +200,7 @@ bool parseArguments(int argc, char** argv, Settings* s) {
                                        {"quant", required_argument, nullptr, 'q'},
                                        {"hierarchy", required_argument, nullptr, 'H'},
                                        {"native", no_argument, nullptr, 'B'},
-                                       {"ucx", no_argument, nullptr, 'U'},
+                                       {"mpi-transport", no_argument, nullptr, 'U'},
                                        {"memory", required_argument, nullptr, 'M'},
                                        {"paths", no_argument, nullptr, 'P'},
                                        {"help", no_argument, nullptr, 'h'},
@@ -275,7 +276,7 @@ bool parseArguments(int argc, char** argv, Settings* s) {
         s->native = true;
         break;
       case 'U':
-        s->ucx = true;
+        s->mpiTransport = true;
         break;
       case 'P':
         s->paths = true;

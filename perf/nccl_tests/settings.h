@@ -32,7 +32,7 @@ struct Settings {
   zcclWireFormat_t wire = zcclWireNone;
   zcclHierarchy_t hierarchy = zcclHierarchyAuto;
   bool native = false;  // -B: MPI's own collective on the same buffers
-  bool ucx = false;     // -U: zccl's algorithms over UCX instead of MPI
+  bool mpiTransport = false;  // -U: zccl's algorithms over MPI's point-to-point instead of UCX
   bool paths = false;   // -P: with -q allow-*, the exact and the allowed format forced
   MemoryChoice memory = MemoryChoice::kAuto;  // -M
 };

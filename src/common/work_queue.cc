@@ -5,23 +5,44 @@ namespace zccl {
 
 WorkQueue::~WorkQueue() { stop(); }
 
+// The caller holds mutex_.
+JobOutcome WorkQueue::refusal() const {
+  if (failed_ != Status::kSuccess) return {failed_, failure_};
+  return {Status::kRemoteError, "the communicator was aborted before this call's work ran"};
+}
+
 Status WorkQueue::submit(Job job) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (failed_ != Status::kSuccess || stopping_) {
-    const Status failed = failed_;
-    const std::string failure = failure_;
+    const JobOutcome refused = refusal();
     lock.unlock();
-    job.settle();
-    if (failed == Status::kSuccess) {
-      return fail(Status::kInvalidUsage, "the communicator's queued work was stopped (abort)");
-    }
-    restoreThreadError(failure);
-    return failed;
+    job.settle(refused);
+    restoreThreadError(refused.error);
+    return refused.status;
   }
   jobs_.push_back(std::move(job));
   if (!thread_.joinable()) thread_ = std::thread([this] { serve(); });
   changed_.notify_all();
   return Status::kSuccess;
+}
+
+Status WorkQueue::runHere(Job job) {
+  const Status before = drain();
+  const JobOutcome outcome =
+      before != Status::kSuccess ? JobOutcome{before, lastThreadError()} : [&] {
+        const Status status = job.run();
+        return JobOutcome{status, status == Status::kSuccess ? "" : lastThreadError()};
+      }();
+  if (outcome.status != Status::kSuccess) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failed_ == Status::kSuccess) {
+      failed_ = outcome.status;
+      failure_ = outcome.error;
+    }
+  }
+  job.settle(outcome);
+  restoreThreadError(outcome.error);
+  return outcome.status;
 }
 
 Status WorkQueue::drain() {
@@ -33,6 +54,11 @@ Status WorkQueue::drain() {
 Status WorkQueue::failure() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return reportFailure();
+}
+
+bool WorkQueue::idle() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return jobs_.empty() && !running_;
 }
 
 void WorkQueue::stop() {
@@ -58,17 +84,21 @@ void WorkQueue::serve() {
     Job job = std::move(jobs_.front());
     jobs_.pop_front();
     const bool skip = stopping_ || failed_ != Status::kSuccess;
+    JobOutcome outcome = skip ? refusal() : JobOutcome{};
     running_ = true;
     lock.unlock();
-    const Status status = skip ? Status::kSuccess : job.run();
+    if (!skip) {
+      outcome.status = job.run();
+      if (outcome.status != Status::kSuccess) outcome.error = lastThreadError();
+    }
     lock.lock();
-    // Before the job's gate opens: what waits for the gate sees the failure.
-    if (status != Status::kSuccess && failed_ == Status::kSuccess) {
-      failed_ = status;
-      failure_ = lastThreadError();
+    // Before the job settles: what waits for it sees the failure.
+    if (!skip && outcome.status != Status::kSuccess && failed_ == Status::kSuccess) {
+      failed_ = outcome.status;
+      failure_ = outcome.error;
     }
     lock.unlock();
-    job.settle();
+    job.settle(outcome);
     lock.lock();
     running_ = false;
     changed_.notify_all();

@@ -1,8 +1,10 @@
-// A communicator's own thread and the jobs it runs: calls that do not wait for their work
-// (device calls, as NCCL's calls return once their work is queued on the stream) hand it their
-// jobs and return. Jobs run one at a time in submission order (the order every rank calls in),
-// so the communicator's transports belong to this thread while any job is pending; calls that
-// use them on the caller's thread drain the queue first.
+// A communicator's own thread and the jobs it runs: calls that return before their work ends
+// (device calls, as NCCL's calls return once their work is queued on the stream; host calls
+// with a request, or on a non-blocking communicator) hand it their jobs and return. Jobs run
+// one at a time in submission order (the order every rank calls in), so the communicator's
+// transports belong to this thread while any job is pending; calls that use them on the
+// caller's thread drain the queue first. The thread polls the transports while the caller
+// computes, so a queued transfer advances without the caller's help.
 #pragma once
 
 #include <condition_variable>
@@ -17,13 +19,20 @@
 
 namespace zccl {
 
+// How a job ended: its own result, or, for a job that did not run (the queue had failed or
+// was stopped), why not.
+struct JobOutcome {
+  Status status = Status::kSuccess;
+  std::string error;  // the message, when status is a failure
+};
+
 class WorkQueue {
  public:
   struct Job {
     std::function<Status()> run;
-    // Runs after `run`, or instead of it when the queue failed or stopped before it: opens
-    // what the job's callers wait on (its gate).
-    std::function<void()> settle;
+    // Runs after `run`, or instead of it when the queue failed or stopped before it: completes
+    // what the job's callers wait on (a gate, a request).
+    std::function<void(const JobOutcome&)> settle;
   };
 
   WorkQueue() = default;
@@ -34,10 +43,15 @@ class WorkQueue {
   // Queues `job` after the ones before it. Once a job has failed, the queue takes no more:
   // the job is settled at once and its failure returned.
   Status submit(Job job);
+  // Runs `job` on the calling thread once the jobs before it have finished (for transports
+  // that may not be used from another thread), settles it, and returns its result.
+  Status runHere(Job job);
   // Waits until every job submitted has finished; the first failure, else kSuccess.
   Status drain();
   // The first failure (kSuccess while none), without waiting.
   Status failure() const;
+  // Whether every job submitted has finished.
+  bool idle() const;
   // Ends the queue: the running job finishes (its waits end when the communicator's
   // transports are asked to abort), the others are settled without running.
   void stop();
@@ -46,6 +60,8 @@ class WorkQueue {
   void serve();
   // The failure as the calling thread's error.
   Status reportFailure() const;
+  // Why a job is not run: the queue's failure, or its stop.
+  JobOutcome refusal() const;
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;

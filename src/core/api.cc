@@ -19,22 +19,45 @@ static_assert(static_cast<int>(zccl::Algorithm::kNative) == zcclAlgoNative, "alg
 namespace {
 
 // A communicator with messages pending in this thread's group, and the stream they are on
-// (NULL: host memory, posted at once; device messages go to the device path together).
+// (NULL: host memory), posted together when the group ends.
 struct PendingMessages {
   zcclComm* comm;
   zcclStream_t stream;
-  std::vector<zccl::DeviceMessage> device;
+  std::vector<zccl::PeerMessage> messages;
 };
+
+// A finished (or awaited) request's outcome as the calling thread's result; frees it.
+Status finishRequest(zcclRequest* request) {
+  const zccl::JobOutcome outcome = request->wait();
+  delete request;
+  if (outcome.status != Status::kSuccess) zccl::restoreThreadError(outcome.error);
+  return outcome.status;
+}
 
 thread_local int groupDepth = 0;
 thread_local std::vector<PendingMessages> groupComms;
 
-// Host messages: waits for them. Device messages: queues them on their stream as one batch.
+// Host messages: posted and waited for here, after the communicator's queued work, or queued
+// on a non-blocking communicator (zcclInProgress). Device messages: queued on their stream as
+// one batch.
 Status completeMessages(PendingMessages& pending) {
-  if (pending.stream == nullptr) return pending.comm->transport->waitAll();
-  zccl::DeviceEngine* device = nullptr;
-  ZCCL_CHECK(zccl::deviceEngineOf(pending.comm, &device));
-  return device->enqueueMessages(pending.stream, std::move(pending.device));
+  zcclComm* comm = pending.comm;
+  if (pending.stream != nullptr) {
+    zccl::DeviceEngine* device = nullptr;
+    ZCCL_CHECK(zccl::deviceEngineOf(comm, &device));
+    return device->enqueueMessages(pending.stream, std::move(pending.messages));
+  }
+  if (comm->config.blocking) {
+    ZCCL_CHECK(zccl::drainQueuedWork(comm));
+    return zccl::exchangeMessages(*comm->transport, pending.messages, zccl::kPointToPointTag);
+  }
+  ZCCL_CHECK(zccl::queueHostWork(comm, "zcclSend/zcclRecv",
+                                 [comm, messages = std::move(pending.messages)] {
+                                   return zccl::exchangeMessages(*comm->transport, messages,
+                                                                 zccl::kPointToPointTag);
+                                 },
+                                 {}));
+  return Status::kInProgress;
 }
 
 // Joins `comm` on `stream` to this thread's group; a communicator's messages in one group
@@ -55,26 +78,14 @@ Status joinGroup(zcclComm* comm, zcclStream_t stream, PendingMessages** joined) 
   return Status::kSuccess;
 }
 
-// One point-to-point message: a host message is posted at once (after the communicator's
-// device work queued before it), a device message joins its batch; outside a group the
-// message is completed (host) or queued (device) at once.
+// One point-to-point message: it joins its group's batch, or outside a group is completed
+// (host) or queued (device, non-blocking host) at once.
 Status pointToPoint(zcclComm* comm, bool isSend, void* buffer, size_t bytes, int peer,
                     zcclStream_t stream) {
   PendingMessages single{comm, stream, {}};
   PendingMessages* pending = &single;
   if (groupDepth > 0) ZCCL_CHECK(joinGroup(comm, stream, &pending));
-  if (stream != nullptr) {
-    pending->device.push_back({isSend, buffer, bytes, peer});
-  } else {
-    ZCCL_CHECK(zccl::drainQueuedWork(comm));
-    zccl::Ticket ticket;
-    zccl::Transport* transport = comm->transport.get();
-    if (isSend) {
-      ZCCL_CHECK(transport->postSend(buffer, bytes, peer, zccl::kPointToPointTag, &ticket));
-    } else {
-      ZCCL_CHECK(transport->postRecv(buffer, bytes, peer, zccl::kPointToPointTag, &ticket));
-    }
-  }
+  pending->messages.push_back({isSend, buffer, bytes, peer});
   return groupDepth == 0 ? completeMessages(single) : Status::kSuccess;
 }
 
@@ -243,11 +254,29 @@ zcclResult_t zcclCommGetWirePolicy(const zcclComm_t comm, zcclWirePolicy* policy
   });
 }
 
+zcclResult_t zcclTest(zcclRequest_t request, int* done) {
+  return zccl::guarded([&] {
+    if (done == nullptr) return zccl::fail(Status::kInvalidArgument, "done=NULL");
+    if (request == nullptr) return zccl::fail(Status::kInvalidArgument, "request=NULL");
+    *done = request->done() ? 1 : 0;
+    return *done == 1 ? finishRequest(request) : Status::kSuccess;
+  });
+}
+
+zcclResult_t zcclWait(zcclRequest_t request) {
+  return zccl::guarded([&] {
+    if (request == nullptr) return zccl::fail(Status::kInvalidArgument, "request=NULL");
+    return finishRequest(request);
+  });
+}
+
 zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError) {
   return zccl::guardedComm(comm, [&] {
     if (asyncError == nullptr) return zccl::fail(Status::kInvalidArgument, "asyncError=NULL");
     const Status failure = comm->work.failure();
-    *asyncError = static_cast<zcclResult_t>(failure);
+    const bool pending = !comm->config.blocking && !comm->work.idle();
+    *asyncError = failure == Status::kSuccess && pending ? zcclInProgress
+                                                         : static_cast<zcclResult_t>(failure);
     // zcclGetLastError(comm) says why, as after a failed call.
     if (failure != Status::kSuccess) comm->lastError = zccl::lastThreadError();
     return Status::kSuccess;

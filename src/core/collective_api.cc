@@ -238,13 +238,50 @@ Status checkArguments(const CollectiveEntry& entry, const CollectiveCall& call,
                       direction * blockBytes * comm->rank(), &checked->inPlace);
 }
 
+// How a call that passed its checks hands over its work: run here (a blocking host call), or
+// queued (a device call; a host call with a request, or on a non-blocking communicator).
+struct Handover {
+  zcclRequest_t* request;  // where the caller wants the request, or null
+  bool queued;
+  bool inProgress;  // the call returns zcclInProgress (non-blocking communicator, no request)
+};
+
+Handover handoverOf(const CollectiveCall& call) {
+  zcclRequest_t* request = call.options != nullptr ? call.options->request : nullptr;
+  const bool nonBlocking = call.stream == nullptr && !call.comm->config.blocking;
+  return Handover{request, call.stream != nullptr || request != nullptr || nonBlocking,
+                  nonBlocking && request == nullptr};
+}
+
+// Queues the call's work, with a request where one was asked for: the request then carries
+// what happens to the work, and the call returns kSuccess (or zcclInProgress on a
+// non-blocking communicator without a request).
+template <typename Enqueue>
+Status handOver(const Handover& handover, Enqueue&& enqueue) {
+  auto request = std::make_unique<zcclRequest>();
+  zcclRequest* completes = handover.request != nullptr ? request.get() : nullptr;
+  const Status accepted = enqueue([completes](const JobOutcome& outcome) {
+    if (completes != nullptr) completes->complete(outcome);
+  });
+  if (handover.request == nullptr) {
+    ZCCL_CHECK(accepted);
+    return handover.inProgress ? Status::kInProgress : Status::kSuccess;
+  }
+  // Work never handed to the queue (a check of the device failed) is the call's own failure.
+  if (accepted != Status::kSuccess && !request->done()) return accepted;
+  *handover.request = request.release();
+  return Status::kSuccess;
+}
+
 Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   CheckedCall checked;
   const Status valid = checkArguments(entry, call, &checked);
   zcclComm* comm = call.comm;
-  // What runs on the caller's thread uses the communicator's transports: its device work
-  // queued earlier finishes first. A device call itself only queues its work.
-  if (call.stream == nullptr || comm->config.checkCalls) ZCCL_CHECK(drainQueuedWork(comm));
+  const Handover handover = handoverOf(call);
+  if (handover.request != nullptr) *handover.request = nullptr;
+  // What runs on the caller's thread uses the communicator's transports: its work queued
+  // earlier finishes first. A queued call itself only queues its work.
+  if (!handover.queued || comm->config.checkCalls) ZCCL_CHECK(drainQueuedWork(comm));
   if (comm->config.checkCalls) {
     ZCCL_CHECK(agreeOnCall(comm, entry, call, checked.options, checked.inPlace, valid));
   }
@@ -268,7 +305,22 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   if (call.stream != nullptr) {
     DeviceEngine* device = nullptr;
     ZCCL_CHECK(deviceEngineOf(comm, &device));
-    return device->enqueueCollective(call.stream, name(), entry.collective, args, options);
+    return handOver(handover, [&](std::function<void(const JobOutcome&)> done) {
+      return device->enqueueCollective(call.stream, name(), entry.collective, args, options,
+                                       std::move(done));
+    });
+  }
+  if (handover.queued) {
+    return handOver(handover, [&](std::function<void(const JobOutcome&)> done) {
+      const Collective collective = entry.collective;
+      return queueHostWork(
+          comm, name(),
+          [comm, collective, args, options] {
+            Context ctx = comm->nextCollective(hostKernels());
+            return runCollective(ctx, collective, args, options);
+          },
+          std::move(done));
+    });
   }
   Context ctx = comm->nextCollective(hostKernels());
   const Status status = runCollective(ctx, entry.collective, args, options);
@@ -331,17 +383,29 @@ zcclResult_t zcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
   return zcclAllReduceEx(sendbuff, recvbuff, count, datatype, op, comm, stream, nullptr);
 }
 
+zcclResult_t zcclBroadcastEx(const void* sendbuff, void* recvbuff, size_t count,
+                             zcclDataType_t datatype, int root, zcclComm_t comm,
+                             zcclStream_t stream, const zcclCollOptions* options) {
+  return zccl::run(Collective::kBroadcast,
+                   {sendbuff, recvbuff, count, datatype, zcclSum, root, comm, stream, options});
+}
+
 zcclResult_t zcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            zcclDataType_t datatype, int root, zcclComm_t comm,
                            zcclStream_t stream) {
-  return zccl::run(Collective::kBroadcast,
-                   {sendbuff, recvbuff, count, datatype, zcclSum, root, comm, stream, nullptr});
+  return zcclBroadcastEx(sendbuff, recvbuff, count, datatype, root, comm, stream, nullptr);
+}
+
+zcclResult_t zcclAllToAllEx(const void* sendbuff, void* recvbuff, size_t count,
+                            zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream,
+                            const zcclCollOptions* options) {
+  return zccl::run(Collective::kAllToAll,
+                   {sendbuff, recvbuff, count, datatype, zcclSum, 0, comm, stream, options});
 }
 
 zcclResult_t zcclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                           zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream) {
-  return zccl::run(Collective::kAllToAll,
-                   {sendbuff, recvbuff, count, datatype, zcclSum, 0, comm, stream, nullptr});
+  return zcclAllToAllEx(sendbuff, recvbuff, count, datatype, comm, stream, nullptr);
 }
 
 zcclResult_t zcclReduceEx(const void* sendbuff, void* recvbuff, size_t count,
@@ -356,16 +420,28 @@ zcclResult_t zcclReduce(const void* sendbuff, void* recvbuff, size_t count, zccl
   return zcclReduceEx(sendbuff, recvbuff, count, datatype, op, root, comm, stream, nullptr);
 }
 
+zcclResult_t zcclGatherEx(const void* sendbuff, void* recvbuff, size_t sendcount,
+                          zcclDataType_t datatype, int root, zcclComm_t comm, zcclStream_t stream,
+                          const zcclCollOptions* options) {
+  return zccl::run(Collective::kGather,
+                   {sendbuff, recvbuff, sendcount, datatype, zcclSum, root, comm, stream, options});
+}
+
 zcclResult_t zcclGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                         zcclDataType_t datatype, int root, zcclComm_t comm, zcclStream_t stream) {
-  return zccl::run(Collective::kGather,
-                   {sendbuff, recvbuff, sendcount, datatype, zcclSum, root, comm, stream, nullptr});
+  return zcclGatherEx(sendbuff, recvbuff, sendcount, datatype, root, comm, stream, nullptr);
+}
+
+zcclResult_t zcclScatterEx(const void* sendbuff, void* recvbuff, size_t recvcount,
+                           zcclDataType_t datatype, int root, zcclComm_t comm, zcclStream_t stream,
+                           const zcclCollOptions* options) {
+  return zccl::run(Collective::kScatter,
+                   {sendbuff, recvbuff, recvcount, datatype, zcclSum, root, comm, stream, options});
 }
 
 zcclResult_t zcclScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                          zcclDataType_t datatype, int root, zcclComm_t comm, zcclStream_t stream) {
-  return zccl::run(Collective::kScatter,
-                   {sendbuff, recvbuff, recvcount, datatype, zcclSum, root, comm, stream, nullptr});
+  return zcclScatterEx(sendbuff, recvbuff, recvcount, datatype, root, comm, stream, nullptr);
 }
 
 }  // extern "C"

@@ -66,6 +66,14 @@ zccl::Context zcclComm::nextCollective(zccl::Kernels& kernels) {
                        kernels,    nextTag(), config.tunePlans ? &tuner : nullptr};
 }
 
+bool zcclComm::transportsNeedCallersThread() const {
+  bool needed = !transport->allowsOtherThreads();
+  if (hasLevels()) {
+    needed |= !nodeTransport->allowsOtherThreads() || !crossTransport->allowsOtherThreads();
+  }
+  return needed;
+}
+
 void zcclComm::abandonAfterFailure(const std::string& call) {
   zccl::addErrorContext(call, exitedRanks());
   for (zccl::Transport* t : transports(/*withOwned=*/false)) t->abandon();
@@ -330,6 +338,9 @@ Status deviceEngineOf(zcclComm* comm, DeviceEngine** out) {
     host.native = &comm->native;
     host.queue = &comm->work;
     host.options = comm->config.deviceOptions();
+    // Work on another thread would use the host transports while the program makes its own
+    // calls to the engine (MPI below MPI_THREAD_MULTIPLE forbids it).
+    host.options.blocking |= comm->transportsNeedCallersThread();
     host.nextTag = [comm] { return comm->nextTag(); };
     host.failed = [comm](const std::string& call) { comm->abandonAfterFailure(call); };
     auto made = std::make_unique<DeviceEngine>(std::move(host), *runtime);
@@ -341,6 +352,20 @@ Status deviceEngineOf(zcclComm* comm, DeviceEngine** out) {
 }
 
 Status drainQueuedWork(zcclComm* comm) { return comm->work.drain(); }
+
+Status queueHostWork(zcclComm* comm, const std::string& call, std::function<Status()> work,
+                     std::function<void(const JobOutcome&)> done) {
+  WorkQueue::Job job{[comm, call, work = std::move(work)] {
+                       const Status status = work();
+                       if (status != Status::kSuccess) comm->abandonAfterFailure(call);
+                       return status;
+                     },
+                     [done = std::move(done)](const JobOutcome& outcome) {
+                       if (done) done(outcome);
+                     }};
+  if (comm->transportsNeedCallersThread()) return comm->work.runHere(std::move(job));
+  return comm->work.submit(std::move(job));
+}
 
 namespace {
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "common/scratch.h"
 #include "common/work_queue.h"
 #include "core/config.h"
+#include "core/request.h"
 #include "device/device_engine.h"
 #include "topology/node_map.h"
 #include "transport/transport.h"
@@ -62,6 +64,9 @@ struct zcclComm {
   // After a call failed past its checks: names `call` in the error, and abandons every
   // transport of this communicator (what is in flight may be left by peers that are gone).
   void abandonAfterFailure(const std::string& call);
+  // Whether a transport of this communicator may not be used from another thread than the
+  // program's (MPI below MPI_THREAD_MULTIPLE): queued work then runs on the caller's thread.
+  bool transportsNeedCallersThread() const;
   // Every transport of this communicator (levels and the device path's included) and,
   // withOwned, of the sub-communicators it owns.
   std::vector<zccl::Transport*> transports(bool withOwned);
@@ -85,6 +90,14 @@ Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config
 // `comm`'s device engine, made at its first call with a stream (the runtime is there: the
 // call's stream passed checkStream).
 Status deviceEngineOf(zcclComm* comm, DeviceEngine** out);
+
+// Hands `work`, a call on `comm`'s host transports, to `comm`'s own thread (or runs it on the
+// caller's, once the queue is drained, where a transport may not be used from another thread).
+// A failure names `call` and abandons the transports, as a blocking call's does. `done`
+// (may be empty) is told how the work ended. kSuccess once the work was accepted; a failure
+// when the queue refused it (the communicator failed or was aborted before).
+Status queueHostWork(zcclComm* comm, const std::string& call, std::function<Status()> work,
+                     std::function<void(const JobOutcome&)> done);
 
 // Waits for the work queued on `comm`'s own thread before a call that uses its transports on
 // the caller's thread; the first failure of that work.

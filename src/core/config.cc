@@ -165,6 +165,12 @@ Status applyConfig(const zcclConfig& config, CommConfig* resolved) {
     }
     resolved->timeoutSeconds = config.timeoutSeconds;
   }
+  if (config.blocking != ZCCL_CONFIG_UNDEF_INT) {
+    if (config.blocking != 0 && config.blocking != 1) {
+      return fail(Status::kInvalidArgument, "config.blocking=%d: expected 0 or 1", config.blocking);
+    }
+    resolved->blocking = config.blocking == 1;
+  }
   if (config.checkCalls != ZCCL_CONFIG_UNDEF_INT) {
     if (config.checkCalls != 0 && config.checkCalls != 1) {
       return fail(Status::kInvalidArgument, "config.checkCalls=%d: expected 0 or 1",
@@ -211,6 +217,9 @@ Status applyEnvironment(CommConfig* result) {
   std::optional<long> blocking;
   ZCCL_CHECK(envInt("ZCCL_DEVICE_BLOCKING", 0, 1, &blocking));
   if (blocking) result->deviceBlocking = *blocking == 1;
+  std::optional<long> blockingCalls;
+  ZCCL_CHECK(envInt("ZCCL_BLOCKING", 0, 1, &blockingCalls));
+  if (blockingCalls) result->blocking = *blockingCalls == 1;
   std::optional<long> tune;
   ZCCL_CHECK(envInt("ZCCL_TUNE", 0, 1, &tune));
   if (tune) result->tunePlans = *tune == 1;

@@ -31,6 +31,8 @@ struct CommConfig {
   // Calls that allow a lossy format time their candidate paths at first and keep the fastest
   // (ZCCL_TUNE=1, the default), instead of the cost model's choice alone.
   bool tunePlans = true;
+  // Host calls without a request return once queued (config.blocking=0, ZCCL_BLOCKING=0).
+  bool blocking = true;
 
   DeviceOptions deviceOptions() const {
     return DeviceOptions{deviceBackend, stagedChunkBytes, deviceBlocking, timeoutSeconds};

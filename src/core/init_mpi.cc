@@ -1,6 +1,9 @@
-// zcclCommInitMPI: a communicator over the ranks of an MPI communicator, its bytes moved by
-// MPI (on a duplicate of it) or, with ZCCL_TRANSPORT=ucx, by UCX set up through MPI. The one
-// place above the transport that knows MPI.
+// zcclCommInitMPI: a communicator over the ranks of an MPI communicator. MPI carries the
+// rendezvous; the bytes travel over zccl's UCX transport (ZCCL_TRANSPORT=auto or ucx), which
+// survives a peer that dies and progresses queued calls on the communicator's own thread, or
+// over MPI's point-to-point on a duplicate of the communicator (ZCCL_TRANSPORT=mpi, which also
+// offers MPI's own collectives as the native algorithm). The one place above the transport
+// that knows MPI.
 #include "common/log.h"
 #include "core/comm.h"
 #include "core/guarded.h"
@@ -26,7 +29,7 @@ zcclResult_t zcclCommInitMPI(MPI_Comm mpiComm, const zcclConfig* config, zcclCom
     int worldRank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
     zccl::setLogRank(worldRank);
-    if (configured == zccl::Status::kSuccess && resolved.transport == zccl::TransportKind::kUcx) {
+    if (configured == zccl::Status::kSuccess && resolved.transport != zccl::TransportKind::kMpi) {
       std::unique_ptr<zccl::Transport> ucx;
       ZCCL_CHECK(zccl::createUcxTransport(*zccl::bootstrapOver(*transport), options, &ucx));
       transport = std::move(ucx);

@@ -5,6 +5,7 @@
 #include "collectives/planner.h"
 #include "core/guarded.h"
 #include "core/validate.h"
+#include "quant/quantize.h"
 #include "topology/describe.h"
 #include "zccl/zccl_introspect.h"
 
@@ -76,6 +77,8 @@ zcclResult_t zcclCommGetTopologyInfo(zcclComm_t comm, zcclTopologyInfo* info) {
         c.intra.link != zccl::LinkClass::kNvlink && c.inter.link != zccl::LinkClass::kInfiniband;
     info->quantizeGBps = c.quantizeBytesPerSecond / 1e9;
     info->dequantizeGBps = c.dequantizeBytesPerSecond / 1e9;
+    info->cpuModel = zccl::hostCpuModel();
+    info->quantKernels = zccl::quantKernelName();
     if (zccl::deviceRuntime() != nullptr) {
       zccl::DeviceEngine* device = nullptr;
       ZCCL_CHECK(zccl::deviceEngineOf(comm, &device));

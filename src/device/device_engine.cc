@@ -41,12 +41,7 @@ Status DeviceEngine::start() {
   ZCCL_CHECK(runtime_.streamGates(&gates_));
   // Work on another thread would use the host transports while the program makes its own calls
   // to the engine (MPI below MPI_THREAD_MULTIPLE forbids it): then each call runs its work itself.
-  onCallersThread_ = host_.options.blocking || !host_.transport->allowsOtherThreads();
-  if (host_.levels != nullptr) {
-    for (const Transport* t : {host_.levels->node, host_.levels->cross}) {
-      onCallersThread_ |= !t->allowsOtherThreads();
-    }
-  }
+  onCallersThread_ = host_.options.blocking;
   return Status::kSuccess;
 }
 
@@ -60,7 +55,8 @@ Status DeviceEngine::checkDevice() const {
               current, device_);
 }
 
-Status DeviceEngine::submit(void* stream, std::function<Status()> work) {
+Status DeviceEngine::submit(void* stream, std::function<Status()> work,
+                            std::function<void(const JobOutcome&)> done) {
   std::lock_guard<std::mutex> lock(submitMutex_);  // tickets in the queue's order
   ZCCL_CHECK(checkDevice());
   const uint64_t ticket = tickets_ + 1;
@@ -73,25 +69,28 @@ Status DeviceEngine::submit(void* stream, std::function<Status()> work) {
                        ZCCL_CHECK(after->precede(*own_->resources));
                        return work();
                      },
-                     [this, ticket] { gates_->release(ticket); }};
+                     [this, ticket, done](const JobOutcome& outcome) {
+                       gates_->release(ticket);
+                       if (done) done(outcome);
+                     }};
   if (!onCallersThread_) return host_.queue->submit(std::move(job));
-  ZCCL_CHECK(host_.queue->drain());
-  const Status status = job.run();
-  job.settle();
-  return status;
+  return host_.queue->runHere(std::move(job));
 }
 
 Status DeviceEngine::enqueueCollective(void* stream, const std::string& call, Collective collective,
-                                       const CollectiveArgs& args,
-                                       const CollectiveOptions& options) {
-  return submit(stream, [this, call, collective, args, options] {
-    const Status status = runCollective(collective, args, options);
-    if (status != Status::kSuccess) failed(call);
-    return status;
-  });
+                                       const CollectiveArgs& args, const CollectiveOptions& options,
+                                       std::function<void(const JobOutcome&)> done) {
+  return submit(
+      stream,
+      [this, call, collective, args, options] {
+        const Status status = runCollective(collective, args, options);
+        if (status != Status::kSuccess) failed(call);
+        return status;
+      },
+      std::move(done));
 }
 
-Status DeviceEngine::enqueueMessages(void* stream, std::vector<DeviceMessage> messages) {
+Status DeviceEngine::enqueueMessages(void* stream, std::vector<PeerMessage> messages) {
   char call[96];
   std::snprintf(call, sizeof(call), "zcclSend/zcclRecv on stream=%p (%zu message%s)", stream,
                 messages.size(), messages.size() == 1 ? "" : "s");
@@ -358,17 +357,8 @@ Status DeviceEngine::runCollective(Collective collective, const CollectiveArgs& 
 
 // Always staged: one side of a pair cannot know whether the other made its NCCL
 // communicators yet.
-Status DeviceEngine::runMessages(const std::vector<DeviceMessage>& messages) {
-  Transport& transport = *own_->transport;
-  for (const DeviceMessage& m : messages) {
-    Ticket ticket;
-    if (m.isSend) {
-      ZCCL_CHECK(transport.postSend(m.buffer, m.bytes, m.peer, kPointToPointTag, &ticket));
-    } else {
-      ZCCL_CHECK(transport.postRecv(m.buffer, m.bytes, m.peer, kPointToPointTag, &ticket));
-    }
-  }
-  ZCCL_CHECK(transport.waitAll());
+Status DeviceEngine::runMessages(const std::vector<PeerMessage>& messages) {
+  ZCCL_CHECK(exchangeMessages(*own_->transport, messages, kPointToPointTag));
   return own_->resources->synchronize();
 }
 

@@ -36,7 +36,8 @@ struct DeviceOptions {
   // the copy of one overlapping the transfer of the one before.
   size_t stagedChunkBytes = size_t{1} << 20;
   // A call runs its work itself and returns once it has finished (ZCCL_DEVICE_BLOCKING=1, as
-  // CUDA_LAUNCH_BLOCKING): its own failure is then its result.
+  // CUDA_LAUNCH_BLOCKING, or where a host transport may not be used from another thread): its
+  // own failure is then its result.
   bool blocking = false;
   double timeoutSeconds = 1800;
 };
@@ -58,14 +59,6 @@ struct DeviceHost {
   std::function<void(const std::string& call)> failed;
 };
 
-// One point-to-point message of a batch on device memory.
-struct DeviceMessage {
-  bool isSend;
-  void* buffer;
-  size_t bytes;
-  int peer;
-};
-
 // One communicator's device engine, made at its first call with a stream, on the device that
 // is current then.
 class DeviceEngine {
@@ -82,11 +75,13 @@ class DeviceEngine {
   // caller's thread instead, and the call returns when it has finished, with
   // DeviceOptions::blocking or where a host transport may not be used from another thread
   // (MPI below MPI_THREAD_MULTIPLE). `call` names the call in errors.
+  // `done` (may be empty) is told how the work ended, after its gate opened.
   Status enqueueCollective(void* stream, const std::string& call, Collective collective,
-                           const CollectiveArgs& args, const CollectiveOptions& options);
+                           const CollectiveArgs& args, const CollectiveOptions& options,
+                           std::function<void(const JobOutcome&)> done = {});
   // A batch of messages (a group's, or one outside a group), posted together and completed
   // together.
-  Status enqueueMessages(void* stream, std::vector<DeviceMessage> messages);
+  Status enqueueMessages(void* stream, std::vector<PeerMessage> messages);
 
   // Asks its transports' waits to end, and makes no more transports (abort).
   void requestAbort();
@@ -116,14 +111,15 @@ class DeviceEngine {
   struct OwnStream;
 
   Status checkDevice() const;
-  Status submit(void* stream, std::function<Status()> work);
+  Status submit(void* stream, std::function<Status()> work,
+                std::function<void(const JobOutcome&)> done = {});
   // On the communicator's thread (or the caller's, when the work runs there).
   Status prepare();
   template <typename Adopt>
   Status publish(Adopt&& adopt);
   Status runCollective(Collective collective, const CollectiveArgs& args,
                        const CollectiveOptions& options);
-  Status runMessages(const std::vector<DeviceMessage>& messages);
+  Status runMessages(const std::vector<PeerMessage>& messages);
   void failed(const std::string& call);
   Status measureRates();
   Status agreeOnRates();

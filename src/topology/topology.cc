@@ -222,6 +222,19 @@ void classifyLinks(const TopologyOptions& options, NodeTopology* node) {
 
 }  // namespace
 
+const char* hostCpuModel() {
+  static const std::string model = [] {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+      if (line.rfind("model name", 0) != 0) continue;
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+    }
+    return std::string("unknown");
+  }();
+  return model.c_str();
+}
+
 const char* linkClassName(LinkClass link) {
   switch (link) {
     case LinkClass::kSelf:

@@ -23,6 +23,9 @@ enum class LinkClass : int {
 
 const char* linkClassName(LinkClass link);
 
+// This host's CPU model ("model name" of /proc/cpuinfo), read once; "unknown" where absent.
+const char* hostCpuModel();
+
 struct PciLocation {
   int numaNode = -1;           // -1: unknown
   std::string busId;           // "0000:61:00.0"

@@ -32,6 +32,18 @@ Status Transport::timedOut(double timeoutSeconds, const std::string& pending) co
               peerRank(rank()), timeoutSeconds, pending.c_str());
 }
 
+Status exchangeMessages(Transport& t, const std::vector<PeerMessage>& batch, int tag) {
+  for (const PeerMessage& m : batch) {
+    Ticket ticket;
+    if (m.isSend) {
+      ZCCL_CHECK(t.postSend(m.buffer, m.bytes, m.peer, tag, &ticket));
+    } else {
+      ZCCL_CHECK(t.postRecv(m.buffer, m.bytes, m.peer, tag, &ticket));
+    }
+  }
+  return t.waitAll();
+}
+
 void noteRanksOnThisMachine(int ranks) {
   // Online CPUs, not this process's affinity mask: a launcher that binds each rank to a core of
   // its own leaves every rank a mask of one CPU without any core being shared.

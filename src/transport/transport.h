@@ -104,6 +104,17 @@ class Transport {
   std::atomic<bool> abortRequested_{false};
 };
 
+// One point-to-point message of a batch (a group's sends and receives).
+struct PeerMessage {
+  bool isSend;
+  void* buffer;
+  size_t bytes;
+  int peer;
+};
+
+// Posts every message of `batch` with `tag`, then waits for all of them.
+Status exchangeMessages(Transport& t, const std::vector<PeerMessage>& batch, int tag);
+
 // A communicator's count of its ranks on this machine's kernel. Once any count exceeds the
 // machine's online CPUs, waits leave their cores to the ranks that compute (below).
 void noteRanksOnThisMachine(int ranks);

@@ -192,11 +192,40 @@ class ZeroOptimizer::Impl {
   // `count` float32 values from the host into `state` in the working precision.
   zcclResult_t writeWorking(const float* values, size_t count, unsigned char* state);
 
-  zcclResult_t weightsForForward(size_t index, std::vector<float>* weights);
-  zcclResult_t weightsForBackward(size_t index, std::vector<float>* weights);
-  zcclResult_t gatherWeights(ModuleState& m, zcclComm_t comm, const void* shard,
-                             const zcclCollOptions* options, std::vector<float>* weights);
-  zcclResult_t reduceGradients(ModuleState& m, const std::vector<float>& grads);
+  // The modules gathered ahead of the one computing (stage 3), and the gradient collectives
+  // left running behind it (stages 2-3 and, all-reduces, 0-1).
+  size_t depth() const { return static_cast<size_t>(std::max(options_.prefetchDepth, 0)); }
+  // Scratch of module `index` while its collective is in flight: one of depth() + 1 slots.
+  ScratchBuffer& slot(std::vector<std::unique_ptr<ScratchBuffer>>* slots, size_t index);
+  // Waits for `*request` (none: nothing to wait for), counting the wait.
+  zcclResult_t finish(zcclRequest_t* request);
+  // A collective that completes through `*request`; `options` may be null.
+  zcclCollOptions withRequest(const zcclCollOptions* options, zcclRequest_t* request) const;
+
+  // Starts the all-gather of module `index`'s weights for its forward (backward) pass into its
+  // slot of gathered_.
+  zcclResult_t startForwardGather(size_t index, zcclRequest_t* request);
+  zcclResult_t startBackwardGather(size_t index, zcclRequest_t* request);
+  zcclResult_t startGather(ModuleState& m, zcclComm_t comm, const void* shard,
+                           const zcclCollOptions* options, ScratchBuffer& into,
+                           zcclRequest_t* request);
+  // Module `index`'s weights once `*request` finished, as float32, for its forward (keeping
+  // hpZ's secondary copy) or backward pass.
+  zcclResult_t forwardWeights(size_t index, zcclRequest_t* request, std::vector<float>* weights);
+  zcclResult_t backwardWeights(size_t index, zcclRequest_t* request, std::vector<float>* weights);
+  // Starts module `index`'s gradient collective: its full gradients (`grads`) all-reduced
+  // (stages 0-1) or reduce-scattered to their owners (2-3).
+  zcclResult_t startGradients(size_t index, const std::vector<float>& grads,
+                              zcclRequest_t* request);
+  zcclResult_t finishGradients(size_t index);
+  zcclResult_t forwardPass(const Batch& batch, Tensor* logits);
+  zcclResult_t backwardPass(const Batch& batch, Tensor* dlogits);
+  zcclResult_t update();
+
+ public:
+  zcclResult_t timeCommunication(double* seconds);
+
+ private:
   zcclResult_t anyOverflow(bool* overflow);
   zcclResult_t adamUpdate(ModuleState& m);
   zcclResult_t publishWeights(ModuleState& m);
@@ -210,8 +239,13 @@ class ZeroOptimizer::Impl {
   StateSpace space_;  // outlives every buffer below
   StateMemory& memory_;
   std::vector<std::unique_ptr<ModuleState>> modules_;
-  ScratchBuffer gathered_{&space_};     // a stage-3 module's full weights while in use
-  ScratchBuffer fullGrads_{&space_};    // a stage-2/3 module's full gradients until reduced
+  // Stage 3: the full weights of the modules being gathered or computed.
+  std::vector<std::unique_ptr<ScratchBuffer>> gathered_;
+  // Stages 2-3: the full gradients of the modules being reduced.
+  std::vector<std::unique_ptr<ScratchBuffer>> fullGrads_;
+  // Gradient collectives still running, by module.
+  std::vector<zcclRequest_t> reductions_;
+  double waitSeconds_ = 0;              // of the step so far
   std::vector<unsigned char> staging_;  // working-precision values on their way to the host
   float lossScale_ = 1;
   int goodSteps_ = 0;
@@ -300,60 +334,103 @@ zcclResult_t ZeroOptimizer::Impl::init() {
   return zcclSuccess;
 }
 
-zcclResult_t ZeroOptimizer::Impl::gatherWeights(ModuleState& m, zcclComm_t comm, const void* shard,
-                                                const zcclCollOptions* options,
-                                                std::vector<float>* weights) {
-  int parts = 1;
-  ZERO_CHECK(zcclCommCount(comm, &parts));
-  ZERO_CHECK(hold(&gathered_, m.padded * es(), "gathered weights"));
-  ZERO_CHECK(zcclAllGatherEx(shard, gathered_.as(), m.padded / parts, type(), comm,
-                             memory_.stream(), options));
-  return readFloats(gathered_.as(), m.padded, weights);
+ScratchBuffer& ZeroOptimizer::Impl::slot(std::vector<std::unique_ptr<ScratchBuffer>>* slots,
+                                         size_t index) {
+  if (slots->size() < depth() + 1) slots->resize(depth() + 1);
+  std::unique_ptr<ScratchBuffer>& buffer = (*slots)[index % slots->size()];
+  if (buffer == nullptr) buffer = std::make_unique<ScratchBuffer>(&space_);
+  return *buffer;
 }
 
-zcclResult_t ZeroOptimizer::Impl::weightsForForward(size_t index, std::vector<float>* weights) {
+zcclResult_t ZeroOptimizer::Impl::finish(zcclRequest_t* request) {
+  if (*request == nullptr) return zcclSuccess;
+  const auto start = std::chrono::steady_clock::now();
+  const zcclResult_t result = zcclWait(*request);
+  waitSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  *request = nullptr;
+  if (result != zcclSuccess) return fail(result, zcclGetLastError(nullptr));
+  return zcclSuccess;
+}
+
+zcclCollOptions ZeroOptimizer::Impl::withRequest(const zcclCollOptions* options,
+                                                 zcclRequest_t* request) const {
+  zcclCollOptions with = ZCCL_COLL_OPTIONS_INITIALIZER;
+  if (options != nullptr) with = *options;
+  with.request = request;
+  return with;
+}
+
+zcclResult_t ZeroOptimizer::Impl::startGather(ModuleState& m, zcclComm_t comm, const void* shard,
+                                              const zcclCollOptions* options, ScratchBuffer& into,
+                                              zcclRequest_t* request) {
+  int parts = 1;
+  ZERO_CHECK(zcclCommCount(comm, &parts));
+  ZERO_CHECK(hold(&into, m.padded * es(), "gathered weights"));
+  const zcclCollOptions queued = withRequest(options, request);
+  return zcclAllGatherEx(shard, into.as(), m.padded / parts, type(), comm, memory_.stream(),
+                         &queued);
+}
+
+zcclResult_t ZeroOptimizer::Impl::startForwardGather(size_t index, zcclRequest_t* request) {
   ModuleState& m = *modules_[index];
-  if (!partitionedWeights()) return readFloats(m.working.as(), m.padded, weights);
   zcclCollOptions qwz = ZCCL_COLL_OPTIONS_INITIALIZER;
   if (options_.quantizedWeights) qwz.wireFormat = zcclWireInt8;
-  ZERO_CHECK(gatherWeights(m, comm_, m.working.as(), &qwz, weights));
+  return startGather(m, comm_, m.working.as(), &qwz, slot(&gathered_, index), request);
+}
+
+zcclResult_t ZeroOptimizer::Impl::startBackwardGather(size_t index, zcclRequest_t* request) {
+  ModuleState& m = *modules_[index];
+  ScratchBuffer& into = slot(&gathered_, index);
+  if (options_.hierarchicalPartition) {
+    return startGather(m, nodeComm_, m.secondary.as(), nullptr, into, request);
+  }
+  return startGather(m, comm_, m.working.as(), nullptr, into, request);
+}
+
+zcclResult_t ZeroOptimizer::Impl::forwardWeights(size_t index, zcclRequest_t* request,
+                                                 std::vector<float>* weights) {
+  ModuleState& m = *modules_[index];
+  if (!partitionedWeights()) return readFloats(m.working.as(), m.padded, weights);
+  ZERO_CHECK(finish(request));
+  ScratchBuffer& gathered = slot(&gathered_, index);
   if (options_.hierarchicalPartition) {
     // Keep my node-local shard of what was gathered, for the backward gather.
     const size_t part = m.padded / nodeSize_;
     ZERO_CHECK(memoryFailure(
-        memory_.copy(m.secondary.as(), gathered_.as() + nodeRank_ * part * es(), part * es()),
+        memory_.copy(m.secondary.as(), gathered.as() + nodeRank_ * part * es(), part * es()),
         "keeping hpZ's secondary copy"));
   }
-  gathered_.release();
+  ZERO_CHECK(readFloats(gathered.as(), m.padded, weights));
+  gathered.release();
   return zcclSuccess;
 }
 
-zcclResult_t ZeroOptimizer::Impl::weightsForBackward(size_t index, std::vector<float>* weights) {
+zcclResult_t ZeroOptimizer::Impl::backwardWeights(size_t index, zcclRequest_t* request,
+                                                  std::vector<float>* weights) {
   ModuleState& m = *modules_[index];
-  if (!partitionedWeights()) return weightsForForward(index, weights);
-  if (options_.hierarchicalPartition) {
-    ZERO_CHECK(gatherWeights(m, nodeComm_, m.secondary.as(), nullptr, weights));
-  } else {
-    ZERO_CHECK(gatherWeights(m, comm_, m.working.as(), nullptr, weights));
-  }
-  gathered_.release();
+  if (!partitionedWeights()) return readFloats(m.working.as(), m.padded, weights);
+  ZERO_CHECK(finish(request));
+  ScratchBuffer& gathered = slot(&gathered_, index);
+  ZERO_CHECK(readFloats(gathered.as(), m.padded, weights));
+  gathered.release();
   return zcclSuccess;
 }
 
-zcclResult_t ZeroOptimizer::Impl::reduceGradients(ModuleState& m, const std::vector<float>& grads) {
+zcclResult_t ZeroOptimizer::Impl::startGradients(size_t index, const std::vector<float>& grads,
+                                                 zcclRequest_t* request) {
+  ModuleState& m = *modules_[index];
+  zcclCollOptions queued = withRequest(nullptr, request);
   if (!partitionedGradients()) {
     ZERO_CHECK(writeWorking(grads.data(), m.padded, m.grads.as()));
-    return zcclAllReduce(m.grads.as(), m.grads.as(), m.padded, type(), zcclAvg, comm_,
-                         memory_.stream());
+    return zcclAllReduceEx(m.grads.as(), m.grads.as(), m.padded, type(), zcclAvg, comm_,
+                           memory_.stream(), &queued);
   }
-  ZERO_CHECK(hold(&fullGrads_, m.padded * es(), "full gradients"));
-  ZERO_CHECK(writeWorking(grads.data(), m.padded, fullGrads_.as()));
-  zcclCollOptions qgz = ZCCL_COLL_OPTIONS_INITIALIZER;
-  if (options_.quantizedGradients) qgz.wireFormat = zcclWireInt4;
-  const zcclResult_t result = zcclReduceScatterEx(fullGrads_.as(), m.grads.as(), m.shard, type(),
-                                                  zcclAvg, comm_, memory_.stream(), &qgz);
-  fullGrads_.release();
-  return result;
+  ScratchBuffer& full = slot(&fullGrads_, index);
+  ZERO_CHECK(hold(&full, m.padded * es(), "full gradients"));
+  ZERO_CHECK(writeWorking(grads.data(), m.padded, full.as()));
+  if (options_.quantizedGradients) queued.wireFormat = zcclWireInt4;
+  return zcclReduceScatterEx(full.as(), m.grads.as(), m.shard, type(), zcclAvg, comm_,
+                             memory_.stream(), &queued);
 }
 
 zcclResult_t ZeroOptimizer::Impl::anyOverflow(bool* overflow) {
@@ -418,49 +495,143 @@ zcclResult_t ZeroOptimizer::Impl::traffic(uint64_t* inter, uint64_t* intra) {
   return zcclSuccess;
 }
 
-zcclResult_t ZeroOptimizer::Impl::step(const Batch& batch, StepStats* stats) {
-  const auto start = std::chrono::steady_clock::now();
-  ZERO_CHECK(zcclCommResetStats(comm_));
-  if (nodeComm_ != nullptr) ZERO_CHECK(zcclCommResetStats(nodeComm_));
+zcclResult_t ZeroOptimizer::Impl::finishGradients(size_t index) {
+  ZERO_CHECK(finish(&reductions_[index]));
+  if (partitionedGradients()) slot(&fullGrads_, index).release();
+  return zcclSuccess;
+}
+
+// Each module's weights gathered depth() modules ahead of its compute.
+zcclResult_t ZeroOptimizer::Impl::forwardPass(const Batch& batch, Tensor* logits) {
+  const size_t n = modules_.size();
+  std::vector<zcclRequest_t> gathers(n, nullptr);
+  size_t issued = 0;
   std::vector<float> weights;
   Tensor x, y;
-  for (size_t i = 0; i < modules_.size(); ++i) {
-    ZERO_CHECK(weightsForForward(i, &weights));
+  for (size_t i = 0; i < n; ++i) {
+    for (; partitionedWeights() && issued < n && issued <= i + depth(); ++issued) {
+      ZERO_CHECK(startForwardGather(issued, &gathers[issued]));
+    }
+    ZERO_CHECK(forwardWeights(i, &gathers[i], &weights));
     model_->modules[i]->forward(weights.data(), batch, x, &y);
     std::swap(x, y);
   }
-  Tensor dy, dx;
-  stats->loss = crossEntropy(x, batch.targets, lossScale_, &dy);
-  std::vector<float> grads;
-  for (size_t i = modules_.size(); i-- > 0;) {
-    ModuleState& m = *modules_[i];
-    ZERO_CHECK(weightsForBackward(i, &weights));
-    grads.assign(m.padded, 0.0f);
+  *logits = std::move(x);
+  return zcclSuccess;
+}
+
+// From the last module to the first: weights gathered depth() modules ahead, each module's
+// gradient collective left running behind the backward of the ones before it (at most
+// depth() of them; none with depth 0).
+zcclResult_t ZeroOptimizer::Impl::backwardPass(const Batch& batch, Tensor* dlogits) {
+  const size_t n = modules_.size();
+  std::vector<zcclRequest_t> gathers(n, nullptr);
+  reductions_.assign(n, nullptr);
+  size_t next = n;  // the next module whose backward gather starts, plus one
+  std::vector<float> weights, grads;
+  Tensor dy = std::move(*dlogits), dx;
+  for (size_t i = n; i-- > 0;) {
+    for (; partitionedWeights() && next > 0 && next - 1 + depth() >= i; --next) {
+      ZERO_CHECK(startBackwardGather(next - 1, &gathers[next - 1]));
+    }
+    ZERO_CHECK(backwardWeights(i, &gathers[i], &weights));
+    grads.assign(modules_[i]->padded, 0.0f);
     model_->modules[i]->backward(weights.data(), batch, dy, &dx, grads.data());
     std::swap(dy, dx);
-    ZERO_CHECK(reduceGradients(m, grads));
+    // The full-gradient slot this module takes held module i + depth() + 1's.
+    if (i + depth() + 1 < n) ZERO_CHECK(finishGradients(i + depth() + 1));
+    ZERO_CHECK(startGradients(i, grads, &reductions_[i]));
+    if (depth() == 0) ZERO_CHECK(finishGradients(i));
   }
+  for (size_t i = 0; i < n; ++i) ZERO_CHECK(finishGradients(i));
+  return zcclSuccess;
+}
+
+zcclResult_t ZeroOptimizer::Impl::update() {
   bool overflow = false;
   if (options_.precision == Precision::kFloat16) ZERO_CHECK(anyOverflow(&overflow));
-  stats->skipped = overflow;
-  stats->lossScale = lossScale_;
   if (overflow) {
     lossScale_ = std::max(lossScale_ / 2, 1.0f);
     goodSteps_ = 0;
-  } else {
-    ++updates_;
-    for (auto& m : modules_) {
-      ZERO_CHECK(adamUpdate(*m));
-      ZERO_CHECK(publishWeights(*m));
-    }
-    if (options_.precision == Precision::kFloat16 && ++goodSteps_ >= options_.lossScaleWindow) {
-      lossScale_ *= 2;
-      goodSteps_ = 0;
-    }
+    return zcclSuccess;
   }
+  ++updates_;
+  for (auto& m : modules_) {
+    ZERO_CHECK(adamUpdate(*m));
+    ZERO_CHECK(publishWeights(*m));
+  }
+  if (options_.precision == Precision::kFloat16 && ++goodSteps_ >= options_.lossScaleWindow) {
+    lossScale_ *= 2;
+    goodSteps_ = 0;
+  }
+  return zcclSuccess;
+}
+
+zcclResult_t ZeroOptimizer::Impl::step(const Batch& batch, StepStats* stats) {
+  const auto start = std::chrono::steady_clock::now();
+  waitSeconds_ = 0;
+  ZERO_CHECK(zcclCommResetStats(comm_));
+  if (nodeComm_ != nullptr) ZERO_CHECK(zcclCommResetStats(nodeComm_));
+  Tensor logits, dlogits;
+  ZERO_CHECK(forwardPass(batch, &logits));
+  stats->loss = crossEntropy(logits, batch.targets, lossScale_, &dlogits);
+  ZERO_CHECK(backwardPass(batch, &dlogits));
+  stats->lossScale = lossScale_;
+  const int64_t updatesBefore = updates_;
+  ZERO_CHECK(update());
+  stats->skipped = updates_ == updatesBefore;
   // The statistics wait for the collectives queued on a GPU's stream.
   ZERO_CHECK(traffic(&stats->interNodeBytes, &stats->intraNodeBytes));
   stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats->waitSeconds = waitSeconds_;
+  stats->computeSeconds = stats->seconds - waitSeconds_;
+  return zcclSuccess;
+}
+
+zcclResult_t ZeroOptimizer::Impl::timeCommunication(double* seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  const size_t n = modules_.size();
+  std::vector<zcclRequest_t> requests(n, nullptr);
+  const auto wait = [&](size_t i) {
+    ZERO_CHECK(finish(&requests[i]));
+    slot(&gathered_, i).release();
+    return zcclSuccess;
+  };
+  if (partitionedWeights()) {
+    for (size_t i = 0; i < n; ++i) {
+      if (i > depth()) ZERO_CHECK(wait(i - depth() - 1));
+      ZERO_CHECK(startForwardGather(i, &requests[i]));
+    }
+    for (size_t i = n > depth() ? n - depth() - 1 : 0; i < n; ++i) ZERO_CHECK(wait(i));
+    for (size_t i = n; i-- > 0;) {
+      if (i + depth() + 1 < n) ZERO_CHECK(wait(i + depth() + 1));
+      ZERO_CHECK(startBackwardGather(i, &requests[i]));
+    }
+    for (size_t i = 0; i < n && i <= depth(); ++i) ZERO_CHECK(wait(i));
+  }
+  // The gradient collectives, of what the full-gradient scratch holds (their values do not
+  // matter here) into a shard nobody reads.
+  StateSpace outside{&memory_, {}};
+  StateBuffer discard(&outside);
+  for (size_t i = n; i-- > 0;) {
+    ModuleState& m = *modules_[i];
+    ScratchBuffer& full = slot(&fullGrads_, 0);
+    ZERO_CHECK(hold(&full, m.padded * es(), "full gradients"));
+    ZERO_CHECK(allocate(&discard, (partitionedGradients() ? m.shard : m.padded) * es(),
+                        "a discarded gradient shard"));
+    zcclCollOptions qgz = withRequest(nullptr, &requests[i]);
+    if (partitionedGradients()) {
+      if (options_.quantizedGradients) qgz.wireFormat = zcclWireInt4;
+      ZERO_CHECK(zcclReduceScatterEx(full.as(), discard.as(), m.shard, type(), zcclAvg, comm_,
+                                     memory_.stream(), &qgz));
+    } else {
+      ZERO_CHECK(zcclAllReduceEx(full.as(), discard.as(), m.padded, type(), zcclAvg, comm_,
+                                 memory_.stream(), &qgz));
+    }
+    ZERO_CHECK(finish(&requests[i]));
+    full.release();
+  }
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return zcclSuccess;
 }
 
@@ -506,6 +677,9 @@ zcclResult_t ZeroOptimizer::step(const Batch& batch, StepStats* stats) {
 }
 zcclResult_t ZeroOptimizer::gatherMasterParameters(std::vector<float>* params) {
   return impl_->gatherMaster(params);
+}
+zcclResult_t ZeroOptimizer::timeCommunication(double* seconds) {
+  return impl_->timeCommunication(seconds);
 }
 size_t ZeroOptimizer::numParams() const { return impl_->numParams(); }
 size_t ZeroOptimizer::modelStateBytes() const { return impl_->tracker().current(); }

@@ -208,11 +208,39 @@ TEST_F(Zero, PeakModelStateFollowsTheZeroFormulas) {
     const double formula = stage == 1   ? 4 * P + 12 * P / n
                            : stage == 2 ? 2 * P + 14 * P / n
                                         : 16 * P / n;
-    // A module's full gathered weights or gradients, in bfloat16, live only while in use.
-    const double fixed = stage == 1 ? 0 : 2.0 * (run.largestModule + worldSize());
+    // A module's full gathered weights or gradients, in bfloat16, live only while in use or in
+    // flight: stage 2 holds the gradients of up to prefetchDepth + 1 modules, stage 3 also the
+    // weights of the module computing and of those gathered ahead.
+    const double depth = o.prefetchDepth;
+    const double modules = stage == 1 ? 0 : stage == 2 ? depth + 1 : 2 * depth + 1;
+    const double fixed = modules * 2.0 * (run.largestModule + worldSize());
     const double peak = static_cast<double>(run.peakBytes);
     EXPECT_GE(peak, 0.9 * formula) << "stage " << stage;
     EXPECT_LE(peak, 1.1 * formula + fixed) << "stage " << stage << " P " << P;
+  }
+}
+
+// Prefetching weights and reducing gradients behind the backward run the same collectives in
+// the same order as running each to completion: the losses, the bytes and the master weights
+// are equal to the bit; only the peak state grows, by the modules in flight.
+TEST_F(Zero, PrefetchAndOverlapChangeNoBit) {
+  const int steps = 5, global = 4 * worldSize();
+  for (int variant = 0; variant < 3; ++variant) {
+    ZeroOptions o;
+    o.stage = variant == 0 ? 2 : 3;
+    o.quantizedWeights = o.hierarchicalPartition = o.quantizedGradients = variant == 2;
+    std::vector<Training> runs;
+    std::vector<std::vector<float>> masters;
+    for (int depth : {0, 3}) {
+      o.prefetchDepth = depth;
+      masters.emplace_back();
+      runs.push_back(train(comm_, Task{true, true}, o, steps, global, 11, &masters.back()));
+    }
+    EXPECT_EQ(runs[0].losses, runs[1].losses) << "variant " << variant;
+    EXPECT_EQ(runs[0].interNodeBytes, runs[1].interNodeBytes) << "variant " << variant;
+    EXPECT_EQ(runs[0].intraNodeBytes, runs[1].intraNodeBytes) << "variant " << variant;
+    EXPECT_TRUE(masters[0] == masters[1]) << "variant " << variant;
+    EXPECT_GT(runs[1].peakBytes, runs[0].peakBytes) << "variant " << variant;
   }
 }
 
