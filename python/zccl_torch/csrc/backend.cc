@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <stdexcept>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 namespace zccl_torch {
@@ -32,33 +33,6 @@ std::map<std::string, ZcclBackend*>& registry() {
   static auto* backends = new std::map<std::string, ZcclBackend*>();
   return *backends;
 }
-
-// A zccl call on CPU tensors completes before it returns; on CUDA tensors it is queued on the
-// tensor's current stream, whose later work sees its result (where ProcessGroupNCCL's wait()
-// would put it). So a work is done when made, or, inside a coalescing block, when the block
-// ends.
-class ZcclWork : public c10d::Work {
- public:
-  ZcclWork(c10d::OpType type, std::vector<at::Tensor> outputs)
-      : c10d::Work(-1, type), outputs_(std::move(outputs)) {
-    future_ =
-        c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-  }
-  void complete(std::exception_ptr error) {
-    if (error) {
-      future_->setError(error);
-    } else {
-      future_->markCompleted(c10::IValue(outputs_));
-    }
-    finish(error);
-  }
-  std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-
- private:
-  std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
-};
 
 bool isFloat(const at::Tensor& tensor) {
   const auto type = tensor.scalar_type();
@@ -188,9 +162,9 @@ at::Tensor flatCat(const std::vector<at::Tensor>& tensors) {
   return at::cat(flat);
 }
 
-void copyOut(const at::Tensor& flat, std::vector<at::Tensor>& outputs) {
+void copyOut(const at::Tensor& flat, const std::vector<at::Tensor>& outputs) {
   int64_t offset = 0;
-  for (auto& output : outputs) {
+  for (const auto& output : outputs) {
     output.copy_(flat.narrow(0, offset, output.numel()).view(output.sizes()));
     offset += output.numel();
   }
@@ -201,7 +175,9 @@ void copyOut(const at::Tensor& flat, std::vector<at::Tensor>& outputs) {
 struct ZcclBackend::Deferred {
   c10::intrusive_ptr<ZcclWork> work;
   bool pointToPoint;
-  std::function<void()> body;
+  const char* operation;
+  Launch launch;
+  std::vector<c10::intrusive_ptr<ZcclWork>> after;  // joined(): the works it stands for
 };
 
 ZcclBackend::ZcclBackend(const c10::intrusive_ptr<c10d::Store>& store,
@@ -219,6 +195,7 @@ ZcclBackend::ZcclBackend(const c10::intrusive_ptr<c10d::Store>& store,
   ZCCL_TORCH_CHECK(zcclCommInitStore(&comm_, options.size, options.rank, &bridge, "zccl", &config),
                    "creating the communicator");
   setPolicy(options.policy);
+  completer_ = std::make_unique<Completer>();
   std::lock_guard<std::mutex> lock(registryMutex);
   registry()[groupName_] = this;
 }
@@ -229,15 +206,18 @@ ZcclBackend::~ZcclBackend() {
     auto found = registry().find(groupName_);
     if (found != registry().end() && found->second == this) registry().erase(found);
   }
-  if (comm_ != nullptr) zcclCommDestroy(comm_);
+  shutdown();
 }
 
+// Every request in flight then ends with an error, and every work with it.
 void ZcclBackend::abort() {
   if (comm_ != nullptr) zcclCommAbort(comm_);
   comm_ = nullptr;
+  if (completer_ != nullptr) completer_->drain();
 }
 
 void ZcclBackend::shutdown() {
+  if (completer_ != nullptr) completer_->drain();
   if (comm_ != nullptr) zcclCommDestroy(comm_);
   comm_ = nullptr;
 }
@@ -259,17 +239,31 @@ std::vector<std::pair<std::string, zcclComm_t>> liveCommsByName() {
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::run(c10d::OpType type, const char* operation,
                                                 std::vector<at::Tensor> outputs, bool pointToPoint,
-                                                std::function<void()> body) {
+                                                Launch launch) {
   TORCH_CHECK(comm_ != nullptr, "zccl backend: ", operation,
               " on a process group that was shut down or aborted");
   auto work = c10::make_intrusive<ZcclWork>(type, std::move(outputs));
   if (coalesced_ != nullptr) {
-    coalesced_->push_back(Deferred{work, pointToPoint, std::move(body)});
+    coalesced_->push_back(Deferred{work, pointToPoint, operation, std::move(launch), {}});
     return work;
   }
-  body();  // errors propagate to the caller as they are
-  work->complete(nullptr);
+  completer_->add(work, start(launch), operation);
   return work;
+}
+
+// An error while starting the calls propagates to the caller as it is, once the requests of
+// the calls already queued have ended (they may still use the tensors).
+Launched ZcclBackend::start(const Launch& launch) {
+  Launched launched;
+  try {
+    launch(&launched);
+  } catch (...) {
+    for (zcclRequest_t request : launched.requests) {
+      if (request != nullptr) zcclWait(request);
+    }
+    throw;
+  }
+  return launched;
 }
 
 void ZcclBackend::startCoalescing() {
@@ -277,33 +271,65 @@ void ZcclBackend::startCoalescing() {
   coalesced_ = new std::vector<Deferred>();
 }
 
+// The block's sends and receives as one group, then its collectives in order, each work
+// completing with its own calls; the block's work completes after all of them.
 c10::intrusive_ptr<c10d::Work> ZcclBackend::endCoalescing() {
   TORCH_CHECK(coalesced_ != nullptr, "zccl backend: endCoalescing without startCoalescing");
   std::unique_ptr<std::vector<Deferred>> deferred(coalesced_);
   coalesced_ = nullptr;
   std::vector<at::Tensor> outputs;
+  std::vector<c10::intrusive_ptr<ZcclWork>> parts;
   for (const auto& item : *deferred) {
     for (const auto& tensor : item.work->result()) outputs.push_back(tensor);
+    parts.push_back(item.work);
   }
-  auto finishAll = [&](std::exception_ptr error) {
-    for (auto& item : *deferred) item.work->complete(error);
-  };
+  std::vector<Launched> started(deferred->size());
+  size_t launchedItems = 0;
   try {
     ZCCL_TORCH_CHECK(zcclGroupStart(), "the sends and receives of a coalescing block");
-    for (auto& item : *deferred) {
-      if (item.pointToPoint) item.body();
+    for (size_t i = 0; i < deferred->size(); ++i) {
+      if ((*deferred)[i].pointToPoint) started[i] = start((*deferred)[i].launch);
     }
     ZCCL_TORCH_CHECK(zcclGroupEnd(), "the sends and receives of a coalescing block");
-    for (auto& item : *deferred) {
-      if (!item.pointToPoint) item.body();
+    for (; launchedItems < deferred->size(); ++launchedItems) {
+      Deferred& item = (*deferred)[launchedItems];
+      if (!item.pointToPoint) started[launchedItems] = start(item.launch);
     }
   } catch (...) {
-    finishAll(std::current_exception());
+    // What started completes through its requests; the rest fails with the block's error.
+    const std::exception_ptr error = std::current_exception();
+    for (size_t i = 0; i < deferred->size(); ++i) {
+      if (i < launchedItems) {
+        completer_->add((*deferred)[i].work, std::move(started[i]), (*deferred)[i].operation,
+                        (*deferred)[i].after);
+      } else {
+        (*deferred)[i].work->complete(error);
+      }
+    }
     throw;
   }
-  finishAll(nullptr);
+  for (size_t i = 0; i < deferred->size(); ++i) {
+    completer_->add((*deferred)[i].work, std::move(started[i]), (*deferred)[i].operation,
+                    (*deferred)[i].after);
+  }
   auto work = c10::make_intrusive<ZcclWork>(c10d::OpType::COALESCED, std::move(outputs));
-  work->complete(nullptr);
+  completer_->add(work, Launched{}, "a coalescing block", std::move(parts));
+  return work;
+}
+
+// One work for several operations started one by one: it completes after all of them.
+c10::intrusive_ptr<c10d::Work> ZcclBackend::joined(
+    c10d::OpType type, std::vector<at::Tensor> outputs,
+    std::vector<c10::intrusive_ptr<c10d::Work>> works) {
+  std::vector<c10::intrusive_ptr<ZcclWork>> parts;
+  for (auto& work : works) parts.push_back(c10::static_intrusive_pointer_cast<ZcclWork>(work));
+  auto work = c10::make_intrusive<ZcclWork>(type, std::move(outputs));
+  if (coalesced_ != nullptr) {  // after its parts, which are deferred too
+    coalesced_->push_back(
+        Deferred{work, false, "coalesced operations", [](Launched*) {}, std::move(parts)});
+    return work;
+  }
+  completer_->add(work, Launched{}, "coalesced operations", std::move(parts));
   return work;
 }
 
@@ -321,28 +347,38 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::broadcast(std::vector<at::Tensor>& t
                                                       const c10d::BroadcastOptions& opts) {
   at::Tensor tensor = single(tensors, "broadcast", "tensors");
   const int root = static_cast<int>(opts.rootRank);
-  return run(c10d::OpType::BROADCAST, "broadcast", {tensor}, false, [this, tensor, root] {
-    const OnDeviceOf on(tensor);
-    ZCCL_TORCH_CHECK(zcclBroadcast(tensor.data_ptr(), tensor.data_ptr(), byteCount(tensor),
-                                   zcclUint8, root, comm_, on.stream()),
-                     "broadcast");
-  });
+  return run(
+      c10d::OpType::BROADCAST, "broadcast", {tensor}, false, [this, tensor, root](Launched* l) {
+        const OnDeviceOf on(tensor);
+        const zcclCollOptions queued = l->queued();
+        ZCCL_TORCH_CHECK(zcclBroadcastEx(tensor.data_ptr(), tensor.data_ptr(), byteCount(tensor),
+                                         zcclUint8, root, comm_, on.stream(), &queued),
+                         "broadcast");
+      });
+}
+
+void ZcclBackend::startAllReduce(Launched* l, const at::Tensor& tensor,
+                                 const c10d::ReduceOp& reduceOp, const char* operation) {
+  const zcclDataType_t type = reducedType(tensor, operation);
+  const zcclRedOp_t op = zcclOpOf(reduceOp, operation);
+  const OnDeviceOf on(tensor);
+  const at::Tensor input = premultiplied(tensor, reduceOp);
+  l->keep.push_back(input);
+  const zcclCollOptions queued = l->queued();
+  ZCCL_TORCH_CHECK(zcclAllReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(), type, op,
+                                   comm_, on.stream(), &queued),
+                   operation);
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                       const c10d::AllreduceOptions& opts) {
   at::Tensor tensor = single(tensors, "allreduce", "tensors");
-  const zcclDataType_t type = reducedType(tensor, "allreduce");
-  const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "allreduce");
+  reducedType(tensor, "allreduce");
+  zcclOpOf(opts.reduceOp, "allreduce");
   const c10d::ReduceOp reduceOp = opts.reduceOp;
-  return run(c10d::OpType::ALLREDUCE, "allreduce", {tensor}, false,
-             [this, tensor, type, op, reduceOp] {
-               const OnDeviceOf on(tensor);
-               const at::Tensor input = premultiplied(tensor, reduceOp);
-               ZCCL_TORCH_CHECK(zcclAllReduce(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
-                                              type, op, comm_, on.stream()),
-                                "allreduce");
-             });
+  return run(
+      c10d::OpType::ALLREDUCE, "allreduce", {tensor}, false,
+      [this, tensor, reduceOp](Launched* l) { startAllReduce(l, tensor, reduceOp, "allreduce"); });
 }
 
 // Tensors of one type travel as one buffer, one zccl all-reduce for the lot.
@@ -355,18 +391,15 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce_coalesced(
                 "zccl backend: allreduce_coalesced: tensors of dtypes ", tensors[0].scalar_type(),
                 " and ", tensor.scalar_type(), " (one dtype per call)");
   }
-  const zcclDataType_t type = reducedType(tensors[0], "allreduce_coalesced");
-  const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "allreduce_coalesced");
+  reducedType(tensors[0], "allreduce_coalesced");
+  zcclOpOf(opts.reduceOp, "allreduce_coalesced");
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   std::vector<at::Tensor> outputs = tensors;
   return run(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", outputs, false,
-             [this, outputs, type, op, reduceOp]() mutable {
-               const OnDeviceOf on(outputs[0]);
-               at::Tensor flat = premultiplied(flatCat(outputs), reduceOp).contiguous();
-               ZCCL_TORCH_CHECK(zcclAllReduce(flat.data_ptr(), flat.data_ptr(), flat.numel(), type,
-                                              op, comm_, on.stream()),
-                                "allreduce_coalesced");
-               copyOut(flat, outputs);
+             [this, outputs, reduceOp](Launched* l) {
+               at::Tensor flat = flatCat(outputs);
+               startAllReduce(l, flat, reduceOp, "allreduce_coalesced");
+               l->finish = [flat, outputs] { copyOut(flat, outputs); };
              });
 }
 
@@ -379,41 +412,50 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce(std::vector<at::Tensor>& tens
   const int root = static_cast<int>(opts.rootRank);
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   return run(c10d::OpType::REDUCE, "reduce", {tensor}, false,
-             [this, tensor, type, op, root, reduceOp] {
+             [this, tensor, type, op, root, reduceOp](Launched* l) {
                const OnDeviceOf on(tensor);
                const at::Tensor input = premultiplied(tensor, reduceOp);
-               ZCCL_TORCH_CHECK(zcclReduce(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
-                                           type, op, root, comm_, on.stream()),
+               l->keep.push_back(input);
+               const zcclCollOptions queued = l->queued();
+               ZCCL_TORCH_CHECK(zcclReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
+                                             type, op, root, comm_, on.stream(), &queued),
                                 "reduce");
              });
 }
 
+// Float tensors travel typed, so that the wire policy can quantize them; others as bytes.
+void ZcclBackend::startAllGather(Launched* l, const at::Tensor& output, const at::Tensor& input) {
+  const bool typed = isFloat(input);
+  const OnDeviceOf on(input);
+  const zcclCollOptions queued = l->queued();
+  ZCCL_TORCH_CHECK(
+      zcclAllGatherEx(input.data_ptr(), output.data_ptr(), typed ? input.numel() : byteCount(input),
+                      typed ? reducedType(input, "all_gather") : zcclUint8, comm_, on.stream(),
+                      &queued),
+      "all_gather");
+}
+
+void ZcclBackend::checkAllGather(const at::Tensor& output, const at::Tensor& input,
+                                 const char* operation) {
+  checkTensor(input, operation, "input");
+  checkTensor(output, operation, "output");
+  TORCH_CHECK(output.numel() == input.numel() * getSize(), "zccl backend: ", operation,
+              ": output has ", output.numel(), " elements, expected input's ", input.numel(), " x ",
+              getSize(), " ranks");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "zccl backend: ", operation,
+              ": input is ", input.scalar_type(), ", output ", output.scalar_type());
+}
+
 c10::intrusive_ptr<c10d::Work> ZcclBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                             const c10d::AllgatherOptions&) {
-  checkTensor(input, "all_gather_into_tensor", "input");
-  checkTensor(output, "all_gather_into_tensor", "output");
-  TORCH_CHECK(output.numel() == input.numel() * getSize(),
-              "zccl backend: all_gather_into_tensor: output has ", output.numel(),
-              " elements, expected input's ", input.numel(), " x ", getSize(), " ranks");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(),
-              "zccl backend: all_gather_into_tensor: input is ", input.scalar_type(), ", output ",
-              output.scalar_type());
-  // Float tensors travel typed, so that the wire policy can quantize them; others as bytes.
-  const bool typed = isFloat(input);
+  checkAllGather(output, input, "all_gather_into_tensor");
   return run(c10d::OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output}, false,
-             [this, output, input, typed] {
-               const OnDeviceOf on(input);
-               ZCCL_TORCH_CHECK(zcclAllGather(input.data_ptr(), output.data_ptr(),
-                                              typed ? input.numel() : byteCount(input),
-                                              typed ? reducedType(input, "all_gather") : zcclUint8,
-                                              comm_, on.stream()),
-                                "all_gather_into_tensor");
-             });
+             [this, output, input](Launched* l) { startAllGather(l, output, input); });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                       std::vector<at::Tensor>& inputs,
-                                                      const c10d::AllgatherOptions& opts) {
+                                                      const c10d::AllgatherOptions&) {
   at::Tensor input = single(inputs, "allgather", "input_tensor");
   TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
               "zccl backend: allgather: tensor_list must hold one tensor per rank (", getSize(),
@@ -423,26 +465,38 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather(std::vector<std::vector<at
                 "zccl backend: allgather: every output must match the input's ", input.numel(),
                 " elements of ", input.scalar_type());
   }
-  at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());
   std::vector<at::Tensor> targets = outputs[0];
-  at::Tensor source = input.reshape({-1});
-  auto gathered = _allgather_base(flat, source, opts);
-  copyOut(flat, targets);
-  return gathered;
+  // Into one buffer, copied into the list once the gather has run.
+  return run(c10d::OpType::ALLGATHER, "allgather", targets, false,
+             [this, input, targets](Launched* l) {
+               at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());
+               startAllGather(l, flat, input.reshape({-1}));
+               l->keep.push_back(input);
+               l->finish = [flat, targets] { copyOut(flat, targets); };
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions& opts) {
+    const c10d::AllgatherOptions&) {
   TORCH_CHECK(outputLists.size() == static_cast<size_t>(getSize()),
               "zccl backend: allgather_coalesced: one output list per rank expected");
-  at::Tensor flatInput = flatCat(inputs);
-  at::Tensor flat = at::empty({flatInput.numel() * getSize()}, flatInput.options());
-  auto gathered = _allgather_base(flat, flatInput, opts);
-  for (int rank = 0; rank < getSize(); ++rank) {
-    copyOut(flat.narrow(0, rank * flatInput.numel(), flatInput.numel()), outputLists[rank]);
-  }
-  return gathered;
+  std::vector<at::Tensor> outputs;
+  for (const auto& list : outputLists) outputs.insert(outputs.end(), list.begin(), list.end());
+  const std::vector<std::vector<at::Tensor>> lists = outputLists;
+  return run(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", outputs, false,
+             [this, inputs, lists](Launched* l) {
+               at::Tensor flatInput = flatCat(inputs);
+               at::Tensor flat = at::empty({flatInput.numel() * getSize()}, flatInput.options());
+               startAllGather(l, flat, flatInput);
+               l->keep.push_back(flatInput);
+               l->finish = [this, flat, flatInput, lists] {
+                 for (int rank = 0; rank < getSize(); ++rank) {
+                   copyOut(flat.narrow(0, rank * flatInput.numel(), flatInput.numel()),
+                           lists[static_cast<size_t>(rank)]);
+                 }
+               };
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather_into_tensor_coalesced(
@@ -451,10 +505,11 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather_into_tensor_coalesced(
   TORCH_CHECK(outputs.size() == inputs.size(),
               "zccl backend: allgather_into_tensor_coalesced: ", outputs.size(), " outputs for ",
               inputs.size(), " inputs");
-  for (size_t i = 0; i < inputs.size(); ++i) _allgather_base(outputs[i], inputs[i], opts);
-  auto work = c10::make_intrusive<ZcclWork>(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs);
-  work->complete(nullptr);
-  return work;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    works.push_back(_allgather_base(outputs[i], inputs[i], opts));
+  }
+  return joined(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, std::move(works));
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::_reduce_scatter_base(
@@ -471,12 +526,15 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::_reduce_scatter_base(
   const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "reduce_scatter_tensor");
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   return run(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output}, false,
-             [this, output, input, type, op, reduceOp] {
+             [this, output, input, type, op, reduceOp](Launched* l) {
                const OnDeviceOf on(input);
                const at::Tensor source = premultiplied(input, reduceOp);
-               ZCCL_TORCH_CHECK(zcclReduceScatter(source.data_ptr(), output.data_ptr(),
-                                                  output.numel(), type, op, comm_, on.stream()),
-                                "reduce_scatter_tensor");
+               l->keep.push_back(source);
+               const zcclCollOptions queued = l->queued();
+               ZCCL_TORCH_CHECK(
+                   zcclReduceScatterEx(source.data_ptr(), output.data_ptr(), output.numel(), type,
+                                       op, comm_, on.stream(), &queued),
+                   "reduce_scatter_tensor");
              });
 }
 
@@ -503,10 +561,11 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce_scatter_tensor_coalesced(
   TORCH_CHECK(outputs.size() == inputs.size(),
               "zccl backend: reduce_scatter_tensor_coalesced: ", outputs.size(), " outputs for ",
               inputs.size(), " inputs");
-  for (size_t i = 0; i < inputs.size(); ++i) _reduce_scatter_base(outputs[i], inputs[i], opts);
-  auto work = c10::make_intrusive<ZcclWork>(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs);
-  work->complete(nullptr);
-  return work;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    works.push_back(_reduce_scatter_base(outputs[i], inputs[i], opts));
+  }
+  return joined(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, std::move(works));
 }
 
 // Equal splits are zccl's all-to-all; uneven ones are one group of sends and receives.
@@ -542,13 +601,14 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall_base(at::Tensor& output, at
   const std::vector<int64_t> recvRows = offsets(outputSplitSizes, output, "output");
   const bool equal = inputSplitSizes.empty() && outputSplitSizes.empty();
   return run(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {output}, false,
-             [this, output, input, sendRows, recvRows, rowBytes, equal, ranks] {
+             [this, output, input, sendRows, recvRows, rowBytes, equal, ranks](Launched* l) {
                const OnDeviceOf on(input);
                auto* send = static_cast<const char*>(input.data_ptr());
                auto* recv = static_cast<char*>(output.data_ptr());
                if (equal) {
-                 ZCCL_TORCH_CHECK(zcclAllToAll(send, recv, sendRows[0] * rowBytes, zcclUint8, comm_,
-                                               on.stream()),
+                 const zcclCollOptions queued = l->queued();
+                 ZCCL_TORCH_CHECK(zcclAllToAllEx(send, recv, sendRows[0] * rowBytes, zcclUint8,
+                                                 comm_, on.stream(), &queued),
                                   "all_to_all_single");
                  return;
                }
@@ -577,19 +637,20 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall(std::vector<at::Tensor>& ou
       "zccl backend: all_to_all: one input and one output tensor per rank (", getSize(), ")");
   for (const auto& tensor : inputs) checkTensor(tensor, "all_to_all", "input_tensor_list");
   for (const auto& tensor : outputs) checkTensor(tensor, "all_to_all", "output_tensor_list");
-  return run(c10d::OpType::ALLTOALL, "all_to_all", outputs, false, [this, outputs, inputs] {
-    const OnDeviceOf on(inputs[0]);
-    ZCCL_TORCH_CHECK(zcclGroupStart(), "all_to_all");
-    for (int peer = 0; peer < getSize(); ++peer) {
-      ZCCL_TORCH_CHECK(zcclSend(inputs[peer].data_ptr(), byteCount(inputs[peer]), zcclUint8, peer,
-                                comm_, on.stream()),
-                       "all_to_all");
-      ZCCL_TORCH_CHECK(zcclRecv(outputs[peer].data_ptr(), byteCount(outputs[peer]), zcclUint8, peer,
-                                comm_, on.stream()),
-                       "all_to_all");
-    }
-    ZCCL_TORCH_CHECK(zcclGroupEnd(), "all_to_all");
-  });
+  return run(c10d::OpType::ALLTOALL, "all_to_all", outputs, false,
+             [this, outputs, inputs](Launched*) {
+               const OnDeviceOf on(inputs[0]);
+               ZCCL_TORCH_CHECK(zcclGroupStart(), "all_to_all");
+               for (int peer = 0; peer < getSize(); ++peer) {
+                 ZCCL_TORCH_CHECK(zcclSend(inputs[peer].data_ptr(), byteCount(inputs[peer]),
+                                           zcclUint8, peer, comm_, on.stream()),
+                                  "all_to_all");
+                 ZCCL_TORCH_CHECK(zcclRecv(outputs[peer].data_ptr(), byteCount(outputs[peer]),
+                                           zcclUint8, peer, comm_, on.stream()),
+                                  "all_to_all");
+               }
+               ZCCL_TORCH_CHECK(zcclGroupEnd(), "all_to_all");
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -600,16 +661,19 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::gather(std::vector<std::vector<at::T
   std::vector<at::Tensor> targets =
       rootList(outputs, getRank() == root, getSize(), input, "gather", "gather_list");
   // zccl gathers into one buffer at the root, split into gather_list afterwards.
-  return run(c10d::OpType::GATHER, "gather", targets, true, [this, input, targets, root]() mutable {
-    const OnDeviceOf on(input);
-    const bool isRoot = getRank() == root;
-    at::Tensor flat =
-        isRoot ? at::empty({input.numel() * getSize()}, input.options()) : at::Tensor();
-    ZCCL_TORCH_CHECK(zcclGather(input.data_ptr(), isRoot ? flat.data_ptr() : nullptr,
-                                byteCount(input), zcclUint8, root, comm_, on.stream()),
-                     "gather");
-    if (isRoot) copyOut(flat, targets);
-  });
+  return run(c10d::OpType::GATHER, "gather", targets, true,
+             [this, input, targets, root](Launched* l) {
+               const OnDeviceOf on(input);
+               const bool isRoot = getRank() == root;
+               at::Tensor flat =
+                   isRoot ? at::empty({input.numel() * getSize()}, input.options()) : at::Tensor();
+               const zcclCollOptions queued = l->queued();
+               ZCCL_TORCH_CHECK(
+                   zcclGatherEx(input.data_ptr(), isRoot ? flat.data_ptr() : nullptr,
+                                byteCount(input), zcclUint8, root, comm_, on.stream(), &queued),
+                   "gather");
+               if (isRoot) l->finish = [flat, targets] { copyOut(flat, targets); };
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::scatter(std::vector<at::Tensor>& outputs,
@@ -620,20 +684,24 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::scatter(std::vector<at::Tensor>& out
   const std::vector<at::Tensor> sources =
       rootList(inputs, getRank() == root, getSize(), output, "scatter", "scatter_list");
   // zccl scatters from one buffer: the root's scatter_list joined.
-  return run(c10d::OpType::SCATTER, "scatter", {output}, true, [this, output, sources, root] {
-    const OnDeviceOf on(output);
-    const at::Tensor flat = getRank() == root ? flatCat(sources) : at::Tensor();
-    ZCCL_TORCH_CHECK(zcclScatter(flat.defined() ? flat.data_ptr() : nullptr, output.data_ptr(),
-                                 byteCount(output), zcclUint8, root, comm_, on.stream()),
-                     "scatter");
-  });
+  return run(c10d::OpType::SCATTER, "scatter", {output}, true,
+             [this, output, sources, root](Launched* l) {
+               const OnDeviceOf on(output);
+               const at::Tensor flat = getRank() == root ? flatCat(sources) : at::Tensor();
+               l->keep.push_back(flat);
+               const zcclCollOptions queued = l->queued();
+               ZCCL_TORCH_CHECK(
+                   zcclScatterEx(flat.defined() ? flat.data_ptr() : nullptr, output.data_ptr(),
+                                 byteCount(output), zcclUint8, root, comm_, on.stream(), &queued),
+                   "scatter");
+             });
 }
 
 // Tags are not matched: messages between two ranks arrive in the order they were posted.
 c10::intrusive_ptr<c10d::Work> ZcclBackend::send(std::vector<at::Tensor>& tensors, int dstRank,
                                                  int) {
   at::Tensor tensor = single(tensors, "send", "tensor");
-  return run(c10d::OpType::SEND, "send", {tensor}, true, [this, tensor, dstRank] {
+  return run(c10d::OpType::SEND, "send", {tensor}, true, [this, tensor, dstRank](Launched*) {
     const OnDeviceOf on(tensor);
     ZCCL_TORCH_CHECK(
         zcclSend(tensor.data_ptr(), byteCount(tensor), zcclUint8, dstRank, comm_, on.stream()),
@@ -644,7 +712,7 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::send(std::vector<at::Tensor>& tensor
 c10::intrusive_ptr<c10d::Work> ZcclBackend::recv(std::vector<at::Tensor>& tensors, int srcRank,
                                                  int) {
   at::Tensor tensor = single(tensors, "recv", "tensor");
-  return run(c10d::OpType::RECV, "recv", {tensor}, true, [this, tensor, srcRank] {
+  return run(c10d::OpType::RECV, "recv", {tensor}, true, [this, tensor, srcRank](Launched*) {
     const OnDeviceOf on(tensor);
     ZCCL_TORCH_CHECK(
         zcclRecv(tensor.data_ptr(), byteCount(tensor), zcclUint8, srcRank, comm_, on.stream()),
@@ -653,9 +721,12 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::recv(std::vector<at::Tensor>& tensor
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::barrier(const c10d::BarrierOptions&) {
-  return run(c10d::OpType::BARRIER, "barrier", {}, false, [this] {
-    int32_t token = 0;
-    ZCCL_TORCH_CHECK(zcclAllReduce(&token, &token, 1, zcclInt32, zcclSum, comm_, nullptr),
+  return run(c10d::OpType::BARRIER, "barrier", {}, false, [this](Launched* l) {
+    at::Tensor token = at::zeros({1}, at::kInt);
+    l->keep.push_back(token);
+    const zcclCollOptions queued = l->queued();
+    ZCCL_TORCH_CHECK(zcclAllReduceEx(token.data_ptr(), token.data_ptr(), 1, zcclInt32, zcclSum,
+                                     comm_, nullptr, &queued),
                      "barrier");
   });
 }

@@ -1,6 +1,9 @@
 // torch.distributed's c10d::Backend over zccl's public C API: every operation maps to a zccl
 // collective (or to zccl's grouped sends and receives where zccl has no collective of that
-// shape), on CPU tensors, run to completion on the calling thread.
+// shape). A collective is queued on the communicator's own thread and its work returned at
+// once; the backend's completer marks it done when its calls have finished (work.h), so
+// async_op=True overlaps it with what the caller computes. Sends and receives complete
+// before they return.
 #pragma once
 
 #include <chrono>
@@ -10,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
+#include "work.h"
 #include "zccl/zccl.h"
 
 namespace zccl_torch {
@@ -93,15 +97,25 @@ class ZcclBackend : public c10d::Backend {
   void shutdown() override;
 
  private:
-  // Runs `body` now, or at endCoalescing; the returned work completes when it has run.
+  // Starts an operation's zccl calls, its queued ones' requests in `launched`.
+  using Launch = std::function<void(Launched* launched)>;
+  // Starts `launch` now, or at endCoalescing; the returned work completes when its calls have.
   c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, const char* operation,
                                      std::vector<at::Tensor> outputs, bool pointToPoint,
-                                     std::function<void()> body);
+                                     Launch launch);
+  Launched start(const Launch& launch);
+  c10::intrusive_ptr<c10d::Work> joined(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                        std::vector<c10::intrusive_ptr<c10d::Work>> works);
+  void startAllReduce(Launched* l, const at::Tensor& tensor, const c10d::ReduceOp& reduceOp,
+                      const char* operation);
+  void startAllGather(Launched* l, const at::Tensor& output, const at::Tensor& input);
+  void checkAllGather(const at::Tensor& output, const at::Tensor& input, const char* operation);
 
   zcclComm_t comm_ = nullptr;
   std::string groupName_;
   struct Deferred;
   std::vector<Deferred>* coalesced_ = nullptr;
+  std::unique_ptr<Completer> completer_;
 };
 
 // zcclStore callbacks over a c10d store (the group's PrefixStore).
