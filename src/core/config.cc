@@ -220,6 +220,9 @@ Status applyEnvironment(CommConfig* result) {
   std::optional<long> blockingCalls;
   ZCCL_CHECK(envInt("ZCCL_BLOCKING", 0, 1, &blockingCalls));
   if (blockingCalls) result->blocking = *blockingCalls == 1;
+  std::optional<long> cma;
+  ZCCL_CHECK(envInt("ZCCL_UCX_CMA", 0, 1, &cma));
+  if (cma) result->ucxCrossMemoryAttach = *cma == 1;
   std::optional<long> tune;
   ZCCL_CHECK(envInt("ZCCL_TUNE", 0, 1, &tune));
   if (tune) result->tunePlans = *tune == 1;

@@ -33,6 +33,12 @@ struct CommConfig {
   bool tunePlans = true;
   // Host calls without a request return once queued (config.blocking=0, ZCCL_BLOCKING=0).
   bool blocking = true;
+  // UCX may copy large messages between the processes of a host with CMA (ZCCL_UCX_CMA=1).
+  bool ucxCrossMemoryAttach = false;
+
+  TransportOptions transportOptions() const {
+    return TransportOptions{timeoutSeconds, ucxCrossMemoryAttach};
+  }
 
   DeviceOptions deviceOptions() const {
     return DeviceOptions{deviceBackend, stagedChunkBytes, deviceBlocking, timeoutSeconds};

@@ -23,7 +23,7 @@ zcclResult_t zcclCommInitMPI(MPI_Comm mpiComm, const zcclConfig* config, zcclCom
     zccl::CommConfig resolved;
     const zccl::Status configured = zccl::resolveConfig(config, &resolved);
     const std::string why = zccl::lastThreadError();
-    const zccl::TransportOptions options{resolved.timeoutSeconds};
+    const zccl::TransportOptions options = resolved.transportOptions();
     std::unique_ptr<zccl::Transport> transport;
     ZCCL_CHECK(zccl::createMpiTransport(mpiComm, options, &transport));
     int worldRank = 0;

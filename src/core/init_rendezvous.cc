@@ -81,7 +81,7 @@ Status initOverBootstrap(const ConnectBootstrap& connect, const zcclConfig* conf
   ZCCL_CHECK(connect(timeout, &bootstrap));
   setLogRank(bootstrap->rank());
   std::unique_ptr<Transport> transport;
-  ZCCL_CHECK(createUcxTransport(*bootstrap, TransportOptions{resolved.timeoutSeconds}, &transport));
+  ZCCL_CHECK(createUcxTransport(*bootstrap, resolved.transportOptions(), &transport));
   restoreThreadError(why);
   return createComm(std::move(transport), resolved, configured, out);
 }

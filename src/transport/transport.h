@@ -27,6 +27,11 @@ struct PeerTraffic {
 
 struct TransportOptions {
   double timeoutSeconds = 1800;  // 0 waits forever
+  // UCX: large messages between the processes of one host may be copied by the kernel straight
+  // from the other process (CMA). A peer that dies during such a copy makes UCX 1.13 abort the
+  // survivors, so it is off unless asked for (ZCCL_UCX_CMA=1); shared memory carries them
+  // instead. The process's first communicator over UCX decides.
+  bool crossMemoryAttach = false;
 };
 
 class EngineCollectives;

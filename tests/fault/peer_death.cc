@@ -5,7 +5,9 @@
 // peer_death_test.py checks:
 //   survivor rank=R result=N call_s=S abort_s=A message=...
 //
-//   peer_death all-gather|qgz-reduce-scatter|two-level-all-reduce
+//   peer_death OPERATION large|small blocking|request
+// OPERATION: all-gather, qgz-reduce-scatter, two-level-all-reduce, broadcast, all-to-all,
+// reduce, gather, scatter.
 // Built for mpiexec (ZCCL_TEST_MPI) and for zcclrun.
 #include <signal.h>
 #include <unistd.h>
@@ -31,31 +33,66 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-zcclResult_t runOperation(const std::string& operation, zcclComm_t comm, int ranks) {
-  const size_t count = size_t{8} << 20;  // 32 MiB of float32 per rank: still running at the kill
-  std::vector<float> send(count * static_cast<size_t>(ranks), 1.0f), recv(send.size());
-  if (operation == "all-gather") {
-    return zcclAllGather(send.data(), recv.data(), count, zcclFloat32, comm, nullptr);
-  }
+// One call of `operation` on buffers of `count` elements per rank, queued with a request and
+// waited for where `queued`.
+zcclResult_t callOnce(const std::string& operation, zcclComm_t comm, int ranks, size_t count,
+                      bool queued, std::vector<float>* send, std::vector<float>* recv) {
+  zcclRequest_t request = nullptr;
   zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
   options.hierarchy = zcclHierarchyTwoLevel;
-  if (operation == "qgz-reduce-scatter") {
+  if (queued) options.request = &request;
+  float* in = send->data();
+  float* out = recv->data();
+  zcclResult_t result = zcclInvalidUsage;
+  if (operation == "all-gather") {
+    result = zcclAllGatherEx(in, out, count, zcclFloat32, comm, nullptr, &options);
+  } else if (operation == "qgz-reduce-scatter") {
     options.wireFormat = zcclWireInt4;
-    return zcclReduceScatterEx(send.data(), recv.data(), count, zcclFloat32, zcclSum, comm, nullptr,
-                               &options);
+    result = zcclReduceScatterEx(in, out, count, zcclFloat32, zcclSum, comm, nullptr, &options);
+  } else if (operation == "two-level-all-reduce") {
+    result = zcclAllReduceEx(in, out, count, zcclFloat32, zcclSum, comm, nullptr, &options);
+  } else {
+    options.hierarchy = ZCCL_CONFIG_UNDEF_INT;
+    if (operation == "broadcast") {
+      result = zcclBroadcastEx(in, out, count, zcclFloat32, 0, comm, nullptr, &options);
+    } else if (operation == "all-to-all") {
+      result = zcclAllToAllEx(in, out, count, zcclFloat32, comm, nullptr, &options);
+    } else if (operation == "reduce") {
+      result = zcclReduceEx(in, out, count, zcclFloat32, zcclSum, 0, comm, nullptr, &options);
+    } else if (operation == "gather") {
+      result = zcclGatherEx(in, out, count, zcclFloat32, 0, comm, nullptr, &options);
+    } else if (operation == "scatter") {
+      result = zcclScatterEx(in, out, count, zcclFloat32, 0, comm, nullptr, &options);
+    }
   }
-  return zcclAllReduceEx(send.data(), recv.data(), count, zcclFloat32, zcclSum, comm, nullptr,
-                         &options);
+  (void)ranks;
+  if (!queued || result != zcclSuccess) return result;
+  return zcclWait(request);
+}
+
+// Large: one call of 32 MiB per rank, still running at the kill. Small: calls of 4 KiB, one
+// after the other, until one fails.
+zcclResult_t runOperation(const std::string& operation, const std::string& size, bool queued,
+                          zcclComm_t comm, int ranks) {
+  const bool large = size == "large";
+  const size_t count = large ? size_t{8} << 20 : 1024;
+  std::vector<float> send(count * static_cast<size_t>(ranks), 1.0f), recv(send.size());
+  for (int call = 0;; ++call) {
+    const zcclResult_t result = callOnce(operation, comm, ranks, count, queued, &send, &recv);
+    if (large || result != zcclSuccess) return result;
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: peer_death all-gather|qgz-reduce-scatter|two-level-all-reduce\n");
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: peer_death OPERATION large|small blocking|request\n");
     return 2;
   }
   const std::string operation = argv[1];
+  const std::string size = argv[2];
+  const bool queued = std::string(argv[3]) == "request";
   zcclComm_t comm = nullptr;
 #ifdef ZCCL_TEST_MPI
   MPI_Init(&argc, &argv);
@@ -76,14 +113,15 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       kill(getpid(), SIGKILL);
     });
-    runOperation(operation, comm, ranks);
+    runOperation(operation, size, queued, comm, ranks);
     killer.join();
     return 0;  // not reached
   }
   const auto start = Clock::now();
-  const zcclResult_t result = runOperation(operation, comm, ranks);
+  const zcclResult_t result = runOperation(operation, size, queued, comm, ranks);
   const double callSeconds = secondsSince(start);
-  const std::string message = zcclGetLastError(comm);
+  // A queued call's failure is the waiting thread's error.
+  const std::string message = queued ? zcclGetLastError(nullptr) : zcclGetLastError(comm);
   const auto aborting = Clock::now();
   const zcclResult_t aborted = zcclCommAbort(comm);
   const double abortSeconds = secondsSince(aborting);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -49,7 +50,7 @@ Status ucxFailure(const char* what, ucs_status_t status) {
 }
 
 // One UCP context per process; workers are per communicator.
-Status processContext(ucp_context_h* out) {
+Status processContext(const TransportOptions& options, ucp_context_h* out) {
   static std::mutex mutex;
   static ucp_context_h context = nullptr;  // lives as long as the process
   std::lock_guard<std::mutex> lock(mutex);
@@ -57,6 +58,14 @@ Status processContext(ucp_context_h* out) {
     ucp_config_t* config = nullptr;
     ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
     if (status != UCS_OK) return ucxFailure("ucp_config_read", status);
+    // A transport list the user gave UCX stays as it is.
+    if (!options.crossMemoryAttach && std::getenv("UCX_TLS") == nullptr) {
+      status = ucp_config_modify(config, "TLS", "^cma");
+      if (status != UCS_OK) {
+        ucp_config_release(config);
+        return ucxFailure("ucp_config_modify(TLS=^cma)", status);
+      }
+    }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG;
@@ -104,9 +113,10 @@ struct Fabric {
   }
 };
 
-Status createFabric(Bootstrap& bootstrap, std::shared_ptr<Fabric>* out) {
+Status createFabric(Bootstrap& bootstrap, const TransportOptions& options,
+                    std::shared_ptr<Fabric>* out) {
   ucp_context_h context = nullptr;
-  ZCCL_CHECK(processContext(&context));
+  ZCCL_CHECK(processContext(options, &context));
   auto fabric = std::make_shared<Fabric>();
   ucp_worker_params_t workerParams{};
   workerParams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -137,8 +147,9 @@ Status createFabric(Bootstrap& bootstrap, std::shared_ptr<Fabric>* out) {
   fabric->endpoints.resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     ucp_ep_params_t params{};
-    // The default error mode: UCX's peer-failure mode would rule out its shared-memory
-    // transports (docs/measurements.md); a dead peer ends in zccl's timeout.
+    // The default error mode: UCX 1.13's peer-failure mode would rule out its shared-memory
+    // transports (docs/measurements.md); a dead peer ends in zccl's timeout, or in the error
+    // its connection reports (without CMA: TransportOptions::crossMemoryAttach).
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = reinterpret_cast<const ucp_address_t*>(all.data() + r * longest);
     status = ucp_ep_create(fabric->worker, &params, &fabric->endpoints[static_cast<size_t>(r)]);
@@ -187,7 +198,7 @@ class UcxTransport final : public Transport {
       std::lock_guard<std::mutex> guard(fabric_->lock);
       void* request = ucp_tag_recv_nbx(fabric_->worker, data, bytes, makeTag(context_, peer, tag),
                                        kFullMask, &params);
-      ZCCL_CHECK(track(request, "ucp_tag_recv_nbx"));
+      ZCCL_CHECK(track(request, "ucp_tag_recv_nbx from", peer));
     }
     return end(*ticket);
   }
@@ -315,15 +326,22 @@ class UcxTransport final : public Transport {
     std::lock_guard<std::mutex> guard(fabric_->lock);
     void* request =
         ucp_tag_send_nbx(endpoint(peer), data, bytes, makeTag(context_, rank_, tag), &params);
-    return track(request, "ucp_tag_send_nbx");
+    return track(request, "ucp_tag_send_nbx to", peer);
   }
 
   Status begin(int peer, Kind kind, Ticket* ticket) {
     return tickets_.open(*this, peer, kind, requests_.size(), ticket);
   }
 
-  Status track(void* request, const char* call) {
-    if (UCS_PTR_IS_ERR(request)) return ucxFailure(call, UCS_PTR_STATUS(request));
+  // A request posted to or from `peer`; one that failed at once names the peer too (a send to
+  // a peer that is gone fails there).
+  Status track(void* request, const char* call, int peer) {
+    if (UCS_PTR_IS_ERR(request)) {
+      const std::string what = std::string(call) + " rank " + std::to_string(peerRank(peer));
+      const Status failure = ucxFailure(what.c_str(), UCS_PTR_STATUS(request));
+      markBroken();
+      return failure;
+    }
     requests_.push_back(request);
     return Status::kSuccess;
   }
@@ -392,7 +410,7 @@ class UcxTransport final : public Transport {
 Status createUcxTransport(Bootstrap& bootstrap, const TransportOptions& options,
                           std::unique_ptr<Transport>* out) {
   std::shared_ptr<Fabric> fabric;
-  ZCCL_CHECK(createFabric(bootstrap, &fabric));
+  ZCCL_CHECK(createFabric(bootstrap, options, &fabric));
   std::vector<int> members(static_cast<size_t>(bootstrap.size()));
   for (int r = 0; r < bootstrap.size(); ++r) members[static_cast<size_t>(r)] = r;
   *out = std::make_unique<UcxTransport>(std::move(fabric), std::move(members), bootstrap.rank(), 0,
