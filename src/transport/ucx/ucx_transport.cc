@@ -49,6 +49,19 @@ Status ucxFailure(const char* what, ucs_status_t status) {
   return fail(Status::kSystemError, "%s failed: %s", what, ucs_status_string(status));
 }
 
+// Without CMA, large messages between the processes of a host go through shared memory: as a
+// pipeline of eager fragments they run near CMA's speed, where UCX's rendezvous without CMA
+// falls back to a path half as fast (docs/measurements.md). What the user set for UCX
+// (UCX_TLS, UCX_RNDV_THRESH) stays as given.
+ucs_status_t leaveOutCrossMemoryAttach(ucp_config_t* config) {
+  if (std::getenv("UCX_TLS") == nullptr) {
+    const ucs_status_t status = ucp_config_modify(config, "TLS", "^cma");
+    if (status != UCS_OK) return status;
+  }
+  if (std::getenv("UCX_RNDV_THRESH") != nullptr) return UCS_OK;
+  return ucp_config_modify(config, "RNDV_THRESH", "inf");
+}
+
 // One UCP context per process; workers are per communicator.
 Status processContext(const TransportOptions& options, ucp_context_h* out) {
   static std::mutex mutex;
@@ -58,12 +71,11 @@ Status processContext(const TransportOptions& options, ucp_context_h* out) {
     ucp_config_t* config = nullptr;
     ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
     if (status != UCS_OK) return ucxFailure("ucp_config_read", status);
-    // A transport list the user gave UCX stays as it is.
-    if (!options.crossMemoryAttach && std::getenv("UCX_TLS") == nullptr) {
-      status = ucp_config_modify(config, "TLS", "^cma");
+    if (!options.crossMemoryAttach) {
+      status = leaveOutCrossMemoryAttach(config);
       if (status != UCS_OK) {
         ucp_config_release(config);
-        return ucxFailure("ucp_config_modify(TLS=^cma)", status);
+        return ucxFailure("ucp_config_modify", status);
       }
     }
     ucp_params_t params{};
