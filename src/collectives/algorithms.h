@@ -12,6 +12,11 @@
 
 namespace zccl {
 
+// Copies `bytes` while what is posted on `t` travels: in pieces, `t` polled between them, since
+// an engine that moves bytes only while polled would otherwise stall until the copy ends (an
+// out-of-place all-gather's own block took as long again as the transfer of the others').
+Status copyAlongside(Context& ctx, Transport& t, void* to, const void* from, size_t bytes);
+
 // recv gets every rank's block, laid out in bytes by `layout`; `send` is this rank's block,
 // or nullptr when it already sits at its place in recv (in place).
 Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockBytes& layout);

@@ -1,5 +1,7 @@
 // Ring all-gather: n-1 steps; at step s each rank forwards the block it received at step
 // s-1 (its own at s=0) to the next rank. Every block crosses each ring link once.
+#include <algorithm>
+
 #include "collectives/algorithms.h"
 
 namespace zccl {
@@ -18,7 +20,18 @@ Status allGatherRing(Context& ctx, const void* send, void* recv, const BlockByte
       [&](int) {
         return Piece{static_cast<char*>(const_cast<void*>(send)), layout.size(me)};
       },
-      [&] { return ctx.kernels.copy(out + layout.offset(me), send, layout.size(me)); });
+      [&] { return copyAlongside(ctx, t, out + layout.offset(me), send, layout.size(me)); });
+}
+
+Status copyAlongside(Context& ctx, Transport& t, void* to, const void* from, size_t bytes) {
+  constexpr size_t kPiece = size_t{256} << 10;  // a tenth of a ms of copying
+  auto* out = static_cast<char*>(to);
+  const auto* in = static_cast<const char*>(from);
+  for (size_t offset = 0; offset < bytes; offset += kPiece) {
+    ZCCL_CHECK(ctx.kernels.copy(out + offset, in + offset, std::min(kPiece, bytes - offset)));
+    t.progress();
+  }
+  return Status::kSuccess;
 }
 
 double allGatherRingCost(const CostTerms& t, Plan* /*plan*/) {

@@ -74,7 +74,8 @@ class TwoLevelAllGather {
       ZCCL_CHECK(lv_.cross->postSend(source, mine.bytes, (lv_.myNode + distance) % lv_.numNodes,
                                      ctx_.tag, &ticket));
     }
-    return send_ != nullptr ? ctx_.kernels.copy(mine.data, source, mine.bytes) : Status::kSuccess;
+    return send_ != nullptr ? copyAlongside(ctx_, *lv_.cross, mine.data, source, mine.bytes)
+                            : Status::kSuccess;
   }
 
   // Once row `row` of my local rank's blocks is in, it goes to every node peer, and theirs

@@ -33,7 +33,7 @@ Status broadcastPipelined(Context& ctx, const CollectiveArgs& a, const Plan& pla
     for (size_t s = 0; next >= 0 && s < segments; ++s) {
       ZCCL_CHECK(t.postSend(source + s * segment, bytesOf(s), next, ctx.tag, &ticket));
     }
-    ZCCL_CHECK(ctx.kernels.copy(out, a.send, bytes));
+    ZCCL_CHECK(copyAlongside(ctx, t, out, a.send, bytes));
     return t.waitAll();
   }
   std::vector<Ticket> received(segments);

@@ -36,7 +36,7 @@ Status exchangeWithRoot(Context& ctx, const Partition& blocks, size_t elementByt
   }
   const char* from = toRoot ? source : source + blockOffset(me);
   char* to = toRoot ? target + blockOffset(me) : target;
-  if (from != nullptr) ZCCL_CHECK(ctx.kernels.copy(to, from, bytesOf(me)));
+  if (from != nullptr) ZCCL_CHECK(copyAlongside(ctx, t, to, from, bytesOf(me)));
   return t.waitAll();
 }
 

@@ -49,6 +49,9 @@ class Transport {
   // post nothing: both sides of every zccl message know its size.
   virtual Status postSend(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) = 0;
   virtual Status postRecv(void* data, size_t bytes, int peer, int tag, Ticket* ticket) = 0;
+  // Moves what is posted along without waiting (an engine that moves bytes only while polled
+  // stalls while its caller does other work). No-op where the engine progresses on its own.
+  virtual void progress() {}
   // Waits for one ticket, or for everything posted; both give up after the timeout (and
   // then abandon what is pending) or when abort was requested.
   virtual Status wait(Ticket ticket) = 0;

@@ -83,6 +83,7 @@ class StagedTransport final : public Transport {
   int rank() const override { return host_.rank(); }
   int size() const override { return host_.size(); }
   int maxTag() const override { return host_.maxTag(); }
+  void progress() override { host_.progress(); }
 
   // Every chunk's copy to the host starts at once; each chunk leaves as its copy completes.
   Status postSend(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) override {

@@ -215,6 +215,11 @@ class UcxTransport final : public Transport {
     return end(*ticket);
   }
 
+  void progress() override {
+    std::lock_guard<std::mutex> guard(fabric_->lock);
+    ucp_worker_progress(fabric_->worker);
+  }
+
   Status wait(Ticket ticket) override {
     size_t first = 0, last = 0;
     ZCCL_CHECK(tickets_.range(ticket, &first, &last));
