@@ -80,6 +80,67 @@ def noise_floor(modulus: int) -> float:
     return -(right * math.log(right) + (modulus - 1) * wrong * math.log(wrong))
 
 
+def unit_sizes(model: nn.Module) -> list[int]:
+    """The parameters of each unit FSDP2 gathers as one: every block, then the rest (the root)."""
+    blocks = [sum(p.numel() for p in block.parameters()) for block in model.blocks]
+    return blocks + [sum(p.numel() for p in model.parameters()) - sum(blocks)]
+
+
+def time_compute(args, rank: int) -> float:
+    """ms per step of the same model's forward, backward and optimizer step without FSDP2: the
+    compute a step has to hide its collectives behind (every rank at once, as in training)."""
+    torch.manual_seed(0)
+    model = Decoder(args.modulus + 1, args.dim, args.layers, args.heads, 3).to(args.dtype)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    seconds = 0.0
+    for step in range(args.timing_steps + 1):
+        tokens, labels = batch(step, rank, args.batch, args.modulus)
+        started = time.perf_counter()
+        F.cross_entropy(model(tokens).float(), labels).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if step > 0:
+            seconds += time.perf_counter() - started
+    return 1000 * seconds / args.timing_steps
+
+
+def time_collectives(sizes: list[int], group, node_group, args) -> float:
+    """ms per step of FSDP2's collectives alone, back to back: each unit's all-gather before its
+    forward, again before its backward (inside the node under hpZ), and its gradients'
+    reduce-scatter."""
+    world = dist.get_world_size(group)
+    shards = [math.ceil(size / world) for size in sizes]
+    full = [torch.empty(shard * world, dtype=args.dtype) for shard in shards]
+    mine = [torch.ones(shard, dtype=args.dtype) for shard in shards]
+    node_world = dist.get_world_size(node_group)
+    node_shards = [torch.ones(shard * world // node_world, dtype=args.dtype) for shard in shards]
+    seconds = 0.0
+    for step in range(args.timing_steps + 1):
+        dist.barrier(group=group)
+        started = time.perf_counter()
+        for unit in range(len(sizes)):
+            dist.all_gather_into_tensor(full[unit], mine[unit], group=group)
+        for unit in reversed(range(len(sizes))):
+            if node_group is group:
+                dist.all_gather_into_tensor(full[unit], mine[unit], group=group)
+            else:
+                dist.all_gather_into_tensor(full[unit], node_shards[unit], group=node_group)
+            dist.reduce_scatter_tensor(mine[unit], full[unit], group=group)
+        if step > 0:
+            seconds += time.perf_counter() - started
+    return 1000 * seconds / args.timing_steps
+
+
+def node_groups(ranks_per_node: int):
+    """This rank's node group (every rank makes every node's, in order)."""
+    mine = None
+    for first in range(0, dist.get_world_size(), ranks_per_node):
+        group = dist.new_group(list(range(first, first + ranks_per_node)))
+        if first <= dist.get_rank() < first + ranks_per_node:
+            mine = group
+    return mine
+
+
 def train(mesh: DeviceMesh, args, zeropp: bool, report_group) -> dict:
     """One run; returns the mean loss of every step, ms per step and bytes per step."""
     torch.manual_seed(0)
@@ -124,7 +185,13 @@ def train(mesh: DeviceMesh, args, zeropp: bool, report_group) -> dict:
                                dtype=torch.float64)
     dist.all_reduce(counted, group=report_group)
     timed = max(1, args.steps - args.warmup)
+    node_group = args.node_group if zeropp else group
+    collectives_ms = torch.tensor([time_collectives(unit_sizes(model), group, node_group, args)])
+    compute_ms = torch.tensor([time_compute(args, rank)])
+    dist.all_reduce(collectives_ms, op=dist.ReduceOp.MAX, group=report_group)
+    dist.all_reduce(compute_ms, op=dist.ReduceOp.MAX, group=report_group)
     return {"losses": losses, "ms_per_step": 1000 * seconds / timed,
+            "compute_ms": compute_ms.item(), "collectives_ms": collectives_ms.item(),
             "inter_node_bytes_per_step": counted[0].item() / args.steps,
             "intra_node_bytes_per_step": counted[1].item() / args.steps,
             "parameters": sum(p.numel() for p in model.parameters())}
@@ -145,6 +212,8 @@ def parse(argv=None):
     parser.add_argument("--lr", type=float, default=5e-3)
     parser.add_argument("--dtype", choices=["bfloat16", "float32"], default="bfloat16")
     parser.add_argument("--csv", help="write step,config,loss rows to this CSV file (rank 0)")
+    parser.add_argument("--timing-steps", type=int, default=5,
+                        help="steps of compute alone and of the collectives alone, timed")
     args = parser.parse_args(argv)
     args.dtype = getattr(torch, args.dtype)
     args.ranks_per_node = int(os.environ.get("ZCCL_RANKS_PER_NODE",
@@ -156,13 +225,21 @@ def summary_row(name: str, result: dict, tail: int) -> str:
     final = sum(result["losses"][-tail:]) / len(result["losses"][-tail:])
     return (f"| {name} | {result['parameters']} | {result['losses'][0]:.4f} | {final:.4f} | "
             f"{result['inter_node_bytes_per_step']:.0f} | {result['intra_node_bytes_per_step']:.0f} | "
-            f"{result['ms_per_step']:.1f} |")
+            f"{result['ms_per_step']:.1f} | {result['compute_ms']:.1f} | "
+            f"{result['collectives_ms']:.1f} | {overlap_efficiency(result):.2f} |")
+
+
+def overlap_efficiency(result: dict) -> float:
+    """The step against the longer of its compute and its collectives, each alone: 1 when one
+    hides the other entirely, 2 when they follow each other."""
+    return result["ms_per_step"] / max(result["compute_ms"], result["collectives_ms"])
 
 
 def main() -> None:
     args = parse()
     dist.init_process_group("cpu:gloo" if args.backend == "gloo" else "zccl")
     report_group = dist.new_group(backend="gloo")
+    args.node_group = node_groups(args.ranks_per_node)
     mesh = init_device_mesh("cpu", (dist.get_world_size(),))
     configs = {"zero3": [False], "zeropp": [True], "both": [False, True]}[args.config]
     if args.backend == "gloo":
@@ -177,14 +254,17 @@ def main() -> None:
               f"{args.backend}, {str(args.dtype).removeprefix('torch.')}, {args.steps} steps; loss floor {noise_floor(args.modulus):.4f}; "
               f"final loss: mean of the last {tail} steps; bytes summed over the ranks")
         print("| configuration | params | first loss | final loss | inter-node B/step | "
-              "intra-node B/step | ms/step |")
-        print("|---|---|---|---|---|---|---|")
+              "intra-node B/step | ms/step | compute alone ms | collectives alone ms | overlap |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for name, result in results.items():
             print(summary_row(name, result, tail))
+        for name, result in results.items():
+            print(f"{args.backend} {name} overlap efficiency {overlap_efficiency(result):.2f}")
         if len(results) == 2:
             zero3, zeropp = results.values()
             print(f"cross-node bytes per step, ZeRO-3 / ZeRO++: "
                   f"{zero3['inter_node_bytes_per_step'] / max(1, zeropp['inter_node_bytes_per_step']):.2f}")
+            print(f"step time, ZeRO-3 / ZeRO++: {zero3['ms_per_step'] / zeropp['ms_per_step']:.2f}")
         if args.csv:
             with open(args.csv, "w") as log:
                 log.write("config,step,loss,ms_per_step\n")

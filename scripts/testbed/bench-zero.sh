@@ -25,22 +25,27 @@ run() {
   for pid in "${pids[@]}"; do wait "$pid"; done
 }
 # The FSDP2 example over the torch backend, where `make torch` has made its environment:
-# torchrun on each node, ZeRO-3 against ZeRO++ on a decoder of about 20 M parameters.
+# torchrun on each node, ZeRO-3 against ZeRO++ on a decoder of about 20 M parameters over zccl,
+# then ZeRO-3 over gloo.
 run_fsdp() {
   set -euo pipefail
   read -r -a addrs <<<"$TESTBED_ADDRS"
-  pids=()
-  for i in 0 1; do
-    "$TESTBED_EXEC" "$i" env ZCCL_INTER_NODE_GBPS=0.125 ZCCL_TIMEOUT_S=600 \
-      GLOO_SOCKET_IFNAME="$TESTBED_IFACE" \
-      "$TORCH_PYTHON" -m torch.distributed.run --nnodes 2 --node-rank "$i" --nproc-per-node 2 \
-      --master-addr "${addrs[0]}" --master-port 29650 "$ROOT/examples/torch/fsdp_train.py" \
-      --dim 512 --layers 6 --heads 8 --batch 8 --lr 1e-3 --steps "$STEPS" --warmup 3 \
-      --csv "$OUT/fsdp_1gbit.steps" >"$OUT/fsdp_1gbit.node$i.log" 2>&1 &
-    pids+=($!)
+  : >"$OUT/fsdp.md"
+  for backend in zccl gloo; do
+    pids=()
+    for i in 0 1; do
+      "$TESTBED_EXEC" "$i" env ZCCL_INTER_NODE_GBPS=0.125 ZCCL_TIMEOUT_S=600 \
+        GLOO_SOCKET_IFNAME="$TESTBED_IFACE" \
+        "$TORCH_PYTHON" -m torch.distributed.run --nnodes 2 --node-rank "$i" --nproc-per-node 2 \
+        --master-addr "${addrs[0]}" --master-port 29650 "$ROOT/examples/torch/fsdp_train.py" \
+        --backend "$backend" --dim 512 --layers 6 --heads 8 --batch 8 --lr 1e-3 \
+        --steps "$STEPS" --warmup 3 --csv "$OUT/fsdp_1gbit_$backend.steps" \
+        >"$OUT/fsdp_1gbit_$backend.node$i.log" 2>&1 &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    grep -v "^W[0-9]" "$OUT/fsdp_1gbit_$backend.node0.log" | tee -a "$OUT/fsdp.md"
   done
-  for pid in "${pids[@]}"; do wait "$pid"; done
-  grep -v "^W[0-9]" "$OUT/fsdp_1gbit.node0.log" | tee "$OUT/fsdp.md"
 }
 export -f run run_fsdp
 export BUILD=$build OUT=$out STEPS=$steps ROOT=$(cd "$here/../.." && pwd)
