@@ -130,6 +130,10 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
     ZCCL_CHECK(device(out, count * zccl::elementSize(type), "storeFloatAs out"));
     return host().storeFloatAs(values, count, divisor, type, out);
   }
+  Status negateFloats(float* data, size_t count) override {
+    ZCCL_CHECK(device(data, count * 4, "negateFloats data"));
+    return host().negateFloats(data, count);
+  }
 
   // The host's rows, so that both paths cut the same messages and their results and bytes on
   // the wire can be compared for blocks of several rows too.

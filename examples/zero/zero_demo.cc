@@ -1,6 +1,7 @@
 // Trains the demo models with the ZeRO optimizer and reports, per configuration, the traffic
 // per step measured by zccl's counters, the peak model-state bytes measured from the
-// allocations, and the time per step; by default ZeRO-3 against ZeRO++ on both models:
+// allocations, and the time per step; by default ZeRO-3 against ZeRO++ and "ZeRO++ 4-bit"
+// (INT4 weight differences, hpZ, INT4 gradients with error feedback) on both models:
 //   ZCCL_RANKS_PER_NODE=2 mpiexec -n 4 zero_demo
 //   zcclrun -n 4 --ranks-per-node 2 zero_demo --model mlp --stage 2 --qgz --steps 300
 // --log FILE writes every step's loss and wall-clock time as CSV, for plots. --device cuda
@@ -19,8 +20,8 @@
 #include <vector>
 
 #include "harness/world.h"
-#include "zero/modules.h"
 #include "zccl/zccl_introspect.h"
+#include "zero/modules.h"
 
 namespace {
 
@@ -37,6 +38,8 @@ struct Settings {
   std::vector<std::string> models{"mlp", "transformer"};
   int stage = -1;  // -1: ZeRO-3 against ZeRO++
   bool qwz = false, hpz = false, qgz = false;
+  bool differences = false, feedback = false, smoothing = false;
+  int resyncEvery = 0;
   int steps = 400;
   int batch = 64;  // global, per step
   int hidden = 256;
@@ -54,14 +57,16 @@ struct Settings {
 
 struct Configuration {
   std::string name;
+  std::string label;  // in the summary lines
   ZeroOptions options;
 };
 
 struct Result {
-  std::string model, configuration;
+  std::string model, configuration, label;
   double firstLoss = 0, finalLoss = 0;
   double interBytes = 0, intraBytes = 0;  // per step, all ranks together
   double peakBytes = 0;                   // the largest rank's
+  double compressionBytes = 0;            // of it, references and residuals
   double seconds = 0;                     // per step, the slowest rank's mean
   double computeSeconds = 0;              // of it, outside waits for collectives
   double communicationSeconds = 0;        // the step's collectives alone
@@ -115,7 +120,7 @@ Result train(zcclComm_t comm, const Settings& s, const std::string& modelName,
   const auto start = std::chrono::steady_clock::now();
   const bool sequence = modelName == "transformer";
   const int local = s.batch / ranks;
-  Result r{modelName, c.name};
+  Result r{modelName, c.name, c.label};
   r.params = zero->numParams();
   double window = 0;
   int windowSteps = 0;
@@ -153,6 +158,7 @@ Result train(zcclComm_t comm, const Settings& s, const std::string& modelName,
     }
   }
   r.peakBytes = maximum(static_cast<double>(zero->peakModelStateBytes()));
+  r.compressionBytes = maximum(static_cast<double>(zero->compressionStateBytes()));
   r.communicationSeconds = communicationAlone(comm, zero.get());
   return r;
 }
@@ -174,15 +180,27 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
     base.quantizedWeights = s.qwz;
     base.hierarchicalPartition = s.hpz;
     base.quantizedGradients = s.qgz;
+    base.weightDifferences = s.differences;
+    base.errorFeedback = s.feedback;
+    base.smoothing = s.smoothing;
+    base.resyncEvery = s.resyncEvery;
     std::string name = "ZeRO-" + std::to_string(s.stage);
     if (s.qwz) name += " +qwZ";
+    if (s.differences) name += " +qwZ-diff";
     if (s.hpz) name += " +hpZ";
-    if (s.qgz) name += " +qgZ";
-    return {{name, base}};
+    if (s.qgz) name += s.feedback ? " +qgZ-EF" : " +qgZ";
+    if (s.smoothing) name += " +smooth";
+    return {{name, name, base}};
   }
   ZeroOptions plus = base;
   plus.quantizedWeights = plus.hierarchicalPartition = plus.quantizedGradients = true;
-  return {{"ZeRO-3", base}, {"ZeRO++ (qwZ+hpZ+qgZ)", plus}};
+  ZeroOptions fourBit = plus;
+  fourBit.weightDifferences = fourBit.errorFeedback = true;
+  fourBit.smoothing = s.smoothing;
+  fourBit.resyncEvery = s.resyncEvery;
+  return {{"ZeRO-3", "ZeRO-3", base},
+          {"ZeRO++ (qwZ+hpZ+qgZ)", "ZeRO++", plus},
+          {"ZeRO++ 4-bit (diff+EF)", "ZeRO++ 4-bit", fourBit}};
 }
 
 void printTable(const std::vector<Result>& results) {
@@ -196,6 +214,13 @@ void printTable(const std::vector<Result>& results) {
     std::printf("%-11s %-22s %9zu %10.4f %10.4f %14.0f %14.0f %12.0f %10.2f\n", r.model.c_str(),
                 r.configuration.c_str(), r.params, r.firstLoss, r.finalLoss, r.interBytes,
                 r.intraBytes, r.peakBytes, r.seconds * 1e3);
+  }
+  for (const Result& r : results) {
+    if (r.compressionBytes == 0) continue;
+    std::printf(
+        "%s: %s peak state per rank %.0f B, of which %.0f B references of weight "
+        "differences and error-feedback residuals\n",
+        r.model.c_str(), r.configuration.c_str(), r.peakBytes, r.compressionBytes);
   }
   std::printf("\n%-11s %-22s %12s %14s %10s %10s\n", "model", "configuration", "compute ms",
               "collectives ms", "step ms", "overlap");
@@ -215,6 +240,22 @@ void printTable(const std::vector<Result>& results) {
   }
 }
 
+// Each configuration against the model's first (ZeRO-3).
+void printSummary(const std::vector<Result>& results) {
+  const Result* base = nullptr;
+  for (const Result& r : results) {
+    if (base == nullptr || base->model != r.model) {
+      base = &r;
+      continue;
+    }
+    std::printf("%s: cross-node bytes per step, %s / %s = %.2f; final loss %+.2f%%\n",
+                r.model.c_str(), base->label.c_str(), r.label.c_str(),
+                base->interBytes / r.interBytes, 100 * (r.finalLoss / base->finalLoss - 1));
+    std::printf("%s: step time, %s / %s = %.2f\n", r.model.c_str(), base->label.c_str(),
+                r.label.c_str(), base->seconds / r.seconds);
+  }
+}
+
 void printUsage() {
   std::fprintf(stderr,
                "usage: mpiexec -n N (or zcclrun -n N) zero_demo [--model mlp|transformer|both]\n"
@@ -226,7 +267,10 @@ void printUsage() {
                "       [--device auto|host|cuda]   (auto: cuda where a GPU is visible)\n"
                "       [--prefetch DEPTH]   (modules gathered ahead and gradients reduced behind;\n"
                "                             0: no overlap)\n"
-               "Without --stage: ZeRO-3 and ZeRO++ (qwZ + hpZ + qgZ) side by side.\n");
+               "       [--qwz-diff] [--qgz-ef] [--smoothing] [--resync STEPS]   (beyond ZeRO++:\n"
+               "        INT4 weight differences, error feedback, Hadamard smoothing)\n"
+               "Without --stage: ZeRO-3, ZeRO++ (qwZ + hpZ + qgZ) and ZeRO++ 4-bit (INT4 weight\n"
+               "differences + hpZ + INT4 gradients with error feedback) side by side.\n");
 }
 
 bool parse(int argc, char** argv, Settings* s) {
@@ -248,6 +292,10 @@ bool parse(int argc, char** argv, Settings* s) {
                                    {"log", required_argument, nullptr, 'L'},
                                    {"device", required_argument, nullptr, 'D'},
                                    {"prefetch", required_argument, nullptr, 'F'},
+                                   {"qwz-diff", no_argument, nullptr, 'd'},
+                                   {"qgz-ef", no_argument, nullptr, 'E'},
+                                   {"smoothing", no_argument, nullptr, 'H'},
+                                   {"resync", required_argument, nullptr, 'R'},
                                    {nullptr, 0, nullptr, 0}};
   int c = 0;
   while ((c = getopt_long(argc, argv, "", options, nullptr)) != -1) {
@@ -305,6 +353,19 @@ bool parse(int argc, char** argv, Settings* s) {
         break;
       case 'L':
         s->log = optarg;
+        break;
+      case 'd':
+        s->differences = true;
+        break;
+      case 'E':
+        s->feedback = s->qgz = true;
+        break;
+      case 'H':
+        s->smoothing = true;
+        break;
+      case 'R':
+        s->resyncEvery = std::atoi(optarg);
+        if (s->resyncEvery < 0) return false;
         break;
       case 'F':
         s->prefetch = std::atoi(optarg);
@@ -383,15 +444,7 @@ int main(int argc, char** argv) {
   }
   if (log != nullptr) std::fclose(log);
   printTable(results);
-  if (rank == 0 && s.stage < 0) {
-    for (size_t i = 0; i + 1 < results.size(); i += 2) {
-      std::printf("%s: cross-node bytes per step, ZeRO-3 / ZeRO++ = %.2f; final loss %+.2f%%\n",
-                  results[i].model.c_str(), results[i].interBytes / results[i + 1].interBytes,
-                  100 * (results[i + 1].finalLoss / results[i].finalLoss - 1));
-      std::printf("%s: step time, ZeRO-3 / ZeRO++ = %.2f\n", results[i].model.c_str(),
-                  results[i].seconds / results[i + 1].seconds);
-    }
-  }
+  if (rank == 0 && s.stage < 0) printSummary(results);
   zcclCommDestroy(comm);
   job.finish();
   return 0;

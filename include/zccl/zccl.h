@@ -135,7 +135,8 @@ typedef struct {
   int allReduce;     /* zcclWireFormat_t, for zcclReduce too */
   size_t minBytes;
 } zcclWirePolicy;
-#define ZCCL_WIRE_POLICY_INITIALIZER {zcclWireNone, zcclWireNone, zcclWireNone, 0}
+#define ZCCL_WIRE_POLICY_INITIALIZER \
+  { zcclWireNone, zcclWireNone, zcclWireNone, 0 }
 
 typedef ZCCL_ENUM(zcclQuantScheme_e){
     zcclQuantSymmetric = 0,  /* scale from the group's absmax */
@@ -234,6 +235,14 @@ typedef struct {
   /* Non-NULL: the call is queued and returns at once with *request to complete it (zcclTest,
    * zcclWait); default NULL (the call returns when its host work has finished). */
   zcclRequest_t* request;
+  /* 1: every full group is rotated by a random-sign Walsh-Hadamard transform before it is
+   * quantized and back after it is decoded (SDP4Bit's smoothing), which spreads an outlier
+   * over its group; host memory only. env ZCCL_QUANT_SMOOTHING=0|1; default 0 */
+  int smoothing;
+  /* Error feedback of a quantized reduce-scatter or all-reduce (zcclFeedbackCreate), or NULL. */
+  struct zcclFeedback* feedback;
+  /* The reference of an all-gather of weight differences (zcclReferenceCreate), or NULL. */
+  struct zcclReference* reference;
 } zcclCollOptions;
 
 #define ZCCL_COLL_OPTIONS_MAGIC 0x7a636f70u
@@ -241,7 +250,7 @@ typedef struct {
   {                                                                                             \
     sizeof(zcclCollOptions), ZCCL_COLL_OPTIONS_MAGIC, ZCCL_VERSION_CODE, ZCCL_CONFIG_UNDEF_INT, \
         ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_INT,                    \
-        ZCCL_CONFIG_UNDEF_INT, 0, NULL                                                          \
+        ZCCL_CONFIG_UNDEF_INT, 0, NULL, ZCCL_CONFIG_UNDEF_INT, NULL, NULL                       \
   }
 
 /* Bytes and messages this rank sent since creation or the last reset, per link class. */
@@ -399,6 +408,40 @@ ZCCL_API zcclResult_t zcclGatherEx(const void* sendbuff, void* recvbuff, size_t 
 ZCCL_API zcclResult_t zcclScatterEx(const void* sendbuff, void* recvbuff, size_t recvcount,
                                     zcclDataType_t datatype, int root, zcclComm_t comm,
                                     zcclStream_t stream, const zcclCollOptions* options);
+
+/*
+ * Beyond ZeRO++: state that a quantized collective keeps from one call to the next, on host
+ * memory, for one buffer of one communicator (the calls that use it run in call order).
+ *
+ * Error feedback (LoCo, EF21), for a quantized reduce-scatter or all-reduce of `count`
+ * elements of input (a reduce-scatter's recvcount x ranks): what quantizing this rank's
+ * contribution lost, and in two hops what quantizing the partial sums it sends on lost, is
+ * kept per element and added before the next call quantizes them, so that over calls nothing
+ * is lost (options.feedback). It holds count float32 values.
+ */
+typedef struct zcclFeedback* zcclFeedback_t;
+ZCCL_API zcclResult_t zcclFeedbackCreate(zcclComm_t comm, size_t count, zcclDataType_t datatype,
+                                         zcclFeedback_t* feedback);
+ZCCL_API zcclResult_t zcclFeedbackDestroy(zcclFeedback_t feedback);
+/* Zeroes the residuals (a non-finite input leaves non-finite residuals: reset after an
+ * overflow, or when the loss scale changes). */
+ZCCL_API zcclResult_t zcclFeedbackReset(zcclFeedback_t feedback);
+/*
+ * Weight differences (SDP4Bit's qWD), for an all-gather of `sendcount` elements per rank:
+ * every rank keeps the last gathered values (the reference) and sends its block's difference
+ * from it, quantized as options.wireFormat says; every rank adds the same decoded differences
+ * to the same reference, so that the references never drift apart, and the result is the
+ * updated reference. The first call, and every resyncEvery-th after it (0: none after the
+ * first), gathers the exact values instead. It holds sendcount x ranks elements of datatype.
+ */
+typedef struct zcclReference* zcclReference_t;
+ZCCL_API zcclResult_t zcclReferenceCreate(zcclComm_t comm, size_t sendcount,
+                                          zcclDataType_t datatype, int resyncEvery,
+                                          zcclReference_t* reference);
+ZCCL_API zcclResult_t zcclReferenceDestroy(zcclReference_t reference);
+/* The bytes a feedback's or a reference's state holds (for memory accounting). */
+ZCCL_API zcclResult_t zcclFeedbackBytes(const zcclFeedback_t feedback, size_t* bytes);
+ZCCL_API zcclResult_t zcclReferenceBytes(const zcclReference_t reference, size_t* bytes);
 
 /*
  * Sub-communicators for hpZ: the ranks of my node (in rank order), and my local rank on

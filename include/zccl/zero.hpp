@@ -155,6 +155,18 @@ struct ZeroOptions {
   // follows. The same collectives run in the same order either way, so results are equal to
   // the bit.
   int prefetchDepth = 1;
+  // Beyond ZeRO++. weightDifferences (stage 3): the forward all-gather sends each shard's INT4
+  // difference from the weights gathered last time (SDP4Bit's qWD), which every rank keeps
+  // alike: a copy of all the working weights per rank (counted), exact every resyncEvery-th
+  // step (0: the first step only). errorFeedback (with qgZ): what quantizing a rank's gradients
+  // lost is added to its next ones (LoCo, EF21): one float32 per parameter per rank (counted).
+  // smoothing: a random-sign Hadamard rotation of each quantization group of the gradients
+  // and weight differences before INT4 (SDP4Bit). All three on host memory; error feedback
+  // needs bfloat16 or float32 (a float16 overflow would poison the residuals).
+  bool weightDifferences = false;
+  int resyncEvery = 0;
+  bool errorFeedback = false;
+  bool smoothing = false;
   // Where the model state lives (it must outlive the optimizer); nullptr: host memory.
   StateMemory* memory = nullptr;
 };
@@ -190,6 +202,8 @@ class ZeroOptimizer {
   size_t numParams() const;
   size_t modelStateBytes() const;      // held now
   size_t peakModelStateBytes() const;  // the most held at any time
+  // Of modelStateBytes: the references of weightDifferences and the residuals of errorFeedback.
+  size_t compressionStateBytes() const;
   const char* lastError() const;
 
   class Impl;

@@ -27,9 +27,12 @@ enum ScratchSlot : size_t {
   kScratchAccumulate = 2,
   kScratchQuantizedSend = 3,
   kScratchQuantizedReceive = 4,
-  kScratchPartial = 5,  // a two-level reduction's intra-node result
-  kScratchInputs = 6,   // the input pointers of an ordered reduction
-  kScratchReduced = 7,  // a reduce's block of a rank other than the root
+  kScratchPartial = 5,     // a two-level reduction's intra-node result
+  kScratchInputs = 6,      // the input pointers of an ordered reduction
+  kScratchReduced = 7,     // a reduce's block of a rank other than the root
+  kScratchFeedback = 8,    // float32 values being quantized with error feedback
+  kScratchDifference = 9,  // a rank's block's change from its reference (float32)
+  kScratchGathered = 10,   // every block's change, dequantized (float32)
 };
 
 // An array of `count` input pointers from the scratch pool (no allocation per call).
@@ -77,6 +80,10 @@ struct Context {
   int tag;                      // every message of this call, on every level's transport
   // Times the candidate paths of calls that allow a lossy format (nullptr: the model alone).
   PlanTuner* tuner = nullptr;
+  // Error feedback of a quantized reduction (qgZ-EF; nullptr: none): one float32 per element
+  // of the call's input, what quantizing it (or the partial sum this rank sends for it) lost
+  // last time, added before it is quantized again.
+  float* residual = nullptr;
 
   MemoryKind memory() const { return kernels.memory(); }
 };

@@ -52,11 +52,13 @@ struct CollectiveOptions {
   uint32_t groupSize = kDefaultGroupSize;
   Rounding rounding = Rounding::kNearestEven;
   uint64_t seed = 0;
+  bool smoothing = false;
   Hierarchy hierarchy = Hierarchy::kAuto;
 
   // The quantization of a path whose wire format is `format` (int8 or int4).
   QuantParams quantParams(WireFormat format) const {
-    return QuantParams{format == WireFormat::kInt4 ? 4 : 8, scheme, groupSize, rounding, seed};
+    return QuantParams{
+        format == WireFormat::kInt4 ? 4 : 8, scheme, groupSize, rounding, seed, smoothing};
   }
   QuantParams quantParams() const { return quantParams(wire); }
 };

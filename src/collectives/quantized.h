@@ -37,6 +37,25 @@ inline QuantParams chunkParams(const QuantParams& params, size_t chunk) {
   return mine;
 }
 
+// Quantizes `count` values of `in` (of `type`) into `message`, with error feedback where
+// `residual` is given (count float32 values, what quantizing them lost last time): the residual
+// is added first, and what this quantization loses is kept in it for the next call (EF21,
+// LoCo), so that over calls nothing is lost. `work` (count float32 values; may be `in` when it
+// is float32) holds the compensated values.
+inline Status quantizeWithFeedback(Kernels& k, const void* in, DataType type, size_t count,
+                                   const QuantParams& params, void* message, size_t capacity,
+                                   float* residual, float* work) {
+  if (residual == nullptr) return k.quantize(in, type, count, params, message, capacity);
+  if (in != work) ZCCL_CHECK(k.convertToFloat(in, type, count, work));
+  ZCCL_CHECK(k.accumulateAsFloat(residual, DataType::kFloat32, count, work));
+  ZCCL_CHECK(k.quantize(work, DataType::kFloat32, count, params, message, capacity));
+  // residual = work - what the message decodes to: -(-work + decoded).
+  ZCCL_CHECK(k.copy(residual, work, count * sizeof(float)));
+  ZCCL_CHECK(k.negateFloats(residual, count));
+  ZCCL_CHECK(k.dequantizeAccumulate(message, capacity, params, residual, count));
+  return k.negateFloats(residual, count);
+}
+
 // Blocks cut into rows of chunks for the pipelined algorithms: chunk `row` of a block holds
 // its elements [row * chunk, (row + 1) * chunk), each chunk one quantized message, and `chunk`
 // is a multiple of every group size, so that the groups are those of the whole block. A block

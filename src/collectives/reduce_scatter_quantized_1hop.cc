@@ -37,6 +37,12 @@ class QuantizedOneHop {
       if (peer != me_) outbox += rows_.blockBytes(a_.blocks.size(peer));
     }
     void* buffers[3];
+    if (ctx_.residual != nullptr) {
+      void* work = nullptr;
+      ZCCL_CHECK(ctx_.scratch.get(
+          kScratchFeedback, std::min(rows_.chunk(), a_.blocks.largest()) * sizeof(float), &work));
+      work_ = static_cast<float*>(work);
+    }
     ZCCL_CHECK(ctx_.scratch.get(kScratchQuantizedSend, outbox, &buffers[0]));
     ZCCL_CHECK(
         ctx_.scratch.get(kScratchQuantizedReceive, rows_.blockBytes(mine_) * n_, &buffers[1]));
@@ -74,8 +80,9 @@ class QuantizedOneHop {
       const size_t chunk = rows_.chunkSize(a_.blocks.size(peer), row);
       if (chunk == 0) continue;
       char* message = outbox_ + sendAt_[static_cast<size_t>(peer)] + rows_.chunkOffset(row);
-      ZCCL_CHECK(ctx_.kernels.quantize(input(peer, row), a_.type, chunk, params, message,
-                                       messageBytes(chunk, params_)));
+      ZCCL_CHECK(quantizeWithFeedback(ctx_.kernels, input(peer, row), a_.type, chunk, params,
+                                      message, messageBytes(chunk, params_), residual(peer, row),
+                                      work_));
       Ticket ticket;
       ZCCL_CHECK(t_.postSend(message, messageBytes(chunk, params_), peer, ctx_.tag, &ticket));
     }
@@ -102,6 +109,11 @@ class QuantizedOneHop {
     return static_cast<const char*>(a_.send) +
            (a_.blocks.offset(owner) + row * rows_.chunk()) * elementSize(a_.type);
   }
+  // The error feedback of that input chunk, or nullptr without feedback.
+  float* residual(int owner, size_t row) const {
+    return ctx_.residual == nullptr ? nullptr
+                                    : ctx_.residual + a_.blocks.offset(owner) + row * rows_.chunk();
+  }
 
   Context& ctx_;
   Transport& t_;
@@ -116,7 +128,8 @@ class QuantizedOneHop {
   std::vector<size_t> sendAt_;    // where each peer's chunk messages start in the outbox
   char* outbox_ = nullptr;
   char* inbox_ = nullptr;
-  float* acc_ = nullptr;  // the row being summed
+  float* acc_ = nullptr;   // the row being summed
+  float* work_ = nullptr;  // a chunk compensated by its error feedback
 };
 
 Status reduceScatterQuantized1Hop(Context& ctx, const CollectiveArgs& a, const Plan& plan) {

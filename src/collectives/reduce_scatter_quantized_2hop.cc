@@ -60,6 +60,12 @@ class QuantizedTwoHop {
     return static_cast<const char*>(a_.send) +
            (a_.blocks.offset(owner) + row * rows_.chunk()) * elementSize(a_.type);
   }
+  // The error feedback of that input chunk (hop 1: its contribution; hop 2: the partial sum of
+  // it this rank sends), or nullptr without feedback.
+  float* residual(int owner, size_t row) const {
+    return ctx_.residual == nullptr ? nullptr
+                                    : ctx_.residual + a_.blocks.offset(owner) + row * rows_.chunk();
+  }
   char* peerInbox(int local) const { return hop1Inbox_ + local * rows_.bundleBytes(lv_.myLocal); }
   Ticket& rowTicket(size_t row, int local) {
     return rowTickets_[(row % 2) * static_cast<size_t>(lv_.ranksPerNode) + local];
@@ -88,6 +94,12 @@ class QuantizedTwoHop {
                                 &buffers[2]));
     ZCCL_CHECK(ctx_.scratch.get(kScratchAccumulate,
                                 2 * std::min(rows_.chunk(), mine_) * sizeof(float), &buffers[3]));
+    if (ctx_.residual != nullptr) {
+      void* work = nullptr;
+      ZCCL_CHECK(ctx_.scratch.get(
+          kScratchFeedback, std::min(rows_.chunk(), a_.blocks.largest()) * sizeof(float), &work));
+      work_ = static_cast<float*>(work);
+    }
     hop1Outbox_ = static_cast<char*>(buffers[0]);
     hop2Outbox_ = hop1Outbox_ + outbox;
     hop1Inbox_ = static_cast<char*>(buffers[1]);
@@ -112,9 +124,10 @@ class QuantizedTwoHop {
       for (int node = 0; node < lv_.numNodes; ++node) {
         const size_t count = rows_.chunkSize(rows_.blockOf(node, peer), row);
         if (count == 0) continue;
-        ZCCL_CHECK(ctx_.kernels.quantize(input(lv_.rankAt(node, peer), row), a_.type, count, params,
-                                         outbox + rows_.offset(peer, row, node),
-                                         messageBytes(count, params_)));
+        const int owner = lv_.rankAt(node, peer);
+        ZCCL_CHECK(quantizeWithFeedback(ctx_.kernels, input(owner, row), a_.type, count, params,
+                                        outbox + rows_.offset(peer, row, node),
+                                        messageBytes(count, params_), residual(owner, row), work_));
       }
       if (rows_.rowBytes(peer, row) == 0) continue;
       Ticket ticket;
@@ -159,8 +172,10 @@ class QuantizedTwoHop {
       }
       if (node == lv_.myNode) continue;
       char* message = hop2Outbox_ + rows_.offset(lv_.myLocal, row, node);
-      ZCCL_CHECK(ctx_.kernels.quantize(partial, DataType::kFloat32, count, params, message,
-                                       messageBytes(count, params_)));
+      // The partial sum's error feedback is this rank's: it alone quantizes it.
+      ZCCL_CHECK(quantizeWithFeedback(ctx_.kernels, partial, DataType::kFloat32, count, params,
+                                      message, messageBytes(count, params_),
+                                      residual(lv_.rankAt(node, lv_.myLocal), row), partial));
       Ticket ticket;
       ZCCL_CHECK(
           lv_.cross->postSend(message, messageBytes(count, params_), node, ctx_.tag, &ticket));
@@ -204,6 +219,7 @@ class QuantizedTwoHop {
   char* hop2Inbox_ = nullptr;
   float* tile_ = nullptr;    // another node's chunk of my bundle, summed over my node
   float* totals_ = nullptr;  // rows of my block, summed over my node, then over all nodes
+  float* work_ = nullptr;    // a hop-1 chunk compensated by its error feedback
 };
 
 Status reduceScatterQuantized2Hop(Context& ctx, const CollectiveArgs& a, const Plan& plan) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/collectives.h"
+#include "core/call_state.h"
 #include "core/group.h"
 #include "core/guarded.h"
 #include "core/validate.h"
@@ -129,8 +130,8 @@ std::string showHierarchy(int64_t value) {
   return value >= 0 && value < 3 ? names[value] : "?";
 }
 std::string showQuantization(int64_t value) {
-  return std::string(value & 1 ? "asym" : "sym") + (value & 2 ? " stochastic" : "") + " group " +
-         std::to_string(value >> 2);
+  return std::string(value & 1 ? "asym" : "sym") + (value & 2 ? " stochastic" : "") +
+         (value & 4 ? " smoothed" : "") + " group " + std::to_string(value >> 3);
 }
 std::string showYesNo(int64_t value) { return value ? "yes" : "no"; }
 
@@ -152,7 +153,7 @@ Status agreeOnCall(zcclComm* comm, const CollectiveEntry& entry, const Collectiv
        showWire},
       {"hierarchy", static_cast<int64_t>(options.hierarchy), showHierarchy},
       {"quantization",
-       (static_cast<int64_t>(options.groupSize) << 2) |
+       (static_cast<int64_t>(options.groupSize) << 3) | (options.smoothing ? 4 : 0) |
            (options.rounding == Rounding::kStochastic ? 2 : 0) |
            (options.scheme == QuantScheme::kAsymmetric ? 1 : 0),
        showQuantization},
@@ -160,6 +161,10 @@ Status agreeOnCall(zcclComm* comm, const CollectiveEntry& entry, const Collectiv
       {"in-place", entry.takesRoot() ? 0 : static_cast<int64_t>(inPlace), showYesNo},
       // Device messages travel in chunks, host messages whole.
       {"device memory (stream)", call.stream != nullptr ? 1 : 0, showYesNo},
+      {"error feedback", call.options != nullptr && call.options->feedback != nullptr ? 1 : 0,
+       showYesNo},
+      {"weight differences", call.options != nullptr && call.options->reference != nullptr ? 1 : 0,
+       showYesNo},
   };
   constexpr size_t kFields = sizeof(fields) / sizeof(fields[0]);
   int64_t mine[kFields];
@@ -204,12 +209,66 @@ Status agreeOnCall(zcclComm* comm, const CollectiveEntry& entry, const Collectiv
 struct CheckedCall {
   CollectiveOptions options;
   bool inPlace = false;
+  float* residual = nullptr;             // options.feedback's
+  GatherReference* reference = nullptr;  // options.reference's
 };
+
+// The state the call's options name, against the call it serves.
+Status checkCallState(const CollectiveEntry& entry, const CollectiveCall& call,
+                      CheckedCall* checked) {
+  const zcclCollOptions* o = call.options;
+  if (o == nullptr || (o->feedback == nullptr && o->reference == nullptr)) {
+    return Status::kSuccess;
+  }
+  if (call.stream != nullptr) {
+    return fail(Status::kInvalidUsage,
+                "%s: options.feedback and options.reference keep their state on host memory; "
+                "this call is on device memory (stream=%p)",
+                entry.function, call.stream);
+  }
+  const size_t ranks = static_cast<size_t>(call.comm->size());
+  const DataType type = toType(call.datatype);
+  if (o->feedback != nullptr) {
+    const bool reduces = entry.collective == Collective::kReduceScatter ||
+                         entry.collective == Collective::kAllReduce;
+    const size_t input = call.count * (entry.sendHoldsAllBlocks ? ranks : 1);
+    if (!reduces) {
+      return fail(Status::kInvalidArgument,
+                  "options.feedback=%p: error feedback serves reduce-scatters and all-reduces, "
+                  "not %s",
+                  static_cast<void*>(o->feedback), entry.function);
+    }
+    if (o->feedback->comm != call.comm || o->feedback->count != input ||
+        o->feedback->type != type) {
+      return fail(Status::kInvalidArgument,
+                  "options.feedback=%p serves %zu elements of %s on comm %p; %s reduces %zu of %s "
+                  "on comm %p",
+                  static_cast<void*>(o->feedback), o->feedback->count,
+                  dataTypeName(o->feedback->type), static_cast<void*>(o->feedback->comm),
+                  entry.function, input, dataTypeName(type), static_cast<void*>(call.comm));
+    }
+    checked->residual = o->feedback->residual.data();
+  }
+  if (o->reference != nullptr) {
+    if (entry.collective != Collective::kAllGather || o->reference->comm != call.comm ||
+        o->reference->sendcount != call.count || o->reference->type != type) {
+      return fail(Status::kInvalidArgument,
+                  "options.reference=%p serves all-gathers of %zu elements of %s on comm %p; "
+                  "this is %s of %zu of %s on comm %p",
+                  static_cast<void*>(o->reference), o->reference->sendcount,
+                  dataTypeName(o->reference->type), static_cast<void*>(o->reference->comm),
+                  entry.function, call.count, dataTypeName(type), static_cast<void*>(call.comm));
+    }
+    checked->reference = &o->reference->gather;
+  }
+  return Status::kSuccess;
+}
 
 Status checkArguments(const CollectiveEntry& entry, const CollectiveCall& call,
                       CheckedCall* checked) {
   ZCCL_CHECK(checkCall(entry, call));
   ZCCL_CHECK(callOptions(entry, call, &checked->options));
+  ZCCL_CHECK(checkCallState(entry, call, checked));
   const zcclComm* comm = call.comm;
   const size_t ranks = static_cast<size_t>(comm->size());
   size_t sendBytes = 0;
@@ -310,20 +369,21 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
                                        std::move(done));
     });
   }
+  const Collective collective = entry.collective;
+  float* residual = checked.residual;
+  GatherReference* reference = checked.reference;
+  const auto work = [comm, collective, args, options, residual, reference] {
+    Context ctx = comm->nextCollective(hostKernels());
+    ctx.residual = residual;
+    if (reference != nullptr) return allGatherDifferences(ctx, args, options, reference);
+    return runCollective(ctx, collective, args, options);
+  };
   if (handover.queued) {
     return handOver(handover, [&](std::function<void(const JobOutcome&)> done) {
-      const Collective collective = entry.collective;
-      return queueHostWork(
-          comm, name(),
-          [comm, collective, args, options] {
-            Context ctx = comm->nextCollective(hostKernels());
-            return runCollective(ctx, collective, args, options);
-          },
-          std::move(done));
+      return queueHostWork(comm, name(), work, std::move(done));
     });
   }
-  Context ctx = comm->nextCollective(hostKernels());
-  const Status status = runCollective(ctx, entry.collective, args, options);
+  const Status status = work();
   // A call that failed past its checks may have left messages in flight, and its peers
   // may be gone: nothing pending survives it, and the communicator takes no more work.
   if (status != Status::kSuccess) {

@@ -424,13 +424,14 @@ Status agreeOnConfiguration(Transport& transport, const CommConfig& config) {
     static const char* const names[] = {"auto", "staged", "nccl"};
     return v >= 0 && v < 3 ? names[v] : "?";
   };
-  const std::array<Setting, 10> mine{{
+  const std::array<Setting, 11> mine{{
       {"ZCCL_ALGO (config.algorithm)", static_cast<int>(c.algorithm), algorithm},
       // At creation the policy holds one format for every collective.
       {"ZCCL_QUANT (config.wireFormat)", config.wirePolicy.allGather, wire},
       {"ZCCL_QUANT_SCHEME (config.quantScheme)", static_cast<int>(c.scheme), nullptr},
       {"ZCCL_QUANT_GROUP (config.quantGroupSize)", static_cast<int>(c.groupSize), nullptr},
       {"ZCCL_QUANT_STOCHASTIC (config.stochasticRounding)", static_cast<int>(c.rounding), nullptr},
+      {"ZCCL_QUANT_SMOOTHING", c.smoothing ? 1 : 0, nullptr},
       {"ZCCL_HIERARCHY (config.hierarchy)", static_cast<int>(c.hierarchy), nullptr},
       {"ZCCL_CHECK (config.checkCalls)", config.checkCalls ? 1 : 0, nullptr},
       {"ZCCL_DEVICE_BACKEND", static_cast<int>(config.deviceBackend), backend},

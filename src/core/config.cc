@@ -73,7 +73,7 @@ void setWire(int value, CollectiveOptions* o) {
 // The quantization and hierarchy fields, shared by zcclConfig and zcclCollOptions (whose wire
 // formats differ in kind: a policy's, or the call's own).
 struct CollFields {
-  int quantScheme, quantGroupSize, stochasticRounding, hierarchy;
+  int quantScheme, quantGroupSize, stochasticRounding, hierarchy, smoothing;
 };
 
 // The wire format `policy` gives a call of `collective` whose buffer is `bytes` long.
@@ -122,6 +122,12 @@ Status applyCollFields(const char* owner, const CollFields& f, CollectiveOptions
                   f.stochasticRounding);
     }
     o->rounding = f.stochasticRounding ? Rounding::kStochastic : Rounding::kNearestEven;
+  }
+  if (f.smoothing != ZCCL_CONFIG_UNDEF_INT) {
+    if (f.smoothing != 0 && f.smoothing != 1) {
+      return fail(Status::kInvalidArgument, "%s.smoothing=%d: expected 0 or 1", owner, f.smoothing);
+    }
+    o->smoothing = f.smoothing == 1;
   }
   if (f.quantGroupSize != ZCCL_CONFIG_UNDEF_INT) {
     QuantParams probe = o->quantParams();
@@ -181,10 +187,11 @@ Status applyConfig(const zcclConfig& config, CommConfig* resolved) {
   int wire = -1;
   ZCCL_CHECK(applyEnumField("config.wireFormat", config.wireFormat, zcclNumWireFormats, &wire));
   if (wire >= 0) setPolicyFormat(wire, &resolved->wirePolicy);
-  return applyCollFields("config",
-                         CollFields{config.quantScheme, config.quantGroupSize,
-                                    config.stochasticRounding, config.hierarchy},
-                         &resolved->collective);
+  return applyCollFields(
+      "config",
+      CollFields{config.quantScheme, config.quantGroupSize, config.stochasticRounding,
+                 config.hierarchy, ZCCL_CONFIG_UNDEF_INT},
+      &resolved->collective);
 }
 
 Status applyEnvironment(CommConfig* result) {
@@ -235,6 +242,9 @@ Status applyEnvironment(CommConfig* result) {
                   *group);
     }
   }
+  std::optional<long> smoothing;
+  ZCCL_CHECK(envInt("ZCCL_QUANT_SMOOTHING", 0, 1, &smoothing));
+  if (smoothing) o.smoothing = *smoothing == 1;
   std::optional<long> stochastic;
   ZCCL_CHECK(envInt("ZCCL_QUANT_STOCHASTIC", 0, 1, &stochastic));
   if (stochastic) o.rounding = *stochastic ? Rounding::kStochastic : Rounding::kNearestEven;
@@ -271,10 +281,11 @@ Status resolveCollOptions(const zcclCollOptions* options, const CommConfig& conf
     ZCCL_CHECK(
         applyEnumField("options.wireFormat", options->wireFormat, zcclNumWireFormats, &wire));
     if (wire >= 0) setWire(wire, &result);
-    ZCCL_CHECK(applyCollFields("options",
-                               CollFields{options->quantScheme, options->quantGroupSize,
-                                          options->stochasticRounding, options->hierarchy},
-                               &result));
+    ZCCL_CHECK(applyCollFields(
+        "options",
+        CollFields{options->quantScheme, options->quantGroupSize, options->stochasticRounding,
+                   options->hierarchy, options->smoothing},
+        &result));
     result.seed = options->seed;
   }
   *resolved = result;

@@ -2,8 +2,8 @@
 // before they return.
 #include <cstring>
 
-#include "kernels/reduce.h"
 #include "kernels/kernels.h"
+#include "kernels/reduce.h"
 
 namespace zccl {
 namespace {
@@ -49,6 +49,10 @@ class HostKernels final : public Kernels {
     ZCCL_CHECK(checkFormat(message, bytes, format, count));
     return zccl::dequantizeAccumulate(message, bytes, accumulator, count);
   }
+  Status negateFloats(float* data, size_t count) override {
+    for (size_t i = 0; i < count; ++i) data[i] = -data[i];
+    return Status::kSuccess;
+  }
   Status accumulateAsFloat(const void* x, DataType type, size_t count,
                            float* accumulator) override {
     return zccl::accumulateAsFloat(x, type, count, accumulator);
@@ -73,16 +77,19 @@ class HostKernels final : public Kernels {
 }  // namespace
 
 Status checkMessageFormat(const QuantHeader& header, const QuantParams& format, size_t count) {
+  const bool smoothed = (header.flags & kQuantSmoothed) != 0;
   if (header.bits == format.bits && header.scheme == static_cast<uint8_t>(format.scheme) &&
-      header.groupSize == format.groupSize && header.count == count) {
+      header.groupSize == format.groupSize && header.count == count &&
+      smoothed == format.smoothing) {
     return Status::kSuccess;
   }
   return fail(Status::kInvalidArgument,
-              "a quantized message of %llu elements, INT%u scheme %u group %u, where the plan "
-              "expects %zu elements, INT%d scheme %d group %u",
+              "a quantized message of %llu elements, INT%u scheme %u group %u%s, where the plan "
+              "expects %zu elements, INT%d scheme %d group %u%s",
               static_cast<unsigned long long>(header.count), header.bits, header.scheme,
-              header.groupSize, count, format.bits, static_cast<int>(format.scheme),
-              format.groupSize);
+              header.groupSize, smoothed ? " smoothed" : "", count, format.bits,
+              static_cast<int>(format.scheme), format.groupSize,
+              format.smoothing ? " smoothed" : "");
 }
 
 Kernels& hostKernels() {

@@ -54,6 +54,9 @@ class Kernels {
   }
   virtual Status storeFloatAs(float* values, size_t count, int divisor, DataType type,
                               void* out) = 0;
+  // data[i] = -data[i] (exact): with accumulations, a difference (error feedback's residual, a
+  // weight's change from its reference).
+  virtual Status negateFloats(float* data, size_t count) = 0;
 
   // Elements a pipelined algorithm handles per step: on the host a few hundred KiB that stay
   // in the cache between steps; on a device, where every step costs kernel launches, more.

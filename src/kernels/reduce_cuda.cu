@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "common/cuda_status.h"
-#include "kernels/reduce_math.h"
 #include "kernels/reduce_cuda.h"
+#include "kernels/reduce_math.h"
 
 namespace zccl {
 namespace {
@@ -61,6 +61,13 @@ __global__ void accumulateKernel(const T* x, size_t count, float* accumulator) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
        i += size_t{gridDim.x} * blockDim.x) {
     accumulator[i] += Traits<T>::load(x[i]);
+  }
+}
+
+__global__ void negateKernel(float* data, size_t count) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count;
+       i += size_t{gridDim.x} * blockDim.x) {
+    data[i] = -data[i];
   }
 }
 
@@ -169,6 +176,12 @@ Status accumulateAsFloatCuda(const void* x, DataType type, size_t count, float* 
         <<<blocksFor(count), kThreads, 0, stream>>>(static_cast<const T*>(x), count, accumulator);
     return launched();
   });
+}
+
+Status negateFloatsCuda(float* data, size_t count, DeviceStream stream) {
+  if (count == 0) return Status::kSuccess;
+  negateKernel<<<blocksFor(count), kThreads, 0, stream>>>(data, count);
+  return launched();
 }
 
 Status storeFloatAsCuda(float* values, size_t count, int divisor, DataType type, void* out,

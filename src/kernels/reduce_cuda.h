@@ -25,5 +25,6 @@ Status accumulateAsFloatCuda(const void* x, DataType type, size_t count, float* 
                              DeviceStream stream);
 Status storeFloatAsCuda(float* values, size_t count, int divisor, DataType type, void* out,
                         DeviceStream stream);
+Status negateFloatsCuda(float* data, size_t count, DeviceStream stream);
 
 }  // namespace zccl

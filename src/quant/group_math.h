@@ -155,4 +155,46 @@ ZCCL_HOST_DEVICE inline float decodeUnsignedCode(uint8_t code, float scale, floa
   return (static_cast<float>(code) - center) * scale + offset;
 }
 
+// Smoothing of a full group of n values (n a power of two): y = H D x / n before quantizing,
+// x = D H y after decoding, where H is the n x n Walsh-Hadamard matrix (H H = n I) and D a
+// diagonal of random signs drawn from (seed, index of the group's first element). Dividing by
+// n, a power of two, is exact, so the rotation back undoes it up to the additions' rounding,
+// which every implementation performs in the same order (the butterflies below).
+ZCCL_HOST_DEVICE inline bool smoothingFlips(uint32_t seed, uint64_t first, uint32_t i) {
+  uint32_t h = (seed ^ static_cast<uint32_t>(first >> 5) * 0x9e3779b1u) + i * 0x85ebca6bu;
+  h ^= h >> 15;
+  h *= 0x2c1b3c6du;
+  h ^= h >> 12;
+  return (h & 1u) != 0;
+}
+
+ZCCL_HOST_DEVICE inline void walshHadamard(float* v, uint32_t n) {
+  for (uint32_t half = 1; half < n; half *= 2) {
+    for (uint32_t start = 0; start < n; start += 2 * half) {
+      for (uint32_t i = start; i < start + half; ++i) {
+        const float a = v[i];
+        const float b = v[i + half];
+        v[i] = a + b;
+        v[i + half] = a - b;
+      }
+    }
+  }
+}
+
+ZCCL_HOST_DEVICE inline void smoothGroup(float* v, uint32_t n, uint32_t seed, uint64_t first) {
+  for (uint32_t i = 0; i < n; ++i) {
+    if (smoothingFlips(seed, first, i)) v[i] = -v[i];
+  }
+  walshHadamard(v, n);
+  const float inverse = 1.0f / static_cast<float>(n);
+  for (uint32_t i = 0; i < n; ++i) v[i] *= inverse;
+}
+
+ZCCL_HOST_DEVICE inline void unsmoothGroup(float* v, uint32_t n, uint32_t seed, uint64_t first) {
+  walshHadamard(v, n);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (smoothingFlips(seed, first, i)) v[i] = -v[i];
+  }
+}
+
 }  // namespace zccl

@@ -73,6 +73,9 @@ Status decodeGroups(const void* message, size_t bytes, size_t count, Target&& ta
       k.decodeUnsigned(groupCodes, n, scale, loadParameter(offsets, g), centerOf(h.bits, scheme),
                        values);
     }
+    if ((h.flags & kQuantSmoothed) != 0 && n == h.groupSize) {
+      unsmoothGroup(values, h.groupSize, h.smoothingSeed, first);
+    }
     sink(first, n, values);
   }
   return Status::kSuccess;
@@ -133,13 +136,14 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
                 l.totalBytes);
   }
   auto* base = static_cast<unsigned char*>(out);
+  const uint32_t smoothingSeed = static_cast<uint32_t>(params.seed);
   const QuantHeader header{kQuantMagic,
                            kQuantVersion,
                            static_cast<uint8_t>(params.bits),
                            static_cast<uint8_t>(params.scheme),
-                           0,
+                           params.smoothing ? kQuantSmoothed : uint8_t{0},
                            params.groupSize,
-                           0,
+                           params.smoothing ? smoothingSeed : 0,
                            count};
   std::memcpy(base, &header, sizeof(header));
   unsigned char* payload = base + sizeof(QuantHeader);
@@ -165,6 +169,12 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
       k.widenFloat16(static_cast<const uint16_t*>(source), n, staged);
     } else {
       k.widenBfloat16(static_cast<const uint16_t*>(source), n, staged);
+    }
+    // A short last group is not smoothed: the rotation needs a power of two.
+    if (params.smoothing && n == params.groupSize) {
+      if (x != staged) std::memcpy(staged, x, n * sizeof(float));
+      smoothGroup(staged, params.groupSize, smoothingSeed, first);
+      x = staged;
     }
     GroupStats s;
     k.stats(x, n, &s);
@@ -209,6 +219,9 @@ Status readQuantHeader(const void* message, size_t bytes, QuantHeader* header) {
   p.scheme = static_cast<QuantScheme>(h.scheme);
   p.groupSize = h.groupSize;
   ZCCL_CHECK(checkQuantParams(p));
+  if ((h.flags & ~kQuantSmoothed) != 0) {
+    return fail(Status::kInvalidArgument, "flags=0x%x in the header: unknown", h.flags);
+  }
   if (h.count > kMaxCount) {
     return fail(Status::kInvalidArgument, "count=%llu in the header: implausibly large",
                 static_cast<unsigned long long>(h.count));

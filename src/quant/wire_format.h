@@ -28,7 +28,11 @@ struct QuantParams {
   QuantScheme scheme = QuantScheme::kSymmetric;
   uint32_t groupSize = kDefaultGroupSize;  // a power of two in [32, 4096]
   Rounding rounding = Rounding::kNearestEven;
-  uint64_t seed = 0;  // stochastic rounding only
+  uint64_t seed = 0;  // stochastic rounding, and smoothing's signs
+  // Smoothing: every full group is rotated by a random-sign Walsh-Hadamard transform before it
+  // is quantized, and back after it is decoded (group_math.h), so that an outlier no longer
+  // sets the scale of its whole group.
+  bool smoothing = false;
 };
 
 struct QuantHeader {
@@ -36,12 +40,13 @@ struct QuantHeader {
   uint8_t version;
   uint8_t bits;
   uint8_t scheme;
-  uint8_t reserved;
+  uint8_t flags;  // kQuantSmoothed
   uint32_t groupSize;
-  uint32_t reserved2;
+  uint32_t smoothingSeed;  // the signs of a smoothed message's rotations
   uint64_t count;
 };
 static_assert(sizeof(QuantHeader) == 24, "the header is part of the wire format");
+constexpr uint8_t kQuantSmoothed = 1;
 constexpr uint32_t kQuantMagic = 0x544e515au;  // "ZQNT"
 constexpr uint8_t kQuantVersion = 1;
 

@@ -117,6 +117,38 @@ class ScratchBuffer {
 };
 
 size_t elementSize(Precision p) { return p == Precision::kFloat32 ? 4 : 2; }
+// The state a Beyond-ZeRO++ collective keeps for one module (a reference of weight
+// differences, a gradient's error feedback), counted by the tracker while it lives.
+template <typename Handle, zcclResult_t (*Bytes)(Handle, size_t*), zcclResult_t (*Destroy)(Handle)>
+class CallState {
+ public:
+  explicit CallState(StateSpace* space) : space_(space) {}
+  ~CallState() {
+    if (handle_ == nullptr) return;
+    Destroy(handle_);
+    space_->tracker.remove(bytes_);
+  }
+  CallState(const CallState&) = delete;
+  CallState& operator=(const CallState&) = delete;
+
+  // Takes a created handle.
+  zcclResult_t adopt(Handle handle) {
+    handle_ = handle;
+    const zcclResult_t result = Bytes(handle, &bytes_);
+    if (result == zcclSuccess) space_->tracker.add(bytes_);
+    return result;
+  }
+  Handle get() const { return handle_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  StateSpace* space_;
+  Handle handle_ = nullptr;
+  size_t bytes_ = 0;
+};
+using WeightReference = CallState<zcclReference_t, zcclReferenceBytes, zcclReferenceDestroy>;
+using GradientFeedback = CallState<zcclFeedback_t, zcclFeedbackBytes, zcclFeedbackDestroy>;
+
 zcclDataType_t dataType(Precision p) {
   return p == Precision::kFloat32    ? zcclFloat32
          : p == Precision::kBfloat16 ? zcclBfloat16
@@ -127,16 +159,25 @@ zcclDataType_t dataType(Precision p) {
 // world size so that every rank owns an equal shard (the last shards hold the padding).
 struct ModuleState {
   explicit ModuleState(StateSpace* t)
-      : working(t), master(t), moment1(t), moment2(t), grads(t), secondary(t) {}
+      : working(t),
+        master(t),
+        moment1(t),
+        moment2(t),
+        grads(t),
+        secondary(t),
+        reference(t),
+        feedback(t) {}
   size_t count = 0;
   size_t padded = 0;
   size_t shard = 0;
-  StateBuffer working;    // full (stages 0-2) or my shard (stage 3), working precision
-  StateBuffer master;     // float32: full (stage 0) or my shard
-  StateBuffer moment1;    // as master
-  StateBuffer moment2;    // as master
-  StateBuffer grads;      // full (stages 0-1) or my shard (2-3), working precision
-  StateBuffer secondary;  // hpZ: my node-local shard of the gathered weights
+  StateBuffer working;        // full (stages 0-2) or my shard (stage 3), working precision
+  StateBuffer master;         // float32: full (stage 0) or my shard
+  StateBuffer moment1;        // as master
+  StateBuffer moment2;        // as master
+  StateBuffer grads;          // full (stages 0-1) or my shard (2-3), working precision
+  StateBuffer secondary;      // hpZ: my node-local shard of the gathered weights
+  WeightReference reference;  // weightDifferences: the weights gathered last
+  GradientFeedback feedback;  // errorFeedback: what quantizing my full gradients lost
 };
 
 }  // namespace
@@ -155,6 +196,11 @@ class ZeroOptimizer::Impl {
   zcclResult_t gatherMaster(std::vector<float>* params);
   size_t numParams() const { return model_->numParams(); }
   const MemoryTracker& tracker() const { return space_.tracker; }
+  size_t compressionBytes() const {
+    size_t bytes = 0;
+    for (const auto& m : modules_) bytes += m->reference.bytes() + m->feedback.bytes();
+    return bytes;
+  }
   const std::string& error() const { return error_; }
 
  private:
@@ -180,6 +226,8 @@ class ZeroOptimizer::Impl {
     return partitionedOptimizer() ? static_cast<size_t>(rank_) * m.shard : 0;
   }
 
+  zcclResult_t checkCompression();
+  zcclResult_t createCompressionState(ModuleState* m);
   zcclResult_t allocate(StateBuffer* buffer, size_t bytes, const char* what) {
     return memoryFailure(buffer->allocate(bytes), what);
   }
@@ -201,6 +249,12 @@ class ZeroOptimizer::Impl {
   zcclResult_t finish(zcclRequest_t* request);
   // A collective that completes through `*request`; `options` may be null.
   zcclCollOptions withRequest(const zcclCollOptions* options, zcclRequest_t* request) const;
+  // qgZ's format (with smoothing where asked) on a gradient reduce-scatter's options.
+  void gradientWire(zcclCollOptions* options) const {
+    if (!options_.quantizedGradients) return;
+    options->wireFormat = zcclWireInt4;
+    if (options_.smoothing) options->smoothing = 1;  // else the communicator's default
+  }
 
   // Starts the all-gather of module `index`'s weights for its forward (backward) pass into its
   // slot of gathered_.
@@ -289,6 +343,7 @@ zcclResult_t ZeroOptimizer::Impl::init() {
   if (options_.quantizedGradients && options_.stage < 2) {
     return fail(zcclInvalidArgument, "qgZ reduce-scatters gradients: it needs stage>=2");
   }
+  ZERO_CHECK(checkCompression());
   ZERO_CHECK(zcclCommCount(comm_, &ranks_));
   ZERO_CHECK(zcclCommUserRank(comm_, &rank_));
   if (options_.hierarchicalPartition) {
@@ -329,7 +384,47 @@ zcclResult_t ZeroOptimizer::Impl::init() {
     if (options_.hierarchicalPartition) {
       ZERO_CHECK(allocate(&m->secondary, m->padded / nodeSize_ * es(), "hpZ's secondary copy"));
     }
+    ZERO_CHECK(createCompressionState(m.get()));
     modules_.push_back(std::move(m));
+  }
+  return zcclSuccess;
+}
+
+zcclResult_t ZeroOptimizer::Impl::checkCompression() {
+  if (options_.weightDifferences && options_.stage != 3) {
+    return fail(zcclInvalidArgument, "weightDifferences gathers weights: it needs stage=3");
+  }
+  if (options_.resyncEvery < 0) {
+    return fail(zcclInvalidArgument,
+                "resyncEvery=" + std::to_string(options_.resyncEvery) + ": expected >= 0");
+  }
+  if (options_.errorFeedback && !options_.quantizedGradients) {
+    return fail(zcclInvalidArgument,
+                "errorFeedback compensates qgZ's quantization: it needs quantizedGradients");
+  }
+  if (options_.errorFeedback && options_.precision == Precision::kFloat16) {
+    return fail(zcclInvalidArgument,
+                "errorFeedback with float16: a loss-scale overflow would poison the residuals; "
+                "use bfloat16 or float32");
+  }
+  if ((options_.weightDifferences || options_.errorFeedback) && !memory_.host()) {
+    return fail(zcclInvalidUsage, std::string("weightDifferences and errorFeedback keep their "
+                                              "state on host memory, not ") +
+                                      memory_.name());
+  }
+  return zcclSuccess;
+}
+
+zcclResult_t ZeroOptimizer::Impl::createCompressionState(ModuleState* m) {
+  if (options_.weightDifferences) {
+    zcclReference_t reference = nullptr;
+    ZERO_CHECK(zcclReferenceCreate(comm_, m->shard, type(), options_.resyncEvery, &reference));
+    ZERO_CHECK(m->reference.adopt(reference));
+  }
+  if (options_.errorFeedback) {
+    zcclFeedback_t feedback = nullptr;
+    ZERO_CHECK(zcclFeedbackCreate(comm_, m->padded, type(), &feedback));
+    ZERO_CHECK(m->feedback.adopt(feedback));
   }
   return zcclSuccess;
 }
@@ -375,6 +470,11 @@ zcclResult_t ZeroOptimizer::Impl::startForwardGather(size_t index, zcclRequest_t
   ModuleState& m = *modules_[index];
   zcclCollOptions qwz = ZCCL_COLL_OPTIONS_INITIALIZER;
   if (options_.quantizedWeights) qwz.wireFormat = zcclWireInt8;
+  if (options_.weightDifferences) {
+    qwz.wireFormat = zcclWireInt4;
+    qwz.reference = m.reference.get();
+    if (options_.smoothing) qwz.smoothing = 1;
+  }
   return startGather(m, comm_, m.working.as(), &qwz, slot(&gathered_, index), request);
 }
 
@@ -428,7 +528,8 @@ zcclResult_t ZeroOptimizer::Impl::startGradients(size_t index, const std::vector
   ScratchBuffer& full = slot(&fullGrads_, index);
   ZERO_CHECK(hold(&full, m.padded * es(), "full gradients"));
   ZERO_CHECK(writeWorking(grads.data(), m.padded, full.as()));
-  if (options_.quantizedGradients) queued.wireFormat = zcclWireInt4;
+  gradientWire(&queued);
+  queued.feedback = m.feedback.get();
   return zcclReduceScatterEx(full.as(), m.grads.as(), m.shard, type(), zcclAvg, comm_,
                              memory_.stream(), &queued);
 }
@@ -621,7 +722,7 @@ zcclResult_t ZeroOptimizer::Impl::timeCommunication(double* seconds) {
                         "a discarded gradient shard"));
     zcclCollOptions qgz = withRequest(nullptr, &requests[i]);
     if (partitionedGradients()) {
-      if (options_.quantizedGradients) qgz.wireFormat = zcclWireInt4;
+      gradientWire(&qgz);  // without error feedback: these values are not gradients
       ZERO_CHECK(zcclReduceScatterEx(full.as(), discard.as(), m.shard, type(), zcclAvg, comm_,
                                      memory_.stream(), &qgz));
     } else {
@@ -684,6 +785,7 @@ zcclResult_t ZeroOptimizer::timeCommunication(double* seconds) {
 size_t ZeroOptimizer::numParams() const { return impl_->numParams(); }
 size_t ZeroOptimizer::modelStateBytes() const { return impl_->tracker().current(); }
 size_t ZeroOptimizer::peakModelStateBytes() const { return impl_->tracker().peak(); }
+size_t ZeroOptimizer::compressionStateBytes() const { return impl_->compressionBytes(); }
 const char* ZeroOptimizer::lastError() const { return impl_->error().c_str(); }
 
 }  // namespace zccl::zero

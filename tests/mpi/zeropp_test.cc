@@ -14,78 +14,11 @@
 #include <vector>
 
 #include "harness/gtest.h"
+#include "harness/quantized_bounds.h"
 #include "harness/values.h"
 
 namespace zccl_harness {
 namespace {
-
-// The job's node layout as the test sets it up: consecutive ranks, ZCCL_RANKS_PER_NODE each.
-struct Layout {
-  int n = worldSize();
-  int me = worldRank();
-  int perNode = [] {
-    const char* text = std::getenv("ZCCL_RANKS_PER_NODE");
-    return text != nullptr ? std::atoi(text) : worldSize();
-  }();
-
-  int nodes() const { return (n + perNode - 1) / perNode; }
-  int node(int r) const { return r / perNode; }
-  int local(int r) const { return r % perNode; }
-  int rankAt(int node, int local) const { return node * perNode + local; }
-  bool uniform() const { return n % perNode == 0; }
-  zcclLinkClass_t link(int peer) const {
-    if (peer == me) return zcclLinkSelf;
-    return node(peer) == node(me) ? zcclLinkIntraNode : zcclLinkInterNode;
-  }
-};
-
-// Blocks of `count` elements over `parts` ranks, the larger first (the library's contract
-// for all-reduce, restated here).
-struct Blocks {
-  size_t count;
-  int parts;
-  size_t size(int r) const { return count / parts + (size_t(r) < count % parts ? 1 : 0); }
-  size_t offset(int r) const { return r * (count / parts) + std::min<size_t>(r, count % parts); }
-};
-
-// The quantized wire format as documented in src/quant/quantize.h, and the quantizer's
-// per-element error bound.
-struct Wire {
-  zcclWireFormat_t format = zcclWireNone;
-  zcclQuantScheme_t scheme = zcclQuantSymmetric;
-  size_t group = 512;
-  bool stochastic = false;
-
-  int bits() const { return format == zcclWireInt8 ? 8 : 4; }
-  double levels() const {
-    const bool sym = scheme == zcclQuantSymmetric;
-    return bits() == 8 ? (sym ? 127 : 255) : (sym ? 7 : 15);
-  }
-  // Header, payload padded to 4 bytes, then one float (symmetric) or two per group.
-  uint64_t messageBytes(size_t k) const {
-    if (k == 0) return 0;
-    const size_t payload = bits() == 8 ? k : (k + 1) / 2;
-    const size_t groups = (k + group - 1) / group;
-    return 24 + (payload + 3) / 4 * 4 + groups * (scheme == zcclQuantSymmetric ? 4 : 8);
-  }
-  // max |x - deq(q(x))| over a group whose values lie in [lo, hi].
-  double groupError(double lo, double hi) const {
-    const double absmax = std::max(std::fabs(lo), std::fabs(hi));
-    const double range = scheme == zcclQuantSymmetric ? absmax : hi - lo;
-    const double scale = range / levels() * (1 + 0x1p-22);
-    return (stochastic ? scale : scale / 2) + 0x1p-21 * absmax + 0x1p-140;
-  }
-  zcclCollOptions options(zcclHierarchy_t hierarchy) const {
-    zcclCollOptions o = ZCCL_COLL_OPTIONS_INITIALIZER;
-    o.wireFormat = format;
-    o.quantScheme = scheme;
-    o.quantGroupSize = static_cast<int>(group);
-    o.stochasticRounding = stochastic ? 1 : 0;
-    o.hierarchy = hierarchy;
-    o.seed = 1234;
-    return o;
-  }
-};
 
 // Rank r's input element i, representable in `type`: magnitudes vary between groups.
 double inputValue(zcclDataType_t type, int rank, size_t i) {
@@ -103,13 +36,6 @@ double inputValue(zcclDataType_t type, int rank, size_t i) {
 double exactValue(int rank, size_t i) {
   return static_cast<double>(static_cast<int64_t>(mix(5, rank, i) % 33) - 16) / 8;
 }
-
-// An interval of values and the bound on errors already in them.
-struct Range {
-  double lo = INFINITY, hi = -INFINITY;
-  void add(double v) { lo = std::min(lo, v), hi = std::max(hi, v); }
-  Range widened(double by) const { return Range{lo - by, hi + by}; }
-};
 
 // One rounding to `type` of a result within `error` of `value`.
 double outputRounding(zcclDataType_t type, double value, double error) {
@@ -357,12 +283,6 @@ class ZeroPlusPlus : public ::testing::Test {
 constexpr zcclDataType_t kFloatTypes[] = {zcclFloat32, zcclBfloat16, zcclFloat16};
 const char* typeName(zcclDataType_t type) {
   return type == zcclFloat32 ? "float32" : type == zcclBfloat16 ? "bfloat16" : "float16";
-}
-
-// Hierarchies to run: two-level only where every node holds the same number of ranks.
-std::vector<zcclHierarchy_t> hierarchies(const Layout& layout) {
-  if (!layout.uniform()) return {zcclHierarchyFlat};
-  return {zcclHierarchyFlat, zcclHierarchyTwoLevel};
 }
 
 TEST_F(ZeroPlusPlus, PlainFlatAndTwoLevelAreExact) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -482,6 +483,144 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Quant, SimdKernels,
                          ::testing::Values(&avx2QuantKernels, &avx512QuantKernels),
                          [](const auto& info) { return info.index == 0 ? "avx2" : "avx512"; });
+
+// Smoothing rotates a full group x of n values to y = H D x / n and decodes x^ = D H y^: with
+// ||H v|| = sqrt(n) ||v||, the group's error ||x^ - x||_2 = sqrt(n) ||y^ - y||_2 is at most
+// n * step(y) / 2 (a step with stochastic rounding), plus the butterflies' rounding.
+double smoothedGroupBound(double scale, size_t n, double norm, Rounding rounding) {
+  const double step = rounding == Rounding::kNearestEven ? scale / 2 : scale;
+  return static_cast<double>(n) * step + 4 * std::log2(double(n)) * 0x1p-24 * norm * std::sqrt(n);
+}
+
+struct GroupErrors {
+  std::vector<double> error, bound;  // per group: ||x^ - x||_2 and the bound above
+};
+
+GroupErrors smoothedErrors(const std::vector<float>& x, const QuantParams& p) {
+  Parsed parsed;
+  const std::vector<float> y = roundTrip(x, p, &parsed);
+  GroupErrors e;
+  for (size_t g = 0; g < parsed.scales.size(); ++g) {
+    const size_t first = g * p.groupSize, last = std::min(x.size(), first + p.groupSize);
+    double err = 0, norm = 0;
+    for (size_t i = first; i < last; ++i) {
+      err += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
+      norm += double(x[i]) * x[i];
+    }
+    e.error.push_back(std::sqrt(err));
+    e.bound.push_back(
+        smoothedGroupBound(parsed.scales[g], last - first, std::sqrt(norm), p.rounding));
+  }
+  return e;
+}
+
+TEST(QuantSmoothing, GroupErrorWithinTheRotatedBound) {
+  std::mt19937 rng(31);
+  for (const Format& f : kFormats) {
+    for (uint32_t group : {32u, 256u, 4096u}) {
+      for (const char* d : {"normal", "uniform", "heavy", "zeros"}) {
+        for (Rounding rounding : {Rounding::kNearestEven, Rounding::kStochastic}) {
+          QuantParams p;
+          p.bits = f.bits;
+          p.scheme = f.scheme;
+          p.groupSize = group;
+          p.rounding = rounding;
+          p.smoothing = true;
+          p.seed = rng();
+          // Full groups and a short last one, which is left unrotated.
+          const std::vector<float> x = sample(d, 3 * group + 17, rng);
+          const GroupErrors e = smoothedErrors(x, p);
+          for (size_t g = 0; g + 1 < e.error.size(); ++g) {
+            EXPECT_LE(e.error[g], e.bound[g]) << d << " bits=" << f.bits << " group " << g;
+          }
+          const auto m = quantizeOrDie(x.data(), DataType::kFloat32, x.size(), p);
+          std::vector<float> y(x.size());
+          ASSERT_EQ(dequantize(m.data(), m.size(), y.data(), DataType::kFloat32, y.size()),
+                    Status::kSuccess);
+          Parsed parsed = parse(m, x.size(), p);
+          for (size_t i = x.size() - 17; i < x.size(); ++i) {
+            const double offset = parsed.offsets.empty() ? 0.0 : parsed.offsets.back();
+            EXPECT_LE(std::fabs(double(x[i]) - y[i]),
+                      bound(parsed.scales.back(), x[i], offset, rounding))
+                << "the short last group keeps the per-element bound";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantSmoothing, SpreadsAnOutlierAndHalvesItsGroupsInt4Error) {
+  std::mt19937 rng(12);
+  std::vector<float> x = sample("normal", 128 * 256, rng);
+  for (size_t g = 0; g < x.size(); g += 256) x[g + rng() % 256] = 60.0f;  // one per group
+  QuantParams p;
+  p.bits = 4;
+  p.groupSize = 256;
+  Parsed parsed;
+  const auto plain = roundTrip(x, p, &parsed);
+  p.smoothing = true;
+  p.seed = 99;
+  const auto smoothed = roundTrip(x, p, &parsed);
+  double plainErr = 0, smoothedErr = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    plainErr += (double(x[i]) - plain[i]) * (double(x[i]) - plain[i]);
+    smoothedErr += (double(x[i]) - smoothed[i]) * (double(x[i]) - smoothed[i]);
+  }
+  // Unsmoothed, the outlier's scale (60/7) rounds every N(0,1) value to 0: the error is the
+  // group's energy. Smoothed, the outlier becomes +-60/256 in every element.
+  std::printf("INT4 groups of 256 with an outlier: RMS error %.4f plain, %.4f smoothed\n",
+              std::sqrt(plainErr / x.size()), std::sqrt(smoothedErr / x.size()));
+  EXPECT_LT(smoothedErr, 0.25 * plainErr);
+}
+
+TEST(QuantSmoothing, HeaderCarriesItAndAPlanWithoutItRefusesTheMessage) {
+  std::mt19937 rng(4);
+  const std::vector<float> x = sample("normal", 1000, rng);
+  QuantParams p;
+  p.bits = 4;
+  p.groupSize = 128;
+  p.smoothing = true;
+  p.seed = 0x1234567812345678ull;
+  auto m = quantizeOrDie(x.data(), DataType::kFloat32, x.size(), p);
+  QuantHeader h;
+  ASSERT_EQ(readQuantHeader(m.data(), m.size(), &h), Status::kSuccess);
+  EXPECT_EQ(h.flags, kQuantSmoothed);
+  EXPECT_EQ(h.smoothingSeed, 0x12345678u);
+  std::vector<float> y(x.size());
+  QuantParams unsmoothed = p;
+  unsmoothed.smoothing = false;
+  EXPECT_EQ(hostKernels().dequantize(m.data(), m.size(), unsmoothed, y.data(), DataType::kFloat32,
+                                     y.size()),
+            Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("smoothed"), std::string::npos) << lastThreadError();
+  EXPECT_EQ(hostKernels().dequantize(m.data(), m.size(), p, y.data(), DataType::kFloat32, y.size()),
+            Status::kSuccess);
+  m[offsetof(QuantHeader, flags)] |= 0x80;
+  EXPECT_EQ(readQuantHeader(m.data(), m.size(), &h), Status::kInvalidArgument);
+  EXPECT_NE(lastThreadError().find("flags=0x81"), std::string::npos) << lastThreadError();
+}
+
+TEST(QuantSmoothing, RotationIsExactlyInvertibleOnPowersOfTwo) {
+  std::mt19937 rng(3);
+  for (uint32_t n : {32u, 1024u}) {
+    // Small integers: every butterfly sum is exact, so the round trip is bit for bit.
+    std::vector<float> x(n), y;
+    for (auto& v : x) v = static_cast<float>(static_cast<int>(rng() % 64) - 32);
+    y = x;
+    smoothGroup(y.data(), n, 7, 4096);
+    double energyX = 0, energyY = 0;
+    for (uint32_t i = 0; i < n; ++i) energyX += double(x[i]) * x[i], energyY += double(y[i]) * y[i];
+    EXPECT_DOUBLE_EQ(energyY * n, energyX) << "y = H D x / n: ||y||^2 = ||x||^2 / n";
+    unsmoothGroup(y.data(), n, 7, 4096);
+    EXPECT_EQ(x, y);
+    // Another group's signs differ.
+    std::vector<float> other = x;
+    smoothGroup(other.data(), n, 7, 4096 + n);
+    smoothGroup(x.data(), n, 7, 4096);
+    EXPECT_NE(x, other);
+  }
+}
 
 }  // namespace
 }  // namespace zccl
