@@ -1,15 +1,19 @@
 // The ZeRO optimizer on emulated nodes (ctest: 4 ranks as 2 nodes of 2):
 // - stages 0-3 with exact communication and float32 working weights match a serial reference
 //   computed here (one process, the whole global batch, its own Adam/AdamW);
-// - ZeRO++ (qwZ + hpZ + qgZ) ends within 3% of ZeRO-3's loss on both demo tasks, two seeds;
-// - ZeRO-3's cross-node bytes per step over ZeRO++'s, from the counters, is at least 3.5;
-// - peak model-state bytes follow the ZeRO formulas;
+// - ZeRO++ (qwZ + hpZ + qgZ) and ZeRO++ 4-bit (INT4 weight differences, hpZ, INT4 gradients
+//   with error feedback) end within 3% of ZeRO-3's loss on both demo tasks, two seeds;
+// - ZeRO-3's cross-node bytes per step over ZeRO++'s, from the counters, is at least 3.5, over
+//   ZeRO++ 4-bit's at least 5.5 (6 is the ceiling of 4 bits both ways);
+// - peak model-state bytes follow the ZeRO formulas, references and residuals included;
 // - float16 with dynamic loss scaling skips overflowing steps and still learns.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "harness/gtest.h"
@@ -169,6 +173,12 @@ double finalLoss(const Training& t, int window = 50) {
   return sum / window;
 }
 
+ZeroOptions fourBit(ZeroOptions o) {
+  o.quantizedWeights = o.hierarchicalPartition = o.quantizedGradients = true;
+  o.weightDifferences = o.errorFeedback = true;
+  return o;
+}
+
 TEST_F(Zero, ZeroPlusPlusLossStaysWithinThreePercentAndCutsCrossNodeBytes) {
   const int steps = 400, global = 64;
   for (bool transformer : {false, true}) {
@@ -179,20 +189,23 @@ TEST_F(Zero, ZeroPlusPlusLossStaysWithinThreePercentAndCutsCrossNodeBytes) {
       o.seed = seed;
       o.learningRate = transformer ? 2e-3f : 1e-3f;
       const Training zero3 = train(comm_, task, o, steps, global, seed);
-      o.quantizedWeights = o.hierarchicalPartition = o.quantizedGradients = true;
-      const Training zeropp = train(comm_, task, o, steps, global, seed);
-      ASSERT_EQ(zero3.losses.size(), size_t(steps));
-      ASSERT_EQ(zeropp.losses.size(), size_t(steps));
+      ZeroOptions plus = o;
+      plus.quantizedWeights = plus.hierarchicalPartition = plus.quantizedGradients = true;
       const std::string what =
           std::string(transformer ? "transformer" : "mlp") + " seed " + std::to_string(seed);
       EXPECT_LT(finalLoss(zero3), 0.6 * zero3.losses.front()) << what << ": the loss falls";
-      const double relative = std::fabs(finalLoss(zeropp) - finalLoss(zero3)) / finalLoss(zero3);
-      EXPECT_LT(relative, 0.03) << what << ": ZeRO-3 " << finalLoss(zero3) << ", ZeRO++ "
-                                << finalLoss(zeropp);
-      if (zero3.interNodeBytes > 0) {  // the layout spans nodes
-        EXPECT_GE(zero3.interNodeBytes / zeropp.interNodeBytes, 3.5)
-            << what << ": ZeRO-3 " << zero3.interNodeBytes << " B, ZeRO++ " << zeropp.interNodeBytes
-            << " B cross-node per step";
+      for (const auto& [name, options, cut] :
+           {std::tuple{"ZeRO++", plus, 3.5}, std::tuple{"ZeRO++ 4-bit", fourBit(o), 5.5}}) {
+        const Training run = train(comm_, task, options, steps, global, seed);
+        ASSERT_EQ(run.losses.size(), size_t(steps));
+        const double relative = std::fabs(finalLoss(run) - finalLoss(zero3)) / finalLoss(zero3);
+        EXPECT_LT(relative, 0.03) << what << ": ZeRO-3 " << finalLoss(zero3) << ", " << name
+                                  << " " << finalLoss(run);
+        if (zero3.interNodeBytes > 0) {  // the layout spans nodes
+          EXPECT_GE(zero3.interNodeBytes / run.interNodeBytes, cut)
+              << what << ": ZeRO-3 " << zero3.interNodeBytes << " B, " << name << " "
+              << run.interNodeBytes << " B cross-node per step";
+        }
       }
     }
   }
@@ -200,14 +213,20 @@ TEST_F(Zero, ZeroPlusPlusLossStaysWithinThreePercentAndCutsCrossNodeBytes) {
 
 TEST_F(Zero, PeakModelStateFollowsTheZeroFormulas) {
   const double n = worldSize();
-  for (int stage = 1; stage <= 3; ++stage) {
+  const char* layout = std::getenv("ZCCL_RANKS_PER_NODE");
+  const double perNode = layout != nullptr ? std::atof(layout) : n;
+  for (int stage = 1; stage <= 4; ++stage) {  // 4: stage 3 with ZeRO++ 4-bit's state
     ZeroOptions o;
-    o.stage = stage;
+    o.stage = std::min(stage, 3);
+    if (stage == 4) o = fourBit(o);
     const Training run = train(comm_, Task{true, true}, o, 2, 2 * worldSize(), 3);
     const double P = static_cast<double>(run.params);
+    // ZeRO++ 4-bit adds every rank's reference of the bfloat16 weights (2P) and the float32
+    // residuals of its full gradients (4P), and hpZ's node share of the weights.
     const double formula = stage == 1   ? 4 * P + 12 * P / n
                            : stage == 2 ? 2 * P + 14 * P / n
-                                        : 16 * P / n;
+                           : stage == 3 ? 16 * P / n
+                                        : 16 * P / n + 6 * P + 2 * P / perNode;
     // A module's full gathered weights or gradients, in bfloat16, live only while in use or in
     // flight: stage 2 holds the gradients of up to prefetchDepth + 1 modules, stage 3 also the
     // weights of the module computing and of those gathered ahead.
@@ -225,10 +244,11 @@ TEST_F(Zero, PeakModelStateFollowsTheZeroFormulas) {
 // are equal to the bit; only the peak state grows, by the modules in flight.
 TEST_F(Zero, PrefetchAndOverlapChangeNoBit) {
   const int steps = 5, global = 4 * worldSize();
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     ZeroOptions o;
     o.stage = variant == 0 ? 2 : 3;
-    o.quantizedWeights = o.hierarchicalPartition = o.quantizedGradients = variant == 2;
+    o.quantizedWeights = o.hierarchicalPartition = o.quantizedGradients = variant >= 2;
+    if (variant == 3) o = fourBit(o);
     std::vector<Training> runs;
     std::vector<std::vector<float>> masters;
     for (int depth : {0, 3}) {
@@ -265,6 +285,16 @@ TEST_F(Zero, OptionsThatCannotApplyAreRejected) {
   EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
   o.stage = 4;
   o.quantizedWeights = false;
+  EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
+  o.stage = 2;
+  o.weightDifferences = true;  // gathers weights: stage 3 only
+  EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
+  o.stage = 3;
+  o.weightDifferences = false;
+  o.errorFeedback = true;  // without qgZ nothing is quantized
+  EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
+  o.quantizedGradients = true;
+  o.precision = Precision::kFloat16;
   EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
   EXPECT_EQ(zero, nullptr);
 }
