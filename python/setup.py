@@ -19,7 +19,7 @@ setup(
     ext_modules=[
         CppExtension(
             "zccl_torch._zccl",
-            sources=[f"zccl_torch/csrc/{name}.cc" for name in ("backend", "work", "store", "module")],
+            sources=[f"zccl_torch/csrc/{name}.cc" for name in ("backend", "call_states", "work", "store", "module")],
             include_dirs=[os.path.join(root, "include")],
             library_dirs=[build_dir],
             libraries=["zccl"],

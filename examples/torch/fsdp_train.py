@@ -1,5 +1,5 @@
-"""FSDP2 over zccl: ZeRO-3 against ZeRO++ (qwZ + qgZ + hpZ) on a small decoder-only
-transformer, with the cross-node bytes of every step from zccl's own counters.
+"""FSDP2 over zccl: ZeRO-3 against ZeRO++ (qwZ + qgZ + hpZ) and ZeRO++ 4-bit on a small
+decoder-only transformer, with the cross-node bytes of every step from zccl's own counters.
 
     ZCCL_RANKS_PER_NODE=2 torchrun --standalone --nproc-per-node 4 examples/torch/fsdp_train.py
 
@@ -7,7 +7,9 @@ The task is modular addition (a + b mod P from the sequence "a b =") with 20% of
 replaced by random ones, so the loss has a floor (printed) and runs can be compared once
 converged. ZeRO++ here is FSDP2 with reshard_after_forward=<ranks per node> (hpZ: the
 backward all-gathers stay inside the node) over a zccl group whose parameter all-gathers are
-INT8 (qwZ) and gradient reduce-scatters INT4 through two hops (qgZ).
+INT8 (qwZ) and gradient reduce-scatters INT4 through two hops (qgZ). ZeRO++ 4-bit gathers
+INT4 differences of the weights from the last gathered copy (int4-diff) and reduce-scatters
+INT4 gradients with error feedback (int4-ef).
 """
 from __future__ import annotations
 
@@ -141,10 +143,22 @@ def node_groups(ranks_per_node: int):
     return mine
 
 
-def train(mesh: DeviceMesh, args, zeropp: bool, report_group) -> dict:
+# The configurations: the name printed, and the zccl policy of the mesh's group (None: plain
+# ZeRO-3, every rank resharding fully after the forward).
+CONFIGS = {
+    "zero3": ("ZeRO-3", None),
+    "zeropp": ("ZeRO++ (qwZ+qgZ+hpZ)", dict(allgather="int8", reduce_scatter="int4")),
+    "zeropp4": ("ZeRO++ 4-bit (diff+EF)", dict(allgather="int4-diff", reduce_scatter="int4-ef")),
+}
+SUMMARY_NAMES = {"ZeRO++ (qwZ+qgZ+hpZ)": "ZeRO++", "ZeRO++ 4-bit (diff+EF)": "ZeRO++ 4-bit"}
+
+
+def train(mesh: DeviceMesh, args, config: str, report_group) -> dict:
     """One run; returns the mean loss of every step, ms per step and bytes per step."""
     torch.manual_seed(0)
     model = Decoder(args.modulus + 1, args.dim, args.layers, args.heads, 3)
+    policy = CONFIGS[config][1]
+    zeropp = policy is not None
     reshard = args.ranks_per_node if zeropp else True
     # Working weights and gradients in the wire dtype (bf16 by default, as in ZeRO++'s
     # setting), master weights and optimizer states in float32.
@@ -159,8 +173,7 @@ def train(mesh: DeviceMesh, args, zeropp: bool, report_group) -> dict:
     group = mesh.get_group()
     zccl = dist.get_backend(group) == "zccl"
     if zccl:
-        policy = dict(allgather="int8", reduce_scatter="int4") if zeropp else {}
-        zccl_torch.set_policy(group, **policy)
+        zccl_torch.set_policy(group, **(policy or {}))
         zccl_torch.reset_stats("all")
     rank = dist.get_rank()
     losses, seconds = [], 0.0
@@ -179,11 +192,15 @@ def train(mesh: DeviceMesh, args, zeropp: bool, report_group) -> dict:
         dist.all_reduce(mean, group=report_group)
         losses.append(mean.item() / dist.get_world_size())
     counted = torch.zeros(2, dtype=torch.float64)
+    state_bytes = torch.zeros(1, dtype=torch.float64)
     if zccl:
         stats = zccl_torch.stats("all")
         counted = torch.tensor([stats["inter_node_bytes"], stats["intra_node_bytes"]],
                                dtype=torch.float64)
+        state_bytes[0] = zccl_torch.call_state_bytes()
+        zccl_torch.set_policy(group, **(policy or {}))  # drops the run's state: timing starts afresh
     dist.all_reduce(counted, group=report_group)
+    dist.all_reduce(state_bytes, op=dist.ReduceOp.MAX, group=report_group)
     timed = max(1, args.steps - args.warmup)
     node_group = args.node_group if zeropp else group
     collectives_ms = torch.tensor([time_collectives(unit_sizes(model), group, node_group, args)])
@@ -194,12 +211,14 @@ def train(mesh: DeviceMesh, args, zeropp: bool, report_group) -> dict:
             "compute_ms": compute_ms.item(), "collectives_ms": collectives_ms.item(),
             "inter_node_bytes_per_step": counted[0].item() / args.steps,
             "intra_node_bytes_per_step": counted[1].item() / args.steps,
+            "call_state_bytes": state_bytes.item(),
             "parameters": sum(p.numel() for p in model.parameters())}
 
 
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", choices=["zero3", "zeropp", "both"], default="both")
+    parser.add_argument("--config", choices=["zero3", "zeropp", "zeropp4", "both", "all"],
+                        default="all", help="both: ZeRO-3 and ZeRO++; all: and ZeRO++ 4-bit")
     parser.add_argument("--backend", choices=["zccl", "gloo"], default="zccl",
                         help="gloo: plain FSDP2 over gloo, for reference (ZeRO-3 only)")
     parser.add_argument("--steps", type=int, default=300)
@@ -241,13 +260,12 @@ def main() -> None:
     report_group = dist.new_group(backend="gloo")
     args.node_group = node_groups(args.ranks_per_node)
     mesh = init_device_mesh("cpu", (dist.get_world_size(),))
-    configs = {"zero3": [False], "zeropp": [True], "both": [False, True]}[args.config]
+    configs = {"both": ["zero3", "zeropp"], "all": list(CONFIGS)}.get(args.config, [args.config])
     if args.backend == "gloo":
-        configs = [False]
+        configs = ["zero3"]
     results = {}
-    for zeropp in configs:
-        results["ZeRO++ (qwZ+qgZ+hpZ)" if zeropp else "ZeRO-3"] = train(mesh, args, zeropp,
-                                                                         report_group)
+    for config in configs:
+        results[CONFIGS[config][0]] = train(mesh, args, config, report_group)
     if dist.get_rank() == 0:
         tail = min(50, args.steps)
         print(f"{dist.get_world_size()} ranks, {args.ranks_per_node} per node, backend "
@@ -260,11 +278,20 @@ def main() -> None:
             print(summary_row(name, result, tail))
         for name, result in results.items():
             print(f"{args.backend} {name} overlap efficiency {overlap_efficiency(result):.2f}")
-        if len(results) == 2:
-            zero3, zeropp = results.values()
-            print(f"cross-node bytes per step, ZeRO-3 / ZeRO++: "
-                  f"{zero3['inter_node_bytes_per_step'] / max(1, zeropp['inter_node_bytes_per_step']):.2f}")
-            print(f"step time, ZeRO-3 / ZeRO++: {zero3['ms_per_step'] / zeropp['ms_per_step']:.2f}")
+        for name, result in results.items():
+            if result["call_state_bytes"]:
+                print(f"{name}: references and residuals {result['call_state_bytes']:.0f} B per rank")
+        zero3 = results.get("ZeRO-3")
+        for name, result in results.items():
+            if zero3 is None or name == "ZeRO-3":
+                continue
+            label = SUMMARY_NAMES[name]
+            final = sum(result["losses"][-tail:]) / tail
+            base = sum(zero3["losses"][-tail:]) / tail
+            print(f"cross-node bytes per step, ZeRO-3 / {label}: "
+                  f"{zero3['inter_node_bytes_per_step'] / max(1, result['inter_node_bytes_per_step']):.2f}; "
+                  f"final loss {100 * (final / base - 1):+.2f}%")
+            print(f"step time, ZeRO-3 / {label}: {zero3['ms_per_step'] / result['ms_per_step']:.2f}")
         if args.csv:
             with open(args.csv, "w") as log:
                 log.write("config,step,loss,ms_per_step\n")

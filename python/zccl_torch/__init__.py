@@ -3,11 +3,22 @@
     import torch.distributed as dist
     dist.init_process_group("zccl")          # or "cpu:zccl"; torchrun's environment
     zccl_torch.set_policy(allgather="int8", reduce_scatter="int4")   # ZeRO++ (lossless: default)
+    zccl_torch.set_policy(allgather="int4-diff", reduce_scatter="int4-ef")   # ZeRO++ 4-bit
     print(zccl_torch.stats())                # bytes and messages per link class
 
 The policy of every new group comes from ZCCL_TORCH_QUANT_ALLGATHER, _REDUCESCATTER and
-_ALLREDUCE (none|int8|int4|allow-int8|allow-int4) and ZCCL_TORCH_QUANT_MIN_BYTES, or from a
-zccl_torch.Options passed as init_process_group's / new_group's pg_options.
+_ALLREDUCE (none|int8|int4|allow-int8|allow-int4; int8-diff|int4-diff for all-gathers, int8-ef|
+int4-ef for reductions), ZCCL_TORCH_QUANT_MIN_BYTES, ZCCL_TORCH_QUANT_SMOOTHING (0|1) and
+ZCCL_TORCH_QUANT_RESYNC_EVERY, or from a zccl_torch.Options passed as init_process_group's /
+new_group's pg_options.
+
+"-diff": an all-gather sends each rank's quantized difference from the values it gathered last
+time (SDP4Bit's weight differences), which every rank keeps: a copy of every gathered tensor per
+rank. "-ef": a reduction adds what quantizing its last input lost (error feedback, LoCo): one
+float32 per input element per rank. torch hands fresh tensors to every call, so the state of a
+call is found by its place in the step (the k-th all-gather since the last reduce-scatter, the
+k-th reduce-scatter since the last all-gather): a training loop that gathers and reduces its
+modules in the same order every step (FSDP2, ZeRO) keeps each tensor's own. Host tensors only.
 """
 from __future__ import annotations
 
@@ -20,18 +31,23 @@ import torch.distributed as dist
 
 from . import _zccl
 
-__all__ = ["Options", "register", "set_policy", "stats", "reset_stats"]
+__all__ = ["Options", "register", "set_policy", "stats", "reset_stats", "call_state_bytes"]
 
 # zccl's own names of its wire formats (zcclWireFormatName), the one list they come from.
 _WIRE_NAMES = tuple(_zccl.wire_format_names())
 _SIZE_SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
-def _wire(value: str, what: str) -> str:
+def _wire(value: str, what: str, suffix: str = "") -> tuple[str, bool]:
+    """(zccl's wire format name, whether `suffix` was given: -diff or -ef)."""
     key = value.strip().lower()
+    stated = bool(suffix) and key.endswith(suffix) and key[: -len(suffix)] in ("int8", "int4")
+    if stated:
+        key = key[: -len(suffix)]
     if key not in _WIRE_NAMES:
-        raise ValueError(f"{what}={value!r}: expected one of {', '.join(_WIRE_NAMES)}")
-    return key
+        extra = f", int8{suffix}, int4{suffix}" if suffix else ""
+        raise ValueError(f"{what}={value!r}: expected one of {', '.join(_WIRE_NAMES)}{extra}")
+    return key, stated
 
 
 def _bytes(value: str | int, what: str) -> int:
@@ -54,10 +70,12 @@ class Options:
     """What a group sends on the wire: quantized formats apply to float tensors of at least
     min_bytes, and for reductions to sum/avg only; everything else stays exact."""
 
-    allgather: str = "none"  # qwZ: "int8"
-    reduce_scatter: str = "none"  # qgZ: "int4" (2-hop when the group spans several nodes)
-    allreduce: str = "none"
+    allgather: str = "none"  # qwZ: "int8"; weight differences: "int4-diff"
+    reduce_scatter: str = "none"  # qgZ: "int4" (2-hop across nodes); error feedback: "int4-ef"
+    allreduce: str = "none"  # "int4-ef": error feedback too
     min_bytes: int | str = 0
+    smoothing: bool = False  # a random-sign Hadamard rotation of groups before quantizing
+    resync_every: int = 0  # -diff: every resync_every-th all-gather of a tensor is exact
 
     @classmethod
     def from_environment(cls) -> "Options":
@@ -67,14 +85,26 @@ class Options:
             reduce_scatter=env("ZCCL_TORCH_QUANT_REDUCESCATTER", "none"),
             allreduce=env("ZCCL_TORCH_QUANT_ALLREDUCE", "none"),
             min_bytes=env("ZCCL_TORCH_QUANT_MIN_BYTES", "0"),
+            smoothing=env("ZCCL_TORCH_QUANT_SMOOTHING", "0") == "1",
+            resync_every=int(env("ZCCL_TORCH_QUANT_RESYNC_EVERY", "0")),
         )
 
-    def _codes(self) -> tuple[str, str, str, int]:
+    def _codes(self) -> tuple:
+        allgather, differences = _wire(self.allgather, "allgather", "-diff")
+        reduce_scatter, scatter_feedback = _wire(self.reduce_scatter, "reduce_scatter", "-ef")
+        allreduce, reduce_feedback = _wire(self.allreduce, "allreduce", "-ef")
+        if self.resync_every < 0:
+            raise ValueError(f"resync_every={self.resync_every}: expected >= 0")
         return (
-            _wire(self.allgather, "allgather"),
-            _wire(self.reduce_scatter, "reduce_scatter"),
-            _wire(self.allreduce, "allreduce"),
+            allgather,
+            reduce_scatter,
+            allreduce,
             _bytes(self.min_bytes, "min_bytes"),
+            differences,
+            scatter_feedback,
+            reduce_feedback,
+            bool(self.smoothing),
+            int(self.resync_every),
         )
 
 
@@ -120,6 +150,12 @@ def _group_name(group) -> str:
 def set_policy(group=None, **fields) -> None:
     """Changes the wire policy of a group's backend (fields of Options); unset fields: none."""
     _zccl.set_policy(_group_name(group), *Options(**fields)._codes())
+
+
+def call_state_bytes() -> int:
+    """Bytes of the references (-diff) and residuals (-ef) every zccl group of this process
+    keeps: model state to count beside the optimizer's."""
+    return _zccl.call_state_bytes()
 
 
 def stats(group=None) -> dict:

@@ -13,7 +13,9 @@ Status allGatherDifferences(Context& ctx, const CollectiveArgs& a, const Collect
   const size_t es = elementSize(a.type);
   const int me = ctx.transport.rank();
   char* values = static_cast<char*>(reference->values);
-  const bool exact = reference->calls == 0 ||
+  // A call the policy leaves unquantized (below its minBytes, say) gathers the values: their
+  // float32 differences would only cost more.
+  const bool exact = reference->calls == 0 || options.wire == WireFormat::kNone ||
                      (reference->resyncEvery > 0 &&
                       reference->calls % static_cast<uint64_t>(reference->resyncEvery) == 0);
   ++reference->calls;

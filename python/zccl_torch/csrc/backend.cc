@@ -194,7 +194,8 @@ ZcclBackend::ZcclBackend(const c10::intrusive_ptr<c10d::Store>& store,
   const zcclStore bridge = storeOf(store.get());
   ZCCL_TORCH_CHECK(zcclCommInitStore(&comm_, options.size, options.rank, &bridge, "zccl", &config),
                    "creating the communicator");
-  setPolicy(options.policy);
+  states_ = std::make_unique<CallStates>(comm_);
+  setPolicy(options.policy, options.states);
   completer_ = std::make_unique<Completer>();
   std::lock_guard<std::mutex> lock(registryMutex);
   registry()[groupName_] = this;
@@ -218,6 +219,7 @@ void ZcclBackend::abort() {
 
 void ZcclBackend::shutdown() {
   if (completer_ != nullptr) completer_->drain();
+  states_.reset();
   if (comm_ != nullptr) zcclCommDestroy(comm_);
   comm_ = nullptr;
 }
@@ -333,8 +335,11 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::joined(
   return work;
 }
 
-void ZcclBackend::setPolicy(const zcclWirePolicy& policy) {
+void ZcclBackend::setPolicy(const zcclWirePolicy& policy, const CallStatePolicy& states) {
   ZCCL_TORCH_CHECK(zcclCommSetWirePolicy(comm_, &policy), "set_policy");
+  // The calls in flight may use the state a new policy drops.
+  if (completer_ != nullptr) completer_->drain();
+  states_->setPolicy(states);
 }
 
 zcclWirePolicy ZcclBackend::policy() const {
@@ -364,7 +369,8 @@ void ZcclBackend::startAllReduce(Launched* l, const at::Tensor& tensor,
   const OnDeviceOf on(tensor);
   const at::Tensor input = premultiplied(tensor, reduceOp);
   l->keep.push_back(input);
-  const zcclCollOptions queued = l->queued();
+  zcclCollOptions queued = l->queued();
+  if (on.stream() == nullptr) states_->forReduction(true, tensor.numel(), type, &queued);
   ZCCL_TORCH_CHECK(zcclAllReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(), type, op,
                                    comm_, on.stream(), &queued),
                    operation);
@@ -427,11 +433,12 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce(std::vector<at::Tensor>& tens
 void ZcclBackend::startAllGather(Launched* l, const at::Tensor& output, const at::Tensor& input) {
   const bool typed = isFloat(input);
   const OnDeviceOf on(input);
-  const zcclCollOptions queued = l->queued();
+  const zcclDataType_t type = typed ? reducedType(input, "all_gather") : zcclUint8;
+  zcclCollOptions queued = l->queued();
+  if (typed && on.stream() == nullptr) states_->forAllGather(input.numel(), type, &queued);
   ZCCL_TORCH_CHECK(
       zcclAllGatherEx(input.data_ptr(), output.data_ptr(), typed ? input.numel() : byteCount(input),
-                      typed ? reducedType(input, "all_gather") : zcclUint8, comm_, on.stream(),
-                      &queued),
+                      type, comm_, on.stream(), &queued),
       "all_gather");
 }
 
@@ -530,7 +537,10 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::_reduce_scatter_base(
                const OnDeviceOf on(input);
                const at::Tensor source = premultiplied(input, reduceOp);
                l->keep.push_back(source);
-               const zcclCollOptions queued = l->queued();
+               zcclCollOptions queued = l->queued();
+               if (on.stream() == nullptr) {
+                 states_->forReduction(false, source.numel(), type, &queued);
+               }
                ZCCL_TORCH_CHECK(
                    zcclReduceScatterEx(source.data_ptr(), output.data_ptr(), output.numel(), type,
                                        op, comm_, on.stream(), &queued),

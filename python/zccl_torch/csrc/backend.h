@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
+#include "call_states.h"
 #include "work.h"
 #include "zccl/zccl.h"
 
@@ -26,6 +27,8 @@ struct BackendOptions {
   // What the group sends on the wire, lossless unless set (zccl_torch.set_policy or
   // ZCCL_TORCH_QUANT_*): the communicator's wire policy.
   zcclWirePolicy policy = ZCCL_WIRE_POLICY_INITIALIZER;
+  // Weight differences, error feedback and smoothing (int4-diff, int4-ef; call_states.h).
+  CallStatePolicy states;
 };
 
 class ZcclBackend : public c10d::Backend {
@@ -36,8 +39,10 @@ class ZcclBackend : public c10d::Backend {
 
   const std::string getBackendName() const override { return "zccl"; }
   zcclComm_t comm() const { return comm_; }
-  void setPolicy(const zcclWirePolicy& policy);
+  void setPolicy(const zcclWirePolicy& policy, const CallStatePolicy& states);
   zcclWirePolicy policy() const;
+  // The bytes of the references and residuals the group keeps.
+  size_t callStateBytes() const { return states_ == nullptr ? 0 : states_->bytes(); }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
@@ -115,6 +120,7 @@ class ZcclBackend : public c10d::Backend {
   std::string groupName_;
   struct Deferred;
   std::vector<Deferred>* coalesced_ = nullptr;
+  std::unique_ptr<CallStates> states_;
   std::unique_ptr<Completer> completer_;
 };
 

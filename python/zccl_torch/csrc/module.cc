@@ -43,19 +43,28 @@ ZcclBackend& backendOf(const std::string& groupName) {
   return *backend;
 }
 
-c10::intrusive_ptr<c10d::Backend> createBackend(const c10::intrusive_ptr<c10d::Store>& store,
-                                                int rank, int size,
-                                                const std::chrono::duration<float>& timeout,
-                                                const std::string& groupName,
-                                                const std::string& allGather,
-                                                const std::string& reduceScatter,
-                                                const std::string& allReduce, int64_t minBytes) {
+// The Python side's flags of int4-diff / int4-ef, smoothing and the resync period.
+CallStatePolicy statesOf(bool allGatherDifferences, bool reduceScatterFeedback,
+                         bool allReduceFeedback, bool smoothing, int resyncEvery) {
+  TORCH_CHECK(resyncEvery >= 0, "zccl_torch: resync_every=", resyncEvery, ": expected >= 0");
+  return CallStatePolicy{allGatherDifferences, reduceScatterFeedback, allReduceFeedback, smoothing,
+                         resyncEvery};
+}
+
+c10::intrusive_ptr<c10d::Backend> createBackend(
+    const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+    const std::chrono::duration<float>& timeout, const std::string& groupName,
+    const std::string& allGather, const std::string& reduceScatter, const std::string& allReduce,
+    int64_t minBytes, bool allGatherDifferences, bool reduceScatterFeedback, bool allReduceFeedback,
+    bool smoothing, int resyncEvery) {
   BackendOptions options;
   options.rank = rank;
   options.size = size;
   options.groupName = groupName;
   options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   options.policy = policyOf(allGather, reduceScatter, allReduce, minBytes);
+  options.states = statesOf(allGatherDifferences, reduceScatterFeedback, allReduceFeedback,
+                            smoothing, resyncEvery);
   pybind11::gil_scoped_release release;  // the rendezvous waits on the other ranks
   return c10::make_intrusive<ZcclBackend>(store, options);
 }
@@ -116,8 +125,22 @@ void resetStatsOfAll() {
 }
 
 void setPolicy(const std::string& groupName, const std::string& allGather,
-               const std::string& reduceScatter, const std::string& allReduce, int64_t minBytes) {
-  backendOf(groupName).setPolicy(policyOf(allGather, reduceScatter, allReduce, minBytes));
+               const std::string& reduceScatter, const std::string& allReduce, int64_t minBytes,
+               bool allGatherDifferences, bool reduceScatterFeedback, bool allReduceFeedback,
+               bool smoothing, int resyncEvery) {
+  const zcclWirePolicy policy = policyOf(allGather, reduceScatter, allReduce, minBytes);
+  const CallStatePolicy states = statesOf(allGatherDifferences, reduceScatterFeedback,
+                                          allReduceFeedback, smoothing, resyncEvery);
+  ZcclBackend& backend = backendOf(groupName);
+  pybind11::gil_scoped_release release;  // it waits for the operations in flight
+  backend.setPolicy(policy, states);
+}
+
+// The bytes of weight-difference references and error-feedback residuals of every group.
+size_t callStateBytes() {
+  size_t total = 0;
+  for (const auto& [name, comm] : liveCommsByName()) total += backendOf(name).callStateBytes();
+  return total;
 }
 
 }  // namespace
@@ -132,4 +155,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
   module.def("reset_stats_all", &zccl_torch::resetStatsOfAll);
   module.def("set_policy", &zccl_torch::setPolicy);
   module.def("wire_format_names", &zccl_torch::wireFormatNames);
+  module.def("call_state_bytes", &zccl_torch::callStateBytes);
 }
