@@ -15,7 +15,7 @@ mpi_flags = $(if $(shell command -v mpicc.$(1)),-DMPI_C_COMPILER=mpicc.$(1) \
 	-DMPIEXEC_EXECUTABLE=$(shell command -v mpiexec.$(1)))
 
 .PHONY: all deps configure build demo test test-second-mpi test-sanitizers test-fuzz torch \
-	bench-link bench-zero carry install clean format tidy
+	bench-link bench-zero bench-fidelity carry install clean format tidy
 
 all: build
 
@@ -93,6 +93,10 @@ bench-link: build
 bench-zero: build
 	ZCCL_DEPS_EXTRA=bench ./scripts/install-deps.sh
 	./scripts/testbed/bench-zero.sh $(BUILD_DIR) bench/zero
+
+bench-fidelity: build
+	ZCCL_DEPS_EXTRA=bench ./scripts/install-deps.sh
+	./scripts/bench-fidelity.sh $(BUILD_DIR) bench/fidelity
 
 # Sources the GPU test machine lacks (GoogleTest), into .carry/ for the device tool to send.
 carry:
