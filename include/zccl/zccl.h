@@ -237,7 +237,8 @@ typedef struct {
   zcclRequest_t* request;
   /* 1: every full group is rotated by a random-sign Walsh-Hadamard transform before it is
    * quantized and back after it is decoded (SDP4Bit's smoothing), which spreads an outlier
-   * over its group; host memory only. env ZCCL_QUANT_SMOOTHING=0|1; default 0 */
+   * over its group; the GPU's kernels rotate as the CPU's, to the bit.
+   * env ZCCL_QUANT_SMOOTHING=0|1; default 0 */
   int smoothing;
   /* Error feedback of a quantized reduce-scatter or all-reduce (zcclFeedbackCreate), or NULL. */
   struct zcclFeedback* feedback;

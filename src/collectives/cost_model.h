@@ -36,6 +36,8 @@ struct ClusterModel {
   double quantizeBytesPerSecond = 7e9;
   double dequantizeBytesPerSecond = 14e9;
   double reduceBytesPerSecond = 10e9;
+  // Smoothing's rotation of the groups (either way), per byte of float32.
+  double smoothBytesPerSecond = 2e9;
   // Elements per row of the pipelined quantized paths: the planned memory's
   // Kernels::pipelineElements().
   double pipelineElements = 65536;
@@ -60,18 +62,27 @@ struct CostTerms {
   double wireBlock;   // its bytes on the wire
   double floatBlock;  // its float32 bytes, what the CPU kernels touch
   bool quantized;
+  bool smoothed = false;  // the groups are rotated before quantizing and after decoding
+  bool feedback = false;  // error feedback: the residual added, then what was lost recovered
 
   static double step(const LinkModel& link, double bytes, double messages = 1) {
     return messages * link.latencySeconds + bytes / link.bytesPerSecond;
   }
   // The link a flat algorithm's slowest step crosses.
   const LinkModel& flatLink() const { return c.nodes > 1 ? c.inter : c.intra; }
+  // Error feedback adds to each quantization a decode of its message and four passes over
+  // the values (convert, add the residual, copy, negate twice: quantizeWithFeedback).
   double quantize(double blocks) const {
-    return quantized ? blocks * floatBlock / c.quantizeBytesPerSecond : 0;
+    if (!quantized) return 0;
+    const double perByte =
+        1 / c.quantizeBytesPerSecond + rotation() +
+        (feedback ? 1 / c.dequantizeBytesPerSecond + rotation() + 4 / c.reduceBytesPerSecond : 0);
+    return blocks * floatBlock * perByte;
   }
   double dequantize(double blocks) const {
-    return quantized ? blocks * floatBlock / c.dequantizeBytesPerSecond : 0;
+    return quantized ? blocks * floatBlock * (1 / c.dequantizeBytesPerSecond + rotation()) : 0;
   }
+  double rotation() const { return smoothed ? 1 / c.smoothBytesPerSecond : 0; }
   double reduce(double blocks) const { return blocks * floatBlock / c.reduceBytesPerSecond; }
   // Rows of a block in the pipelined paths.
   double rows() const { return std::max(1.0, std::ceil(floatBlock / 4 / c.pipelineElements)); }
@@ -110,6 +121,9 @@ struct KernelRates {
   double quantize = 7e9;
   double dequantize = 14e9;
 };
+
+// Bytes of float32 per second that smoothing rotates (smoothGroup), measured once per process.
+double measureSmoothingRate();
 
 // Times quantize and dequantize-accumulate of `count` float32 values by `kernels`, in buffers
 // of their memory (`data` and `accumulator`: count floats, `message`: messageBytes), each

@@ -53,6 +53,8 @@ struct CollectiveOptions {
   Rounding rounding = Rounding::kNearestEven;
   uint64_t seed = 0;
   bool smoothing = false;
+  // The call keeps error feedback (zcclFeedback_t): its quantization costs more.
+  bool errorFeedback = false;
   Hierarchy hierarchy = Hierarchy::kAuto;
 
   // The quantization of a path whose wire format is `format` (int8 or int4).
@@ -71,6 +73,7 @@ struct Plan {
   WireFormat wire = WireFormat::kNone;  // kNone: exact
   size_t chunkBytes = 0;                // pipelined algorithms' segment; 0: their default
   QuantParams quant;                    // when wire != kNone
+  bool errorFeedback = false;           // the call's (CollectiveOptions::errorFeedback)
   const AlgorithmRow* row = nullptr;
 };
 

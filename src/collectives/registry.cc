@@ -95,6 +95,7 @@ Plan planOf(const AlgorithmRow& row, WireFormat wire, const CollectiveOptions& o
   plan.algorithm = row.algorithm;
   plan.wire = row.quantized ? wire : WireFormat::kNone;
   if (plan.wire != WireFormat::kNone) plan.quant = options.quantParams(plan.wire);
+  plan.errorFeedback = options.errorFeedback;
   plan.row = &row;
   return plan;
 }

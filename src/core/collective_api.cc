@@ -248,6 +248,7 @@ Status checkCallState(const CollectiveEntry& entry, const CollectiveCall& call,
                   entry.function, input, dataTypeName(type), static_cast<void*>(call.comm));
     }
     checked->residual = o->feedback->residual.data();
+    checked->options.errorFeedback = true;
   }
   if (o->reference != nullptr) {
     if (entry.collective != Collective::kAllGather || o->reference->comm != call.comm ||

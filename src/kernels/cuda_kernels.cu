@@ -9,15 +9,6 @@
 namespace zccl {
 namespace {
 
-// The GPU's kernels do not rotate groups yet: a smoothed path is refused on device memory
-// rather than decoded without its rotation.
-Status hostOnlySmoothing(const QuantParams& params) {
-  if (!params.smoothing) return Status::kSuccess;
-  return fail(Status::kInvalidUsage,
-              "smoothing (options.smoothing=1) runs on host memory only: the CUDA kernels do not "
-              "rotate groups yet");
-}
-
 class CudaKernels final : public Kernels {
  public:
   explicit CudaKernels(DeviceStream stream) : stream_(stream) {}
@@ -53,19 +44,16 @@ class CudaKernels final : public Kernels {
 
   Status quantize(const void* in, DataType type, size_t count, const QuantParams& params, void* out,
                   size_t capacity) override {
-    ZCCL_CHECK(hostOnlySmoothing(params));
     return quantizeCuda(in, type, count, params, out, capacity, stream_);
   }
   Status dequantize(const void* message, size_t bytes, const QuantParams& format, void* out,
                     DataType type, size_t count) override {
     ZCCL_CHECK(mismatchFlag());
-    ZCCL_CHECK(hostOnlySmoothing(format));
     return dequantizeKnownCuda(message, bytes, format, count, out, type, false, mismatch_, stream_);
   }
   Status dequantizeAccumulate(const void* message, size_t bytes, const QuantParams& format,
                               float* accumulator, size_t count) override {
     ZCCL_CHECK(mismatchFlag());
-    ZCCL_CHECK(hostOnlySmoothing(format));
     return dequantizeKnownCuda(message, bytes, format, count, accumulator, DataType::kFloat32, true,
                                mismatch_, stream_);
   }

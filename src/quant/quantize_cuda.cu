@@ -2,8 +2,11 @@
 // the warp reduces the group's statistics with shuffles, every lane chooses the same scale
 // with the CPU's code (group_math.h), then the lanes encode the group's elements in
 // coalesced strides. Dequantize: a grid-stride loop over pairs of elements (a byte of INT4
-// codes; a group never splits a pair). Compiled with --fmad=false so that nothing is
-// contracted into FMA and the results match the CPU bit for bit.
+// codes; a group never splits a pair). Smoothing: a block per group rotates it in shared
+// memory, a butterfly stage at a time, with the CPU's additions (group_math.h), into float32
+// scratch that the quantize kernel then reads (decoding: the other way round). Compiled with
+// --fmad=false so that nothing is contracted into FMA and the results match the CPU bit for
+// bit.
 #include <cuda_runtime.h>
 
 #include <climits>
@@ -167,6 +170,71 @@ __global__ void dequantizeKernel(const unsigned char* message, QuantHeader h, Qu
   }
 }
 
+// One butterfly stage after another over a group of n values in shared memory: the pairs of
+// each stage are independent, and each is the CPU's a + b, a - b (walshHadamard()).
+__device__ void walshHadamardShared(float* v, uint32_t n) {
+  for (uint32_t half = 1; half < n; half *= 2) {
+    __syncthreads();
+    for (uint32_t p = threadIdx.x; p < n / 2; p += blockDim.x) {
+      const uint32_t i = (p / half) * 2 * half + p % half;
+      const float a = v[i];
+      const float b = v[i + half];
+      v[i] = a + b;
+      v[i + half] = a - b;
+    }
+  }
+  __syncthreads();
+}
+
+// y = H D x / n for every full group of `in` into float32 `out` (smoothGroup()); a short last
+// group is widened only. A block per group, the group in dynamic shared memory.
+template <typename T>
+__global__ void smoothKernel(const T* in, uint64_t count, uint32_t groupSize, uint32_t seed,
+                             float* out) {
+  extern __shared__ float group[];
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * groupSize;
+  const uint32_t n = static_cast<uint32_t>(count - first < groupSize ? count - first : groupSize);
+  if (n < groupSize) {
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+      out[first + i] = loadFloat(in, first + i);
+    return;
+  }
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = loadFloat(in, first + i);
+    group[i] = smoothingFlips(seed, first, i) ? -v : v;
+  }
+  walshHadamardShared(group, n);
+  const float inverse = 1.0f / static_cast<float>(n);
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) out[first + i] = group[i] * inverse;
+}
+
+// x = D H y for every full group of the decoded float32 `in` (unsmoothGroup()), stored to
+// `out` or added to float32 `out`. With `mismatch`, a message whose header is not `h` leaves
+// `out` untouched (its decode wrote nothing).
+template <typename T, bool Accumulate>
+__global__ void unsmoothKernel(const float* in, const unsigned char* message, QuantHeader h,
+                               int* mismatch, T* out) {
+  extern __shared__ float group[];
+  if (mismatch != nullptr && headerDiffers(message, h, mismatch)) return;
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * h.groupSize;
+  const uint32_t n =
+      static_cast<uint32_t>(h.count - first < h.groupSize ? h.count - first : h.groupSize);
+  const bool full = n == h.groupSize;
+  if (full) {
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) group[i] = in[first + i];
+    walshHadamardShared(group, n);
+  }
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    float v = full ? group[i] : in[first + i];
+    if (full && smoothingFlips(h.smoothingSeed, first, i)) v = -v;
+    if constexpr (Accumulate) {
+      out[first + i] += v;
+    } else {
+      storeFloat(out, first + i, v);
+    }
+  }
+}
+
 Status checkGroupCount(size_t groups) {
   if (groups > static_cast<size_t>(INT_MAX)) {
     return fail(Status::kInvalidArgument, "groups=%zu: more than a CUDA grid holds", groups);
@@ -213,14 +281,74 @@ QuantHeader headerOf(const QuantParams& params, size_t count) {
                      kQuantVersion,
                      static_cast<uint8_t>(params.bits),
                      static_cast<uint8_t>(params.scheme),
-                     0,
+                     params.smoothing ? kQuantSmoothed : uint8_t{0},
                      params.groupSize,
-                     0,
+                     params.smoothing ? static_cast<uint32_t>(params.seed) : 0,
                      count};
+}
+
+// Float32 scratch on the stream, freed on it after the kernels that use it.
+class StreamScratch {
+ public:
+  StreamScratch(size_t count, DeviceStream stream) : stream_(stream) {
+    if (count > 0) status_ = cudaMallocAsync(&data_, count * sizeof(float), stream);
+  }
+  ~StreamScratch() {
+    if (data_ != nullptr) cudaFreeAsync(data_, stream_);
+  }
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  Status status() const {
+    ZCCL_CUDA_CHECK(status_);
+    return Status::kSuccess;
+  }
+  float* get() const { return static_cast<float*>(data_); }
+
+ private:
+  DeviceStream stream_;
+  void* data_ = nullptr;
+  cudaError_t status_ = cudaSuccess;
+};
+
+size_t sharedGroupBytes(uint32_t groupSize) { return groupSize * sizeof(float); }
+
+template <typename T>
+void launchSmooth(const void* in, size_t count, const QuantLayout& layout, uint32_t groupSize,
+                  uint32_t seed, float* out, DeviceStream stream) {
+  smoothKernel<T>
+      <<<static_cast<unsigned>(layout.groups), kThreads, sharedGroupBytes(groupSize), stream>>>(
+          static_cast<const T*>(in), count, groupSize, seed, out);
+}
+
+// Decodes a smoothed message into scratch, then rotates it back into `out`.
+template <typename T, bool Accumulate>
+Status launchDequantizeSmoothed(const void* message, const QuantHeader& h, void* out, int* mismatch,
+                                DeviceStream stream) {
+  const QuantLayout layout =
+      quantLayoutOf(h.count, h.bits, static_cast<QuantScheme>(h.scheme), h.groupSize);
+  if (layout.groups == 0) return Status::kSuccess;
+  StreamScratch decoded(h.count, stream);
+  ZCCL_CHECK(decoded.status());
+  ZCCL_CHECK((launchDequantize<float, false>(message, h, decoded.get(), mismatch, stream)));
+  unsmoothKernel<T, Accumulate>
+      <<<static_cast<unsigned>(layout.groups), kThreads, sharedGroupBytes(h.groupSize), stream>>>(
+          decoded.get(), static_cast<const unsigned char*>(message), h, mismatch,
+          static_cast<T*>(out));
+  ZCCL_CUDA_CHECK(cudaGetLastError());
+  return Status::kSuccess;
 }
 
 Status launchDequantizeAs(DataType type, const void* message, const QuantHeader& h, void* out,
                           int* mismatch, DeviceStream stream) {
+  if ((h.flags & kQuantSmoothed) != 0) {
+    if (type == DataType::kFloat32) {
+      return launchDequantizeSmoothed<float, false>(message, h, out, mismatch, stream);
+    }
+    if (type == DataType::kFloat16) {
+      return launchDequantizeSmoothed<float16_t, false>(message, h, out, mismatch, stream);
+    }
+    return launchDequantizeSmoothed<bfloat16_t, false>(message, h, out, mismatch, stream);
+  }
   if (type == DataType::kFloat32) {
     return launchDequantize<float, false>(message, h, out, mismatch, stream);
   }
@@ -258,6 +386,27 @@ Status quantizeCuda(const void* in, DataType type, size_t count, const QuantPara
       static_cast<unsigned>((args.layout.groups + kGroupsPerBlock - 1) / kGroupsPerBlock) +
       (args.layout.groups == 0 ? 1 : 0);
   auto* message = static_cast<unsigned char*>(out);
+  if (params.smoothing) {
+    // The rotated groups, then the float32 kernel over them.
+    StreamScratch rotated(count, stream);
+    ZCCL_CHECK(rotated.status());
+    const uint32_t seed = args.header.smoothingSeed;
+    if (args.layout.groups > 0) {
+      if (type == DataType::kFloat32) {
+        launchSmooth<float>(in, count, args.layout, params.groupSize, seed, rotated.get(), stream);
+      } else if (type == DataType::kFloat16) {
+        launchSmooth<float16_t>(in, count, args.layout, params.groupSize, seed, rotated.get(),
+                                stream);
+      } else {
+        launchSmooth<bfloat16_t>(in, count, args.layout, params.groupSize, seed, rotated.get(),
+                                 stream);
+      }
+    }
+    quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(rotated.get()), args,
+                                                    message);
+    ZCCL_CUDA_CHECK(cudaGetLastError());
+    return Status::kSuccess;
+  }
   if (type == DataType::kFloat32) {
     quantizeKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(in), args, message);
   } else if (type == DataType::kFloat16) {
@@ -288,6 +437,9 @@ Status dequantizeAccumulateCuda(const void* message, size_t bytes, float* accumu
   }
   QuantHeader h;
   ZCCL_CHECK(readDeviceHeader(message, bytes, count, stream, &h));
+  if ((h.flags & kQuantSmoothed) != 0) {
+    return launchDequantizeSmoothed<float, true>(message, h, accumulator, nullptr, stream);
+  }
   return launchDequantize<float, true>(message, h, accumulator, nullptr, stream);
 }
 
@@ -306,6 +458,9 @@ Status dequantizeKnownCuda(const void* message, size_t bytes, const QuantParams&
                 count, layout.totalBytes);
   }
   ZCCL_CHECK(checkGroupCount(layout.groups));
+  if (accumulate && format.smoothing) {
+    return launchDequantizeSmoothed<float, true>(message, h, out, mismatch, stream);
+  }
   if (accumulate) return launchDequantize<float, true>(message, h, out, mismatch, stream);
   return launchDequantizeAs(type, message, h, out, mismatch, stream);
 }

@@ -22,6 +22,7 @@ class QuantCuda : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_CUDA(cudaStreamCreate(&stream_)); }
   void TearDown() override { cudaStreamDestroy(stream_); }
+  void dequantizeAccumulateMatchesTheCpu(bool smoothing);
   cudaStream_t stream_ = nullptr;
 };
 
@@ -55,12 +56,16 @@ TEST_F(QuantCuda, MessagesAndDecodedValuesMatchTheCpuReference) {
       for (int bits : {8, 4}) {
         for (QuantScheme scheme : {QuantScheme::kSymmetric, QuantScheme::kAsymmetric}) {
           for (uint32_t group : {32u, 512u, 4096u}) {
-            for (Rounding rounding : {Rounding::kNearestEven, Rounding::kStochastic}) {
-              const QuantParams p{bits, scheme, group, rounding, 0x123456789abcull};
+            for (int variant = 0; variant < 4; ++variant) {
+              const Rounding rounding =
+                  variant % 2 ? Rounding::kStochastic : Rounding::kNearestEven;
+              QuantParams p{bits, scheme, group, rounding, 0x123456789abcull};
+              p.smoothing = variant >= 2;  // the random-sign Hadamard rotation
               SCOPED_TRACE(::testing::Message()
                            << dataTypeName(type) << " count=" << count << " bits=" << bits
                            << " scheme=" << static_cast<int>(scheme) << " group=" << group
-                           << " rounding=" << static_cast<int>(rounding));
+                           << " rounding=" << static_cast<int>(rounding)
+                           << " smoothing=" << p.smoothing);
               const size_t bytes = quantizedBytes(count, p);
               std::vector<unsigned char> cpu(bytes), gpu(bytes);
               ASSERT_EQ(Status::kSuccess,
@@ -105,9 +110,17 @@ TEST_F(QuantCuda, MessagesAndDecodedValuesMatchTheCpuReference) {
 }
 
 TEST_F(QuantCuda, DequantizeAccumulateMatchesTheCpu) {
+  for (bool smoothing : {false, true}) {
+    SCOPED_TRACE(smoothing ? "smoothed" : "plain");
+    dequantizeAccumulateMatchesTheCpu(smoothing);
+  }
+}
+
+void QuantCuda::dequantizeAccumulateMatchesTheCpu(bool smoothing) {
   const size_t count = 70001;
   const auto input = makeInput(DataType::kFloat32, count, 5);
-  const QuantParams p{4, QuantScheme::kSymmetric, 256, Rounding::kNearestEven, 0};
+  QuantParams p{4, QuantScheme::kSymmetric, 256, Rounding::kNearestEven, 7};
+  p.smoothing = smoothing;
   const size_t bytes = quantizedBytes(count, p);
   std::vector<unsigned char> message(bytes);
   ASSERT_EQ(Status::kSuccess,

@@ -265,6 +265,37 @@ TEST(Planner, PathsFollowTheLinks) {
   EXPECT_EQ(local.wire, WireFormat::kNone);
 }
 
+// Smoothing rotates each group both ways and error feedback decodes every message it sends
+// once more: the model charges both, and where the CPU is the bottleneck (one node's shared
+// memory) they tip an allowed INT4 reduce-scatter over to the exact path sooner.
+TEST(Planner, PricesSmoothingAndErrorFeedback) {
+  for (const ClusterModel* c : {&kOneGbE, &kTenGbE, &kOneNode}) {
+    for (size_t bytes : {size_t{1} << 20, size_t{64} << 20}) {
+      CollectiveOptions plain = allowing(WireFormat::kInt4);
+      plain.wireAllowedOnly = false;
+      CollectiveOptions smoothed = plain, feedback = plain;
+      smoothed.smoothing = true;
+      feedback.errorFeedback = true;
+      const auto seconds = [&](const CollectiveOptions& o) {
+        const Plan plan =
+            cheapestPlan(*c, Collective::kReduceScatter, DataType::kFloat32, RedOp::kSum, bytes, o);
+        EXPECT_EQ(plan.wire, WireFormat::kInt4);
+        return estimateSeconds(*c, Collective::kReduceScatter, plan, bytes, DataType::kFloat32);
+      };
+      const double base = seconds(plain);
+      EXPECT_GT(seconds(smoothed), base) << bytes;
+      EXPECT_GT(seconds(feedback), base) << bytes;
+    }
+  }
+  ClusterModel slowCpu = kOneNode;
+  slowCpu.smoothBytesPerSecond = 0.05e9;
+  CollectiveOptions allowed = allowing(WireFormat::kInt4);
+  allowed.smoothing = true;
+  const Plan plan = cheapestPlan(slowCpu, Collective::kReduceScatter, DataType::kFloat32,
+                                 RedOp::kSum, size_t{64} << 20, allowed);
+  EXPECT_EQ(plan.wire, WireFormat::kNone) << "a slow rotation makes the exact path cheaper";
+}
+
 TEST(Planner, ForcedChoicesWin) {
   const size_t big = size_t{256} << 20;
   CollectiveOptions forced;
