@@ -11,6 +11,13 @@ steps=${3:-400}
 root=$(cd "$(dirname "$0")/.." && pwd)
 ZCCL_RANKS_PER_NODE=2 "$build/zcclrun" -n 4 "$build/examples/zero_demo" --steps "$steps" \
   --print-every 100 --log "$out/demo.csv" | tee "$out/demo.log"
+# Ablations, as SDP4Bit and LoCo report them: weight differences without error feedback, and
+# both with smoothing.
+for flags in "--qwz-diff --hpz --qgz" "--qwz-diff --hpz --qgz-ef --smoothing"; do
+  name=$(echo "$flags" | tr -d ' -')
+  ZCCL_RANKS_PER_NODE=2 "$build/zcclrun" -n 4 "$build/examples/zero_demo" --steps "$steps" \
+    --print-every 100 --stage 3 $flags --log "$out/demo_$name.csv" | tail -4
+done
 python=${TORCH_PYTHON:-$root/.venv-torch/bin/python}
 if "$python" -c 'import zccl_torch' 2>/dev/null; then
   ZCCL_RANKS_PER_NODE=2 "$python" -m torch.distributed.run --standalone --nproc-per-node 4 \

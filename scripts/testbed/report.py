@@ -137,8 +137,7 @@ def fidelity_curves(directory):
     """{(run, model): {configuration: [loss per step]}} from zero_demo's and the FSDP2
     example's CSV files."""
     curves = {}
-    demo = os.path.join(directory, "demo.csv")
-    if os.path.exists(demo):
+    for demo in sorted(glob.glob(os.path.join(directory, "demo*.csv"))):
         with open(demo) as f:
             for row in csv.DictReader(f):
                 curves.setdefault(("zero_demo", row["model"]), {}).setdefault(

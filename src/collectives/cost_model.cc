@@ -7,7 +7,7 @@
 
 #include "collectives/registry.h"
 #include "kernels/kernels.h"
-#include "quant/group_math.h"
+#include "quant/rotation.h"
 #include "quant/quantize.h"
 
 namespace zccl {
@@ -104,7 +104,7 @@ double measureSmoothingRate() {
     for (int repeat = 0; repeat <= kRateRepeats; ++repeat) {
       const auto start = std::chrono::steady_clock::now();
       for (size_t first = 0; first < kCount; first += kDefaultGroupSize) {
-        smoothGroup(data.data() + first, kDefaultGroupSize, 1, first);
+        smoothGroupHost(data.data() + first, kDefaultGroupSize, 1, first);
       }
       const double t =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -157,15 +157,22 @@ ZCCL_HOST_DEVICE inline float decodeUnsignedCode(uint8_t code, float scale, floa
 
 // Smoothing of a full group of n values (n a power of two): y = H D x / n before quantizing,
 // x = D H y after decoding, where H is the n x n Walsh-Hadamard matrix (H H = n I) and D a
-// diagonal of random signs drawn from (seed, index of the group's first element). Dividing by
-// n, a power of two, is exact, so the rotation back undoes it up to the additions' rounding,
-// which every implementation performs in the same order (the butterflies below).
-ZCCL_HOST_DEVICE inline bool smoothingFlips(uint32_t seed, uint64_t first, uint32_t i) {
-  uint32_t h = (seed ^ static_cast<uint32_t>(first >> 5) * 0x9e3779b1u) + i * 0x85ebca6bu;
+// diagonal of random signs drawn from (seed, index of the group's first element), 32 from each
+// hash. Dividing by n, a power of two, is exact, so the rotation back undoes it up to the
+// additions' rounding, which every implementation performs alike: per butterfly a + b and
+// a - b, stage after stage (the CPU's SIMD version, quant/rotation.h, and the GPU's too).
+ZCCL_HOST_DEVICE inline uint32_t smoothingSignWord(uint32_t seed, uint64_t first, uint32_t word) {
+  uint32_t h = seed ^ (static_cast<uint32_t>(first >> 5) * 0x9e3779b1u) ^ (word * 0x85ebca6bu);
+  h ^= h >> 16;
+  h *= 0x7feb352du;
   h ^= h >> 15;
-  h *= 0x2c1b3c6du;
-  h ^= h >> 12;
-  return (h & 1u) != 0;
+  h *= 0x846ca68bu;
+  h ^= h >> 16;
+  return h;
+}
+
+ZCCL_HOST_DEVICE inline bool smoothingFlips(uint32_t seed, uint64_t first, uint32_t i) {
+  return ((smoothingSignWord(seed, first, i / 32) >> (i % 32)) & 1u) != 0;
 }
 
 ZCCL_HOST_DEVICE inline void walshHadamard(float* v, uint32_t n) {

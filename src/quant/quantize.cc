@@ -7,6 +7,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "quant/kernels.h"
+#include "quant/rotation.h"
 
 namespace zccl {
 namespace {
@@ -74,7 +75,7 @@ Status decodeGroups(const void* message, size_t bytes, size_t count, Target&& ta
                        values);
     }
     if ((h.flags & kQuantSmoothed) != 0 && n == h.groupSize) {
-      unsmoothGroup(values, h.groupSize, h.smoothingSeed, first);
+      unsmoothGroupHost(values, h.groupSize, h.smoothingSeed, first);
     }
     sink(first, n, values);
   }
@@ -173,7 +174,7 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
     // A short last group is not smoothed: the rotation needs a power of two.
     if (params.smoothing && n == params.groupSize) {
       if (x != staged) std::memcpy(staged, x, n * sizeof(float));
-      smoothGroup(staged, params.groupSize, smoothingSeed, first);
+      smoothGroupHost(staged, params.groupSize, smoothingSeed, first);
       x = staged;
     }
     GroupStats s;

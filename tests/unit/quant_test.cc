@@ -15,6 +15,7 @@
 #include "quant/group_math.h"
 #include "quant/kernels.h"
 #include "quant/quantize.h"
+#include "quant/rotation.h"
 
 namespace zccl {
 namespace {
@@ -550,7 +551,7 @@ TEST(QuantSmoothing, GroupErrorWithinTheRotatedBound) {
   }
 }
 
-TEST(QuantSmoothing, SpreadsAnOutlierAndHalvesItsGroupsInt4Error) {
+TEST(QuantSmoothing, SpreadsAnOutlierAndCutsItsGroupsInt4Error) {
   std::mt19937 rng(12);
   std::vector<float> x = sample("normal", 128 * 256, rng);
   for (size_t g = 0; g < x.size(); g += 256) x[g + rng() % 256] = 60.0f;  // one per group
@@ -619,6 +620,23 @@ TEST(QuantSmoothing, RotationIsExactlyInvertibleOnPowersOfTwo) {
     smoothGroup(other.data(), n, 7, 4096 + n);
     smoothGroup(x.data(), n, 7, 4096);
     EXPECT_NE(x, other);
+  }
+}
+
+TEST(QuantSmoothing, CpuRotationIsTheDefinitionsToTheBit) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (uint32_t n = 32; n <= 4096; n *= 2) {
+    std::vector<float> x(n);
+    for (auto& v : x) v = normal(rng) * (rng() % 7 == 0 ? 1e-30f : 1.0f);
+    x[1] = -0.0f, x[2] = 1e-41f, x[3] = INFINITY;
+    std::vector<float> definition = x, host = x;
+    smoothGroup(definition.data(), n, 99, 8192);
+    smoothGroupHost(host.data(), n, 99, 8192);
+    EXPECT_EQ(0, std::memcmp(definition.data(), host.data(), 4 * n)) << "smooth n=" << n;
+    unsmoothGroup(definition.data(), n, 99, 8192);
+    unsmoothGroupHost(host.data(), n, 99, 8192);
+    EXPECT_EQ(0, std::memcmp(definition.data(), host.data(), 4 * n)) << "unsmooth n=" << n;
   }
 }
 
