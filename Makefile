@@ -14,7 +14,8 @@ SECOND_BUILD_DIR ?= build-$(SECOND_MPI)
 mpi_flags = $(if $(shell command -v mpicc.$(1)),-DMPI_C_COMPILER=mpicc.$(1) \
 	-DMPIEXEC_EXECUTABLE=$(shell command -v mpiexec.$(1)))
 
-.PHONY: all deps configure build demo test test-second-mpi test-sanitizers test-fuzz torch \
+.PHONY: all deps configure build demo test check docs test-second-mpi test-second-mpi-long \
+	test-sanitizers test-fuzz torch \
 	bench-link bench-zero bench-fidelity carry install clean format tidy
 
 all: build
@@ -32,11 +33,21 @@ build: configure
 demo: build
 	cmake --build $(BUILD_DIR) --target demo
 
-# Every test: first the trees that check what the main one cannot (the second MPI, the
-# sanitizers, the fuzzers), then the main tree's suites (the torch backend's included), whose
-# summary ends the run.
-test: build test-second-mpi test-sanitizers test-fuzz torch
+# make test: what a user runs. The second MPI's multi-rank suites first, then the main tree's
+# suites (the torch backend's included), whose summary ends the run; the long runs (label
+# long: every collective family killed mid-call, 100,000-call load runs) wait for make check.
+# make check (CI, .ci/run): the same with the long runs, plus the sanitizers and the fuzzers.
+test: build test-second-mpi torch
+	cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -LE long
+
+check: build test-second-mpi-long test-sanitizers test-fuzz torch
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1
+
+# API reference from the public headers (Doxygen, Debian's package) into build/docs/html.
+docs:
+	ZCCL_DEPS_EXTRA=docs ./scripts/install-deps.sh
+	mkdir -p $(BUILD_DIR)/docs && ZCCL_DOCS_OUT=$(BUILD_DIR)/docs doxygen docs/Doxyfile
+	@echo "make docs: $(BUILD_DIR)/docs/html/index.html"
 
 # PyTorch's backend "zccl": a venv with the pinned torch from PyPI (made once, then reused)
 # and python/zccl_torch built against this build tree.
@@ -47,12 +58,16 @@ torch: build
 	./scripts/torch-env.sh $(TORCH_VENV) $(TORCH_VERSION) $(BUILD_DIR)
 
 # The library and its multi-rank suites built and run against the second MPI.
+SECOND_MPI_TESTS = -L mpi -LE long
 test-second-mpi: deps
 	ZCCL_MPI=$(SECOND_MPI) ./scripts/install-deps.sh
 	cmake -S . -B $(SECOND_BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 		$(call mpi_flags,$(SECOND_MPI)) -DZCCL_WITH_CUDA=OFF -DZCCL_BUILD_PERF=OFF $(CMAKE_FLAGS)
 	cmake --build $(SECOND_BUILD_DIR) -j $(JOBS)
-	cd $(SECOND_BUILD_DIR) && ctest --output-on-failure -j 1 -L mpi
+	cd $(SECOND_BUILD_DIR) && ctest --output-on-failure -j 1 $(SECOND_MPI_TESTS)
+
+test-second-mpi-long:
+	$(MAKE) test-second-mpi SECOND_MPI_TESTS="-L mpi"
 
 # The unit and multi-rank suites under AddressSanitizer + UndefinedBehaviorSanitizer (leaks
 # included, those of MPI, UCX and hwloc's PCI plugin aside; the tests labelled asan), and the

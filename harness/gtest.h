@@ -27,7 +27,7 @@ inline void broadcastBytes(void* data, size_t bytes, int root) {
 }
 // A communicator over every rank of the job, as the launch makes one.
 inline zcclResult_t initWorldComm(const zcclConfig* config, zcclComm_t* comm) {
-  return world().makeComm(*config, World::Engine::kDefault, comm);
+  return world().makeComm(config, World::Engine::kDefault, comm);
 }
 
 inline zcclComm_t makeComm(int algorithm, int ranksPerNode = ZCCL_CONFIG_UNDEF_INT) {

@@ -78,8 +78,8 @@ void World::finish() {
   if (mpi_) mpi::finish();
 }
 
-zcclResult_t World::makeComm(const zcclConfig& config, Engine engine, zcclComm_t* comm) const {
-  return mpi_ ? mpi::worldComm(config, engine, comm) : zcclCommInitFromEnv(comm, &config);
+zcclResult_t World::makeComm(const zcclConfig* config, Engine engine, zcclComm_t* comm) const {
+  return mpi_ ? mpi::worldComm(config, engine, comm) : zcclCommInitFromEnv(comm, config);
 }
 
 double World::combine(double value, Combine how) const {

@@ -46,7 +46,8 @@ class World {
   // A communicator over every rank, as the launch makes one: zcclCommInitMPI(MPI_COMM_WORLD)
   // under mpiexec (kMpi: with MPI's point-to-point carrying its bytes, and MPI's collectives as
   // the native algorithm), zcclCommInitFromEnv under zcclrun.
-  zcclResult_t makeComm(const zcclConfig& config, Engine engine, zcclComm_t* comm) const;
+  // config may be NULL: the defaults and the environment, as the C API takes it.
+  zcclResult_t makeComm(const zcclConfig* config, Engine engine, zcclComm_t* comm) const;
 
   void barrier() const { exchange_->barrier(); }
   // values[i] summed over ranks, on every rank.
@@ -72,7 +73,7 @@ namespace mpi {
 bool available();
 std::unique_ptr<Exchange> start(int* argc, char*** argv);
 void finish();
-zcclResult_t worldComm(const zcclConfig& config, World::Engine engine, zcclComm_t* comm);
+zcclResult_t worldComm(const zcclConfig* config, World::Engine engine, zcclComm_t* comm);
 }  // namespace mpi
 
 }  // namespace zccl_harness

@@ -78,12 +78,12 @@ std::unique_ptr<Exchange> start(int* argc, char*** argv) {
 
 void finish() { MPI_Finalize(); }
 
-zcclResult_t worldComm(const zcclConfig& config, World::Engine engine, zcclComm_t* comm) {
-  if (engine == World::Engine::kDefault) return zcclCommInitMPI(MPI_COMM_WORLD, &config, comm);
+zcclResult_t worldComm(const zcclConfig* config, World::Engine engine, zcclComm_t* comm) {
+  if (engine == World::Engine::kDefault) return zcclCommInitMPI(MPI_COMM_WORLD, config, comm);
   const char* previous = std::getenv("ZCCL_TRANSPORT");
   const std::string saved = previous != nullptr ? previous : "";
   setenv("ZCCL_TRANSPORT", "mpi", 1);
-  const zcclResult_t result = zcclCommInitMPI(MPI_COMM_WORLD, &config, comm);
+  const zcclResult_t result = zcclCommInitMPI(MPI_COMM_WORLD, config, comm);
   if (previous != nullptr) {
     setenv("ZCCL_TRANSPORT", saved.c_str(), 1);
   } else {

@@ -12,7 +12,7 @@ std::unique_ptr<Exchange> start(int*, char***) { return nullptr; }
 
 void finish() {}
 
-zcclResult_t worldComm(const zcclConfig&, World::Engine, zcclComm_t*) {
+zcclResult_t worldComm(const zcclConfig*, World::Engine, zcclComm_t*) {
   std::fprintf(stderr, "harness: this program was built without MPI; run it under zcclrun\n");
   return zcclInvalidUsage;
 }

@@ -49,6 +49,8 @@ packages=(
 # ZCCL_DEPS_EXTRA=torch: a venv and Python's headers, for the torch backend's extension (torch
 # itself comes from PyPI into the venv: scripts/torch-env.sh).
 [ "${ZCCL_DEPS_EXTRA:-}" = torch ] && packages+=(python3-venv python3-dev)
+# ZCCL_DEPS_EXTRA=docs: make docs's API reference.
+[ "${ZCCL_DEPS_EXTRA:-}" = docs ] && packages+=(doxygen)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -70,5 +72,19 @@ echo "install-deps: installing ${missing[*]}"
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
+# Installing a second MPI makes it the machine's mpicc and mpiexec where its alternatives rank
+# higher (Open MPI's over MPICH's on Debian): the machine keeps the ones it had.
+alternatives=(mpi mpirun)
+declare -A before=()
+for name in "${alternatives[@]}"; do
+  before[$name]=$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p' || true)
+done
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+for name in "${alternatives[@]}"; do
+  now=$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p' || true)
+  if [ -n "${before[$name]}" ] && [ "$now" != "${before[$name]}" ]; then
+    echo "install-deps: keeping ${before[$name]} as the machine's $name (not $now)"
+    "${sudo_cmd[@]}" update-alternatives --set "$name" "${before[$name]}" >/dev/null
+  fi
+done

@@ -397,7 +397,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   zcclComm_t comm = nullptr;
-  if (job.makeComm(ZCCL_CONFIG_INITIALIZER, World::Engine::kDefault, &comm) != zcclSuccess) {
+  const zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+  if (job.makeComm(&config, World::Engine::kDefault, &comm) != zcclSuccess) {
     die("creating the communicator", nullptr);
   }
   // The optimizer's state on this rank's GPU, the one of its index on its node; with auto,

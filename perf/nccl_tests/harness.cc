@@ -30,7 +30,7 @@ struct Job : Layout {
   Settings settings;
   const World* world = nullptr;
   zcclComm_t comm = nullptr;
-  zcclComm_t native = nullptr;  // -B
+  zcclComm_t native = nullptr;   // -B
   zcclComm_t overMpi = nullptr;  // -U
   std::unique_ptr<BufferMemory> memory;
 };
@@ -497,16 +497,16 @@ bool setUp(Job* job) {
   }
   zcclConfig config = ZCCL_CONFIG_INITIALIZER;
   if (job->settings.timeout > 0) config.timeoutSeconds = job->settings.timeout;
-  if (!succeeded(world.makeComm(config, World::Engine::kDefault, &job->comm), nullptr)) {
+  if (!succeeded(world.makeComm(&config, World::Engine::kDefault, &job->comm), nullptr)) {
     return false;
   }
   if (job->settings.mpiTransport &&
-      !succeeded(world.makeComm(config, World::Engine::kMpi, &job->overMpi), nullptr)) {
+      !succeeded(world.makeComm(&config, World::Engine::kMpi, &job->overMpi), nullptr)) {
     return false;
   }
   config.algorithm = zcclAlgoNative;
   if (job->settings.native &&
-      !succeeded(world.makeComm(config, World::Engine::kMpi, &job->native), nullptr)) {
+      !succeeded(world.makeComm(&config, World::Engine::kMpi, &job->native), nullptr)) {
     return false;
   }
   zcclComm_t node = nullptr, cross = nullptr;
