@@ -1,11 +1,26 @@
 #!/usr/bin/env bash
-# Installs zccl into a scratch prefix, then builds consumers with find_package(zccl) (an MPI
-# program through zccl::mpi, the ZeRO optimizer through zccl::zero) and with pkg-config (a
-# program that knows no MPI, run under the installed zcclrun), and runs them.
+# Installs zccl into a scratch prefix, runs its programs from there with a clean environment,
+# then builds consumers with find_package(zccl) (an MPI program through zccl::mpi, the ZeRO
+# optimizer through zccl::zero) and with pkg-config (a program that knows no MPI, run under
+# the installed zcclrun), and runs them.
 set -euo pipefail
 source_dir=$1 build_dir=$2 work=$3
 rm -rf "$work" && mkdir -p "$work/consumer"
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+
+# Every installed program runs from the prefix in a clean environment (its run path finds
+# libzccl), alone and as the launcher of itself.
+clean_env=(env -i PATH=/usr/bin:/bin HOME="${HOME:-/root}")
+"${clean_env[@]}" "$work/prefix/bin/zccl-topo" >"$work/topo.txt"
+grep -q . "$work/topo.txt"
+"${clean_env[@]}" "$work/prefix/bin/zcclrun" -n 2 --timeout 60 "$work/prefix/bin/zccl-topo" \
+  >/dev/null
+for library in "$work"/prefix/lib/libzccl*.so; do
+  if "${clean_env[@]}" ldd "$library" | grep -q "not found"; then
+    echo "install test: $library has unresolved libraries" >&2
+    exit 1
+  fi
+done
 
 # Only <zccl/zccl.h>: no MPI anywhere, built with pkg-config alone.
 cat >"$work/consumer/plain.c" <<'C'

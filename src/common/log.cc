@@ -17,6 +17,9 @@ namespace zccl {
 namespace {
 
 std::atomic<int> logRank{-1};
+// ZCCL_DEBUG's level once read; read again after rereadLogLevel (ncclResetDebugInit).
+constexpr int kLevelUnread = -1;
+std::atomic<int> cachedLevel{kLevelUnread};
 
 LogLevel parseLevel(const char* text) {
   if (text == nullptr || *text == '\0') return LogLevel::kWarn;  // failures, by default
@@ -47,9 +50,15 @@ const char* levelName(LogLevel level) {
 }  // namespace
 
 LogLevel logLevel() {
-  static const LogLevel level = parseLevel(std::getenv("ZCCL_DEBUG"));
-  return level;
+  int level = cachedLevel.load(std::memory_order_relaxed);
+  if (level == kLevelUnread) {
+    level = static_cast<int>(parseLevel(std::getenv("ZCCL_DEBUG")));
+    cachedLevel.store(level, std::memory_order_relaxed);
+  }
+  return static_cast<LogLevel>(level);
 }
+
+void rereadLogLevel() { cachedLevel.store(kLevelUnread, std::memory_order_relaxed); }
 
 void setLogRank(int rank) { logRank.store(rank); }
 

@@ -6,8 +6,9 @@ namespace zccl {
 
 enum class LogLevel : int { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 
-// The level from ZCCL_DEBUG, read once.
+// The level from ZCCL_DEBUG, read once, and again after rereadLogLevel().
 LogLevel logLevel();
+void rereadLogLevel();
 inline bool logEnabled(LogLevel level) {
   return static_cast<int>(level) <= static_cast<int>(logLevel());
 }

@@ -290,6 +290,10 @@ NCCL_API(const char*, ncclGetErrorString, (ncclResult_t result)) {
   }
 }
 
+// Programs set NCCL_DEBUG-style variables after loading the library and call this to have
+// them read: here ZCCL_DEBUG is read again at the next log line.
+NCCL_API(void, ncclResetDebugInit, ()) { zccl::rereadLogLevel(); }
+
 NCCL_API(const char*, ncclGetLastError, (ncclComm_t comm)) {
   (void)comm;  // as in NCCL: the calling thread's last failure, whatever its communicator
   return lastError().c_str();

@@ -13,11 +13,13 @@
  * copied in and results copied out around the calls. Without a GPU it exits 77 (skipped).
  * The communicator, memory and error checks stay on host buffers with NULL streams.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, dup2, fileno */
 #include <nccl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef NCCL_CLIENT_WITH_MPI
 #include <mpi.h>
 #endif
@@ -791,6 +793,42 @@ static ncclComm_t joinWorld(int* argc, char*** argv) {
   return world;
 }
 
+/* Bytes written to stderr while a call fails for a bad argument (a WARN line, if any). */
+static long stderrBytesOfFailedCall(ncclComm_t comm) {
+  fflush(stderr);
+  FILE* capture = tmpfile();
+  const int saved = dup(2);
+  dup2(fileno(capture), 2);
+  EXPECT(ncclCommCount(comm, NULL) == ncclInvalidArgument, "ncclCommCount(count=NULL)");
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  const long bytes = (long)lseek(fileno(capture), 0, SEEK_END);
+  fclose(capture);
+  return bytes;
+}
+
+/* ncclResetDebugInit: a debug level set after the library has read it is read again. */
+static void testResetDebugInit(ncclComm_t world) {
+  const char* given = getenv("ZCCL_DEBUG");
+  char saved[32] = "";
+  if (given != NULL) snprintf(saved, sizeof(saved), "%s", given);
+  setenv("ZCCL_DEBUG", "NONE", 1);
+  ncclResetDebugInit();
+  const long quiet = stderrBytesOfFailedCall(world);
+  setenv("ZCCL_DEBUG", "WARN", 1);
+  ncclResetDebugInit();
+  const long warned = stderrBytesOfFailedCall(world);
+  if (given != NULL) {
+    setenv("ZCCL_DEBUG", saved, 1);
+  } else {
+    unsetenv("ZCCL_DEBUG");
+  }
+  ncclResetDebugInit();
+  EXPECT(quiet == 0 && warned > 0, "ncclResetDebugInit: %ld bytes logged at NONE, %ld at WARN",
+         quiet, warned);
+}
+
 int main(int argc, char** argv) {
   ncclComm_t world = joinWorld(&argc, &argv);
   if (argc > 1 && strcmp(argv[argc - 1], "--device") == 0 && !openDevice()) {
@@ -813,6 +851,7 @@ int main(int argc, char** argv) {
   testPreMulSum(world);
   testMemory(world);
   testErrors(world);
+  testResetDebugInit(world);
   testInitAll();
   CHECK(ncclCommDestroy(world));
 #ifdef NCCL_CLIENT_WITH_MPI

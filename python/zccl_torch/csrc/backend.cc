@@ -19,11 +19,12 @@ namespace zccl_torch {
 
 // One check for every zccl call: a failure becomes a Python RuntimeError carrying zccl's own
 // message (which names the argument, or the peers a timeout waited for).
-#define ZCCL_TORCH_CHECK(call, operation)                                                 \
-  do {                                                                                    \
-    const zcclResult_t zcclTorchResult = (call);                                          \
-    TORCH_CHECK(zcclTorchResult == zcclSuccess, "zccl backend: ", operation, " failed (", \
-                zcclGetErrorString(zcclTorchResult), "): ", zcclGetLastError(comm_));     \
+#define ZCCL_TORCH_CHECK(call, operation)                                                      \
+  do {                                                                                         \
+    const zcclResult_t zcclTorchResult = (call);                                               \
+    TORCH_CHECK(zcclTorchResult == zcclSuccess, timedOutPrefix(zcclTorchResult),               \
+                "zccl backend: ", operation, " failed (", zcclGetErrorString(zcclTorchResult), \
+                "): ", zcclGetLastError(comm_));                                               \
   } while (0)
 
 namespace {
@@ -61,7 +62,8 @@ zcclDataType_t reducedType(const at::Tensor& tensor, const char* operation) {
     default:
       TORCH_CHECK(false, "zccl backend: ", operation, " cannot reduce tensors of dtype ",
                   tensor.scalar_type(),
-                  " (float32/64, float16, bfloat16, int8, uint8, int32 and int64 can be reduced)");
+                  " (float32/64, float16, bfloat16, int8, uint8, int32, int64 and bool can be "
+                  "reduced)");
   }
 }
 
@@ -100,13 +102,39 @@ at::Tensor premultiplied(const at::Tensor& input, const c10d::ReduceOp& op) {
   return input.mul(supplement->double_factor);
 }
 
+// What zccl reduces a tensor with. Bool tensors as NCCL's backend reduces them: their bytes (0
+// or 1) by MAX for SUM and MAX (logical or), by MIN for MIN and PRODUCT (logical and).
+struct Reduction {
+  zcclDataType_t type;
+  zcclRedOp_t op;
+};
+
+Reduction reductionOf(const at::Tensor& tensor, const c10d::ReduceOp& op, const char* operation) {
+  if (tensor.scalar_type() != at::kBool) {
+    return {reducedType(tensor, operation), zcclOpOf(op, operation)};
+  }
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+    case c10d::ReduceOp::MAX:
+      return {zcclUint8, zcclMax};
+    case c10d::ReduceOp::MIN:
+    case c10d::ReduceOp::PRODUCT:
+      return {zcclUint8, zcclMin};
+    default:
+      TORCH_CHECK(false, "zccl backend: ", operation, " of bool tensors with ReduceOp ",
+                  static_cast<int>(op.op_),
+                  ": bool reduces with SUM and MAX (logical or), MIN and PRODUCT (logical and)");
+  }
+}
+
 void checkTensor(const at::Tensor& tensor, const char* operation, const char* argument) {
   TORCH_CHECK(tensor.device().is_cpu() || tensor.device().is_cuda(), "zccl backend: ", operation,
               ": ", argument, " is on device ", tensor.device(),
               "; zccl serves CPU and CUDA tensors");
+  TORCH_CHECK(tensor.layout() == at::kStrided, "zccl backend: ", operation, ": ", argument,
+              " is sparse (layout ", tensor.layout(), "); zccl serves dense tensors");
   TORCH_CHECK(tensor.is_contiguous(), "zccl backend: ", operation, ": ", argument,
               " is not contiguous");
-  TORCH_CHECK(!tensor.is_sparse(), "zccl backend: ", operation, ": ", argument, " is sparse");
 }
 
 // Where a zccl call on `tensor` runs: for a CPU tensor host memory (stream NULL); for a CUDA
@@ -182,7 +210,10 @@ struct ZcclBackend::Deferred {
 
 ZcclBackend::ZcclBackend(const c10::intrusive_ptr<c10d::Store>& store,
                          const BackendOptions& options)
-    : c10d::Backend(options.rank, options.size), groupName_(options.groupName) {
+    : c10d::Backend(options.rank, options.size),
+      groupName_(options.groupName),
+      options_(c10::make_intrusive<Options>("zccl", options.timeout)) {
+  options_->group_name = options.groupName;
   zcclConfig config = ZCCL_CONFIG_INITIALIZER;
   // Nodes come from host identities: zccl_torch maps ZCCL_RANKS_PER_NODE to them by global
   // rank, which zccl's emulation (consecutive ranks of each communicator) cannot see.
@@ -224,6 +255,22 @@ void ZcclBackend::shutdown() {
   comm_ = nullptr;
 }
 
+c10::intrusive_ptr<c10d::Backend> ZcclBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                     const std::vector<int>& ranks,
+                                                     const c10::intrusive_ptr<Options>& opts) {
+  const auto mine = std::find(ranks.begin(), ranks.end(), getRank());
+  if (mine == ranks.end()) return nullptr;
+  BackendOptions options;
+  options.rank = static_cast<int>(mine - ranks.begin());
+  options.size = static_cast<int>(ranks.size());
+  options.groupName = opts->group_name;
+  options.timeout = opts->timeout;
+  options.policy = policy();
+  options.states = states_->policy();
+  // The child's rendezvous waits on the store: on a connection of its own (Backend::split).
+  return c10::make_intrusive<ZcclBackend>(store->clone(), options);
+}
+
 ZcclBackend* backendNamed(const std::string& groupName) {
   std::lock_guard<std::mutex> lock(registryMutex);
   auto found = registry().find(groupName);
@@ -244,6 +291,7 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::run(c10d::OpType type, const char* o
                                                 Launch launch) {
   TORCH_CHECK(comm_ != nullptr, "zccl backend: ", operation,
               " on a process group that was shut down or aborted");
+  ++sequence_;
   auto work = c10::make_intrusive<ZcclWork>(type, std::move(outputs));
   if (coalesced_ != nullptr) {
     coalesced_->push_back(Deferred{work, pointToPoint, operation, std::move(launch), {}});
@@ -364,23 +412,23 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::broadcast(std::vector<at::Tensor>& t
 
 void ZcclBackend::startAllReduce(Launched* l, const at::Tensor& tensor,
                                  const c10d::ReduceOp& reduceOp, const char* operation) {
-  const zcclDataType_t type = reducedType(tensor, operation);
-  const zcclRedOp_t op = zcclOpOf(reduceOp, operation);
+  const Reduction reduction = reductionOf(tensor, reduceOp, operation);
   const OnDeviceOf on(tensor);
   const at::Tensor input = premultiplied(tensor, reduceOp);
   l->keep.push_back(input);
   zcclCollOptions queued = l->queued();
-  if (on.stream() == nullptr) states_->forReduction(true, tensor.numel(), type, &queued);
-  ZCCL_TORCH_CHECK(zcclAllReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(), type, op,
-                                   comm_, on.stream(), &queued),
+  if (on.stream() == nullptr) {
+    states_->forReduction(true, tensor.numel(), reduction.type, &queued);
+  }
+  ZCCL_TORCH_CHECK(zcclAllReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
+                                   reduction.type, reduction.op, comm_, on.stream(), &queued),
                    operation);
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                       const c10d::AllreduceOptions& opts) {
   at::Tensor tensor = single(tensors, "allreduce", "tensors");
-  reducedType(tensor, "allreduce");
-  zcclOpOf(opts.reduceOp, "allreduce");
+  reductionOf(tensor, opts.reduceOp, "allreduce");
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   return run(
       c10d::OpType::ALLREDUCE, "allreduce", {tensor}, false,
@@ -397,8 +445,7 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce_coalesced(
                 "zccl backend: allreduce_coalesced: tensors of dtypes ", tensors[0].scalar_type(),
                 " and ", tensor.scalar_type(), " (one dtype per call)");
   }
-  reducedType(tensors[0], "allreduce_coalesced");
-  zcclOpOf(opts.reduceOp, "allreduce_coalesced");
+  reductionOf(tensors[0], opts.reduceOp, "allreduce_coalesced");
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   std::vector<at::Tensor> outputs = tensors;
   return run(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", outputs, false,
@@ -413,19 +460,19 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce_coalesced(
 c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce(std::vector<at::Tensor>& tensors,
                                                    const c10d::ReduceOptions& opts) {
   at::Tensor tensor = single(tensors, "reduce", "tensors");
-  const zcclDataType_t type = reducedType(tensor, "reduce");
-  const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "reduce");
+  const Reduction reduction = reductionOf(tensor, opts.reduceOp, "reduce");
   const int root = static_cast<int>(opts.rootRank);
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   return run(c10d::OpType::REDUCE, "reduce", {tensor}, false,
-             [this, tensor, type, op, root, reduceOp](Launched* l) {
+             [this, tensor, reduction, root, reduceOp](Launched* l) {
                const OnDeviceOf on(tensor);
                const at::Tensor input = premultiplied(tensor, reduceOp);
                l->keep.push_back(input);
                const zcclCollOptions queued = l->queued();
-               ZCCL_TORCH_CHECK(zcclReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
-                                             type, op, root, comm_, on.stream(), &queued),
-                                "reduce");
+               ZCCL_TORCH_CHECK(
+                   zcclReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(), reduction.type,
+                                reduction.op, root, comm_, on.stream(), &queued),
+                   "reduce");
              });
 }
 
@@ -529,21 +576,20 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::_reduce_scatter_base(
   TORCH_CHECK(output.scalar_type() == input.scalar_type(),
               "zccl backend: reduce_scatter_tensor: input is ", input.scalar_type(), ", output ",
               output.scalar_type());
-  const zcclDataType_t type = reducedType(input, "reduce_scatter_tensor");
-  const zcclRedOp_t op = zcclOpOf(opts.reduceOp, "reduce_scatter_tensor");
+  const Reduction reduction = reductionOf(input, opts.reduceOp, "reduce_scatter_tensor");
   const c10d::ReduceOp reduceOp = opts.reduceOp;
   return run(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output}, false,
-             [this, output, input, type, op, reduceOp](Launched* l) {
+             [this, output, input, reduction, reduceOp](Launched* l) {
                const OnDeviceOf on(input);
                const at::Tensor source = premultiplied(input, reduceOp);
                l->keep.push_back(source);
                zcclCollOptions queued = l->queued();
                if (on.stream() == nullptr) {
-                 states_->forReduction(false, source.numel(), type, &queued);
+                 states_->forReduction(false, source.numel(), reduction.type, &queued);
                }
                ZCCL_TORCH_CHECK(
-                   zcclReduceScatterEx(source.data_ptr(), output.data_ptr(), output.numel(), type,
-                                       op, comm_, on.stream(), &queued),
+                   zcclReduceScatterEx(source.data_ptr(), output.data_ptr(), output.numel(),
+                                       reduction.type, reduction.op, comm_, on.stream(), &queued),
                    "reduce_scatter_tensor");
              });
 }

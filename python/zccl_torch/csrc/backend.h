@@ -6,6 +6,7 @@
 // before they return.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -97,7 +98,16 @@ class ZcclBackend : public c10d::Backend {
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 
-  bool supportsSplitting() const override { return false; }
+  // torch's split_group: a child over `ranks` (this group's ranks) through the child's store,
+  // with this group's wire policy; nullptr on a rank outside it.
+  bool supportsSplitting() const override { return true; }
+  c10::intrusive_ptr<Options> getBackendOptions() override { return options_; }
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
+                                          const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+  // The operations this group has started, alike on every rank that made the same calls (a
+  // rank whose number differs has fallen out of step).
+  uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
   void abort() override;
   void shutdown() override;
 
@@ -122,6 +132,8 @@ class ZcclBackend : public c10d::Backend {
   std::vector<Deferred>* coalesced_ = nullptr;
   std::unique_ptr<CallStates> states_;
   std::unique_ptr<Completer> completer_;
+  std::atomic<uint64_t> sequence_{0};
+  c10::intrusive_ptr<Options> options_;  // the group's name and timeout, for split_group
 };
 
 // zcclStore callbacks over a c10d store (the group's PrefixStore).

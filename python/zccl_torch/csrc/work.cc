@@ -50,17 +50,24 @@ void Completer::drain() {
   changed_.wait(lock, [this] { return entries_.empty() && !busy_; });
 }
 
+namespace {
+
+// A failed call's error.
+std::exception_ptr failureOf(const std::string& operation, zcclResult_t result) {
+  return std::make_exception_ptr(std::runtime_error(
+      std::string(timedOutPrefix(result)) + "zccl backend: " + operation + " failed (" +
+      zcclGetErrorString(result) + "): " + zcclGetLastError(nullptr)));
+}
+
+}  // namespace
+
 // Waits for every request (each must be completed, failed or not, to be freed), then runs the
 // finish where all succeeded.
 std::exception_ptr Completer::settle(Entry& entry) {
   std::exception_ptr error;
   for (zcclRequest_t request : entry.launched.requests) {
     const zcclResult_t result = zcclWait(request);
-    if (result != zcclSuccess && !error) {
-      error = std::make_exception_ptr(std::runtime_error("zccl backend: " + entry.operation +
-                                                         " failed (" + zcclGetErrorString(result) +
-                                                         "): " + zcclGetLastError(nullptr)));
-    }
+    if (result != zcclSuccess && !error) error = failureOf(entry.operation, result);
   }
   for (const auto& part : entry.after) {
     if (!error && part->exception()) error = part->exception();

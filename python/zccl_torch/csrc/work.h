@@ -17,6 +17,12 @@
 
 namespace zccl_torch {
 
+// "Timed out: " for a timeout, else nothing: the start of a failure's message, so that it reads
+// as torch's own backends' timeouts do and code that recognises theirs recognises zccl's.
+inline const char* timedOutPrefix(zcclResult_t result) {
+  return result == zcclTimeout ? "Timed out: " : "";
+}
+
 // What an operation started: the requests of its queued calls (a call without one had
 // finished when it returned), and what runs once they all completed (copying results out;
 // may be empty). `keep` holds the tensors the calls read or write until then.

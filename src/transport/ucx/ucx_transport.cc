@@ -46,6 +46,12 @@ Status ucxFailure(const char* what, ucs_status_t status) {
                 "difference",
                 what);
   }
+  if (status == UCS_ERR_ENDPOINT_TIMEOUT || status == UCS_ERR_CONNECTION_RESET ||
+      status == UCS_ERR_UNREACHABLE || status == UCS_ERR_NOT_CONNECTED) {
+    // The peer's process or its endpoint is gone (it died, or aborted its communicator).
+    return fail(Status::kRemoteError, "%s failed: %s: the peer has gone", what,
+                ucs_status_string(status));
+  }
   return fail(Status::kSystemError, "%s failed: %s", what, ucs_status_string(status));
 }
 

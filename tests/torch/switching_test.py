@@ -1,0 +1,121 @@
+"""What a user switching from torch's NCCL or gloo backend meets first (torchrun
+--nproc-per-node N, N >= 2): bool reductions as NCCL's backend does them, split_group,
+sequence numbers, a sparse tensor refused by name, and a barrier timeout that reads as torch's
+own ("Timed out ..."). References are computed here from every rank's inputs, gathered over
+gloo."""
+import datetime
+import os
+
+import torch
+import torch.distributed as dist
+
+import zccl_torch  # noqa: F401  registers "zccl"
+from verdict import failures, finish
+
+
+def gathered(x: torch.Tensor, gloo) -> list:
+    parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, x, group=gloo)
+    return parts
+
+
+def expect_error(what: str, call, needle: str) -> None:
+    try:
+        call()
+    except (RuntimeError, ValueError, TypeError, NotImplementedError) as error:
+        if needle.lower() not in str(error).lower():
+            failures.append(f"{what}: error does not name {needle!r}: {error}")
+        return
+    failures.append(f"{what}: no error")
+
+
+def test_bool_reductions(gloo) -> None:
+    """Logical or for SUM and MAX, logical and for MIN and PRODUCT (NCCL's backend)."""
+    me = dist.get_rank()
+    generator = torch.Generator().manual_seed(77 + me)
+    mine = torch.randint(0, 2, (1000,), generator=generator).bool()
+    mine[0] = me == 0  # one element true on one rank only, one false on one rank only
+    mine[1] = me != 0
+    every = torch.stack([p.bool() for p in gathered(mine.to(torch.uint8), gloo)])
+    anyone, everyone = every.any(dim=0), every.all(dim=0)
+    for op, want in ((dist.ReduceOp.SUM, anyone), (dist.ReduceOp.MAX, anyone),
+                     (dist.ReduceOp.MIN, everyone), (dist.ReduceOp.PRODUCT, everyone)):
+        got = mine.clone()
+        dist.all_reduce(got, op=op)
+        if got.dtype != torch.bool or not torch.equal(got, want):
+            failures.append(f"all_reduce bool {op}: differs from the logical reference")
+    expect_error("all_reduce bool AVG", lambda: dist.all_reduce(mine.clone(),
+                                                                 op=dist.ReduceOp.AVG), "bool")
+
+
+def test_split_group(gloo) -> None:
+    world, me = dist.get_world_size(), dist.get_rank()
+    halves = [list(range(0, world // 2 + 1)), list(range(world // 2 + 1, world))]
+    halves = [h for h in halves if h]
+    child = dist.split_group(split_ranks=halves)
+    mine = next(h for h in halves if me in h)
+    if child is None or dist.get_world_size(child) != len(mine):
+        failures.append(f"split_group: rank {me} got {child} for {mine}")
+        return
+    x = torch.full((5,), float(me + 1))
+    dist.all_reduce(x, group=child)
+    want = float(sum(r + 1 for r in mine))
+    if not torch.equal(x, torch.full((5,), want)):
+        failures.append(f"split_group {mine}: all_reduce gave {x.tolist()}, want {want}")
+    counted = zccl_torch.stats(child)
+    if counted["intra_node_bytes"] + counted["inter_node_bytes"] == 0 and len(mine) > 1:
+        failures.append(f"split_group {mine}: its communicator counted no bytes")
+
+
+def test_sequence_numbers(gloo) -> None:
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    before = backend._get_sequence_number_for_group()
+    dist.all_reduce(torch.ones(3))
+    dist.broadcast(torch.ones(3), 0)
+    after = backend._get_sequence_number_for_group()
+    if after != before + 2:
+        failures.append(f"sequence number: {before} -> {after} over two collectives")
+    numbers = gathered(torch.tensor([after]), gloo)
+    if len({int(n) for n in numbers}) != 1:
+        failures.append(f"sequence numbers differ between ranks: {[int(n) for n in numbers]}")
+
+
+def test_sparse_refused() -> None:
+    sparse = torch.ones(4).to_sparse()
+    for what, call in (("broadcast", lambda: dist.broadcast(sparse, 0)),
+                       ("all_gather_into_tensor",
+                        lambda: dist.all_gather_into_tensor(
+                            torch.empty(4 * dist.get_world_size()), sparse))):
+        expect_error(f"{what} of a sparse tensor", call, "sparse")
+
+
+def test_barrier_timeout() -> None:
+    """Rank 0 waits in a barrier the others never enter, for the group's timeout (which
+    ZCCL_TIMEOUT_S, set by ctest for the other groups, would override)."""
+    os.environ.pop("ZCCL_TIMEOUT_S", None)
+    lonely = dist.new_group(backend="zccl", timeout=datetime.timedelta(seconds=2))
+    if dist.get_rank() == 0:
+        error = None
+        try:
+            dist.barrier(group=lonely)
+        except RuntimeError as caught:
+            error = str(caught)
+        if error is None or not error.startswith("Timed out"):
+            failures.append(f"barrier timeout: message does not start 'Timed out': {error}")
+
+
+def main() -> None:
+    dist.init_process_group("zccl")
+    gloo = dist.new_group(backend="gloo")
+    test_bool_reductions(gloo)
+    test_split_group(gloo)
+    test_sequence_numbers(gloo)
+    test_sparse_refused()
+    dist.barrier(group=gloo)
+    test_barrier_timeout()
+    dist.barrier(group=gloo)
+    finish()
+
+
+if __name__ == "__main__":
+    main()
