@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "nccl_abi/nccl_abi.h"
@@ -47,6 +48,8 @@ ncclResult_t runOnRealNccl(const Call& call);
 // group.cc
 bool insideGroup();
 void deferToGroupEnd(const Call& call);
+// A communicator's creation inside a group, run at its end (beside the group's others).
+void deferInitToGroupEnd(std::function<ncclResult_t()> init);
 // A device call inside a group opens the real NCCL's group once; ncclGroupEnd closes it.
 ncclResult_t openRealGroupOnce(const char* function);
 bool realGroupOpen();

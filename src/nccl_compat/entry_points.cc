@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -56,24 +57,63 @@ ncclResult_t joinLauncherJob(zcclComm_t* host, int nranks, int rank, const char*
   return fromZccl(zcclCommInitFromEnv(host, nullptr), function, nullptr);
 }
 
-// Wraps a zccl communicator; `device` is the CUDA device it stands for, or -1.
-ncclComm* wrap(zcclComm_t host, const CommSettings& settings, const Policy& policy, int device) {
+// A communicator that is not live yet; `device` is the CUDA device it stands for, or -1.
+ncclComm* unattached(const CommSettings& settings, const Policy& policy, int device) {
   auto* comm = new ncclComm();
-  comm->host = host;
-  zcclCommUserRank(host, &comm->rank);
-  zcclCommCount(host, &comm->nranks);
   comm->settings = settings;
   comm->policy = policy;
   comm->device = device;
+  return comm;
+}
+
+// Puts zccl's communicator under `comm` and makes it live.
+void attach(ncclComm* comm, zcclComm_t host) {
+  comm->host = host;
+  zcclCommUserRank(host, &comm->rank);
+  zcclCommCount(host, &comm->nranks);
   // Set on every rank alike (each read the same environment) before any call.
-  zcclCommSetWirePolicy(host, &policy.wire);
+  zcclCommSetWirePolicy(host, &comm->policy.wire);
   zccl::setLogRank(comm->rank);
   addLiveComm(comm);
   ZCCL_LOG(kInfo,
            "NCCL drop-in: rank %d of %d%s%s on zccl (host memory); device memory goes to "
            "the real NCCL",
-           comm->rank, comm->nranks, settings.name.empty() ? "" : ", ", settings.name.c_str());
+           comm->rank, comm->nranks, comm->settings.name.empty() ? "" : ", ",
+           comm->settings.name.c_str());
+}
+
+ncclComm* wrap(zcclComm_t host, const CommSettings& settings, const Policy& policy, int device) {
+  ncclComm* comm = unattached(settings, policy, device);
+  attach(comm, host);
   return comm;
+}
+
+// Makes *newcomm over the zccl communicator `join` makes (none: *newcomm is NULL, a split's
+// rank without a color). Inside a group the joining waits for ncclGroupEnd, where one thread
+// may join several ranks at once; *newcomm is then the handle ncclGroupEnd makes live.
+using Join = std::function<ncclResult_t(zcclComm_t* host)>;
+ncclResult_t create(ncclComm_t* newcomm, bool member, const CommSettings& settings,
+                    const Policy& policy, int device, Join join) {
+  if (!insideGroup()) {
+    zcclComm_t host = nullptr;
+    NCCL_CHECK(join(&host));
+    *newcomm = host != nullptr ? wrap(host, settings, policy, device) : nullptr;
+    return ncclSuccess;
+  }
+  ncclComm* comm = member ? unattached(settings, policy, device) : nullptr;
+  *newcomm = comm;
+  deferInitToGroupEnd([comm, join = std::move(join)] {
+    zcclComm_t host = nullptr;
+    const ncclResult_t result = join(&host);
+    if (comm == nullptr) return result;
+    if (result != ncclSuccess || host == nullptr) {
+      delete comm;  // never live: calls on the handle say so
+      return result;
+    }
+    attach(comm, host);
+    return ncclSuccess;
+  });
+  return ncclSuccess;
 }
 
 ncclResult_t readSettings(const void* config, const char* function, CommSettings* settings,
@@ -93,16 +133,14 @@ ncclResult_t initRank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, i
   CommSettings settings;
   Policy policy;
   NCCL_CHECK(readSettings(config, function, &settings, &policy));
-  zcclComm_t host = nullptr;
-  if (isLauncherId(id)) {
-    NCCL_CHECK(joinLauncherJob(&host, nranks, rank, function));
-  } else {
-    zcclUniqueId zcclId;
-    std::memcpy(&zcclId, &id, sizeof(zcclId));
-    NCCL_CHECK(fromZccl(zcclCommInitRank(&host, nranks, zcclId, rank, nullptr), function, nullptr));
-  }
-  *newcomm = wrap(host, settings, policy, currentDevice());
-  return ncclSuccess;
+  return create(newcomm, true, settings, policy, currentDevice(),
+                [nranks, id, rank, function](zcclComm_t* host) {
+                  if (isLauncherId(id)) return joinLauncherJob(host, nranks, rank, function);
+                  zcclUniqueId zcclId;
+                  std::memcpy(&zcclId, &id, sizeof(zcclId));
+                  return fromZccl(zcclCommInitRank(host, nranks, zcclId, rank, nullptr), function,
+                                  nullptr);
+                });
 }
 
 ncclResult_t releaseComm(ncclComm_t comm, bool abort) {
@@ -211,11 +249,11 @@ NCCL_API(ncclResult_t, ncclCommSplit,
   CommSettings settings = comm->settings;  // NULL config: the parent's, as in NCCL
   Policy policy = comm->policy;
   if (config != nullptr) NCCL_CHECK(readSettings(config, "ncclCommSplit", &settings, &policy));
-  zcclComm_t host = nullptr;
-  NCCL_CHECK(
-      fromZccl(zcclCommSplit(comm->host, color, key, &host, nullptr), "ncclCommSplit", comm));
-  if (host != nullptr) *newcomm = wrap(host, settings, policy, comm->device);
-  return ncclSuccess;
+  return create(newcomm, color != kSplitNoColor, settings, policy, comm->device,
+                [comm, color, key](zcclComm_t* host) {
+                  return fromZccl(zcclCommSplit(comm->host, color, key, host, nullptr),
+                                  "ncclCommSplit", comm);
+                });
 }
 
 NCCL_API(ncclResult_t, ncclCommFinalize, (ncclComm_t comm)) {

@@ -2,7 +2,10 @@
 // communicator's sends and receives run as one zccl group (rings in any direction complete)
 // and its collectives follow in the order they were made, which every rank shares. Several
 // communicators in one group (one thread driving several ranks, ncclCommInitAll) progress on
-// a thread each, as their ranks must. Device calls go to the real NCCL inside its own group.
+// a thread each, as their ranks must; so do communicators created inside the group
+// (ncclCommInitRank, ncclCommSplit: nccl-tests' -g N), before the group's calls. Device calls
+// go to the real NCCL inside its own group.
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +18,7 @@ namespace {
 thread_local int groupDepth = 0;
 thread_local std::vector<Call> deferred;
 thread_local bool realGroup = false;
+thread_local std::vector<std::function<ncclResult_t()>> deferredInits;
 
 struct CommWork {
   ncclComm* comm;
@@ -69,6 +73,31 @@ ncclResult_t runDeferred(const std::vector<Call>& calls) {
   return ncclSuccess;
 }
 
+// Each init joins a rendezvous the others of this thread must join too: a thread each.
+ncclResult_t runInits(const std::vector<std::function<ncclResult_t()>>& inits) {
+  std::vector<ncclResult_t> results(inits.size(), ncclSuccess);
+  std::vector<std::string> errors(inits.size());
+  auto run = [&](size_t i) {
+    results[i] = inits[i]();
+    if (results[i] != ncclSuccess) errors[i] = lastError();
+  };
+  if (inits.size() == 1) {
+    run(0);
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(inits.size());
+    for (size_t i = 0; i < inits.size(); ++i) threads.emplace_back(run, i);
+    for (std::thread& thread : threads) thread.join();
+  }
+  for (size_t i = 0; i < inits.size(); ++i) {
+    if (results[i] != ncclSuccess) {
+      setLastError(errors[i]);
+      return results[i];
+    }
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t closeRealGroup() {
   if (!realGroup) return ncclSuccess;
   realGroup = false;
@@ -87,6 +116,9 @@ ncclResult_t closeRealGroup() {
 bool insideGroup() { return groupDepth > 0; }
 bool realGroupOpen() { return realGroup; }
 void deferToGroupEnd(const Call& call) { deferred.push_back(call); }
+void deferInitToGroupEnd(std::function<ncclResult_t()> init) {
+  deferredInits.push_back(std::move(init));
+}
 
 ncclResult_t openRealGroupOnce(const char* function) {
   if (realGroup) return ncclSuccess;
@@ -108,8 +140,11 @@ ncclResult_t groupEnd() {
     return fail(ncclInvalidUsage, "ncclGroupEnd without a matching ncclGroupStart");
   }
   if (--groupDepth > 0) return ncclSuccess;
+  std::vector<std::function<ncclResult_t()>> inits;
+  inits.swap(deferredInits);
   std::vector<Call> calls;
   calls.swap(deferred);
+  if (!inits.empty()) NCCL_CHECK(runInits(inits));
   const ncclResult_t hostResult = runDeferred(calls);
   const ncclResult_t deviceResult = closeRealGroup();
   return hostResult != ncclSuccess ? hostResult : deviceResult;
@@ -120,6 +155,9 @@ ncclResult_t groupEndWithoutRunning(const char* function) {
     return fail(ncclInvalidUsage, "%s without a matching ncclGroupStart", function);
   if (--groupDepth > 0) return ncclSuccess;
   deferred.clear();
+  std::vector<std::function<ncclResult_t()>> inits;
+  inits.swap(deferredInits);
+  if (!inits.empty()) NCCL_CHECK(runInits(inits));  // the communicators are made all the same
   return closeRealGroup();
 }
 

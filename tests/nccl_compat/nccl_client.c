@@ -793,6 +793,49 @@ static ncclComm_t joinWorld(int* argc, char*** argv) {
   return world;
 }
 
+/* One thread driving several ranks, as nccl-tests' -g 2: each process is two ranks of a
+ * communicator of 2 x worldSize made inside a group, then split inside a group. */
+static void testInitInsideGroup(ncclComm_t world) {
+  const ncclUniqueId id = idOver(world);
+  const int ranks = 2 * worldSize;
+  ncclComm_t comms[2], halves[2];
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  CHECK(ncclGroupStart());
+  CHECK(ncclCommInitRank(&comms[0], ranks, id, 2 * myRank));
+  CHECK(ncclCommInitRankConfig(&comms[1], ranks, id, 2 * myRank + 1, &config));
+  CHECK(ncclGroupEnd());
+  int sums[2] = {2 * myRank, 2 * myRank + 1};
+  CHECK(ncclGroupStart());
+  for (int i = 0; i < 2; ++i) {
+    CHECK(ncclAllReduce(&sums[i], &sums[i], 1, ncclInt32, ncclSum, comms[i], NULL));
+  }
+  CHECK(ncclGroupEnd());
+  const int all = ranks * (ranks - 1) / 2;
+  EXPECT(sums[0] == all && sums[1] == all, "made inside a group: sums %d %d, want %d", sums[0],
+         sums[1], all);
+  /* Even ranks and odd ranks: the first of each process's two is even. */
+  CHECK(ncclGroupStart());
+  for (int i = 0; i < 2; ++i) CHECK(ncclCommSplit(comms[i], i, myRank, &halves[i], NULL));
+  CHECK(ncclGroupEnd());
+  int count = 0;
+  CHECK(ncclCommCount(halves[0], &count));
+  EXPECT(count == worldSize, "split inside a group: %d ranks, want %d", count, worldSize);
+  int parity[2] = {2 * myRank, 2 * myRank + 1};
+  CHECK(ncclGroupStart());
+  for (int i = 0; i < 2; ++i) {
+    CHECK(ncclAllReduce(&parity[i], &parity[i], 1, ncclInt32, ncclSum, halves[i], NULL));
+  }
+  CHECK(ncclGroupEnd());
+  const int evens = worldSize * (worldSize - 1); /* 0 + 2 + ... + 2 (worldSize - 1) */
+  EXPECT(parity[0] == evens && parity[1] == evens + worldSize,
+         "split inside a group: sums %d %d, want %d %d", parity[0], parity[1], evens,
+         evens + worldSize);
+  for (int i = 0; i < 2; ++i) {
+    CHECK(ncclCommDestroy(halves[i]));
+    CHECK(ncclCommDestroy(comms[i]));
+  }
+}
+
 /* Bytes written to stderr while a call fails for a bad argument (a WARN line, if any). */
 static long stderrBytesOfFailedCall(ncclComm_t comm) {
   fflush(stderr);
@@ -852,6 +895,7 @@ int main(int argc, char** argv) {
   testMemory(world);
   testErrors(world);
   testResetDebugInit(world);
+  testInitInsideGroup(world);
   testInitAll();
   CHECK(ncclCommDestroy(world));
 #ifdef NCCL_CLIENT_WITH_MPI
