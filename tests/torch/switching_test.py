@@ -80,6 +80,27 @@ def test_sequence_numbers(gloo) -> None:
         failures.append(f"sequence numbers differ between ranks: {[int(n) for n in numbers]}")
 
 
+def test_uneven_lists() -> None:
+    """all_gather and reduce_scatter with a size per rank, as torch's NCCL backend accepts."""
+    n, me = dist.get_world_size(), dist.get_rank()
+    mine = torch.arange(me + 1, dtype=torch.float32) + 100 * me
+    outputs = [torch.empty(r + 1) for r in range(n)]
+    dist.all_gather(outputs, mine)
+    for r, got in enumerate(outputs):
+        if not torch.equal(got, torch.arange(r + 1, dtype=torch.float32) + 100 * r):
+            failures.append(f"uneven all_gather: rank {r}'s part is {got.tolist()}")
+
+    def part(rank: int, target: int) -> torch.Tensor:  # what `rank` sends to `target`
+        return 10 * rank + target + 0.5 * torch.arange(target + 2, dtype=torch.float32)
+
+    for op, combine in ((dist.ReduceOp.SUM, lambda t: sum(part(r, me) for r in range(n))),
+                        (dist.ReduceOp.MAX, lambda t: part(n - 1, me))):
+        output = torch.empty(me + 2)
+        dist.reduce_scatter(output, [part(me, t) for t in range(n)], op=op)
+        if not torch.equal(output, combine(me)):
+            failures.append(f"uneven reduce_scatter {op}: {output.tolist()}")
+
+
 def test_sparse_refused() -> None:
     sparse = torch.ones(4).to_sparse()
     for what, call in (("broadcast", lambda: dist.broadcast(sparse, 0)),
@@ -110,6 +131,7 @@ def main() -> None:
     test_bool_reductions(gloo)
     test_split_group(gloo)
     test_sequence_numbers(gloo)
+    test_uneven_lists()
     test_sparse_refused()
     dist.barrier(group=gloo)
     test_barrier_timeout()

@@ -127,6 +127,24 @@ Reduction reductionOf(const at::Tensor& tensor, const c10d::ReduceOp& op, const 
   }
 }
 
+// Rows (one per rank) reduced into one, as zccl's operation `op` would.
+at::Tensor combineRows(const at::Tensor& rows, zcclRedOp_t op) {
+  switch (op) {
+    case zcclMax:
+      return std::get<0>(rows.max(0));
+    case zcclMin:
+      return std::get<0>(rows.min(0));
+    case zcclProd:
+      return rows.prod(0, false, rows.scalar_type());
+    case zcclAvg: {
+      const at::Tensor sum = rows.sum(0, false, rows.scalar_type());
+      return rows.is_floating_point() ? sum.div(rows.size(0)) : sum.div(rows.size(0), "trunc");
+    }
+    default:
+      return rows.sum(0, false, rows.scalar_type());
+  }
+}
+
 void checkTensor(const at::Tensor& tensor, const char* operation, const char* argument) {
   TORCH_CHECK(tensor.device().is_cpu() || tensor.device().is_cuda(), "zccl backend: ", operation,
               ": ", argument, " is on device ", tensor.device(),
@@ -514,12 +532,22 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather(std::vector<std::vector<at
   TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
               "zccl backend: allgather: tensor_list must hold one tensor per rank (", getSize(),
               ")");
+  bool even = true;
   for (const auto& output : outputs[0]) {
-    TORCH_CHECK(output.numel() == input.numel() && output.scalar_type() == input.scalar_type(),
-                "zccl backend: allgather: every output must match the input's ", input.numel(),
-                " elements of ", input.scalar_type());
+    checkTensor(output, "allgather", "tensor_list");
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(),
+                "zccl backend: allgather: an output is ", output.scalar_type(), ", the input ",
+                input.scalar_type());
+    even = even && output.numel() == input.numel();
   }
   std::vector<at::Tensor> targets = outputs[0];
+  TORCH_CHECK(targets[getRank()].numel() == input.numel(), "zccl backend: allgather: this rank's ",
+              "output holds ", targets[getRank()].numel(), " elements, its input ", input.numel());
+  if (!even) {  // as torch's NCCL backend: each rank's tensor of its own size
+    const std::vector<at::Tensor> sends(getSize(), input);
+    return run(c10d::OpType::ALLGATHER, "allgather", targets, false,
+               [this, sends, targets](Launched*) { exchange(sends, targets, "allgather"); });
+  }
   // Into one buffer, copied into the list once the gather has run.
   return run(c10d::OpType::ALLGATHER, "allgather", targets, false,
              [this, input, targets](Launched* l) {
@@ -601,11 +629,17 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce_scatter(
   TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
               "zccl backend: reduce_scatter: input_list must hold one tensor per rank (", getSize(),
               ")");
+  bool even = true;
   for (const auto& input : inputs[0]) {
-    TORCH_CHECK(input.numel() == output.numel() && input.scalar_type() == output.scalar_type(),
-                "zccl backend: reduce_scatter: every input must match the output's ",
-                output.numel(), " elements of ", output.scalar_type());
+    checkTensor(input, "reduce_scatter", "input_list");
+    TORCH_CHECK(input.scalar_type() == output.scalar_type(), "zccl backend: reduce_scatter: an ",
+                "input is ", input.scalar_type(), ", the output ", output.scalar_type());
+    even = even && input.numel() == output.numel();
   }
+  TORCH_CHECK(inputs[0][getRank()].numel() == output.numel(),
+              "zccl backend: reduce_scatter: ", "this rank's input holds ",
+              inputs[0][getRank()].numel(), " elements, its output ", output.numel());
+  if (!even) return unevenReduceScatter(output, inputs[0], opts.reduceOp);
   at::Tensor flat = flatCat(inputs[0]);
   at::Tensor result = output.view({-1});  // contiguous: the same storage
   return _reduce_scatter_base(result, flat, opts);
@@ -694,19 +728,42 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall(std::vector<at::Tensor>& ou
   for (const auto& tensor : inputs) checkTensor(tensor, "all_to_all", "input_tensor_list");
   for (const auto& tensor : outputs) checkTensor(tensor, "all_to_all", "output_tensor_list");
   return run(c10d::OpType::ALLTOALL, "all_to_all", outputs, false,
-             [this, outputs, inputs](Launched*) {
-               const OnDeviceOf on(inputs[0]);
-               ZCCL_TORCH_CHECK(zcclGroupStart(), "all_to_all");
-               for (int peer = 0; peer < getSize(); ++peer) {
-                 ZCCL_TORCH_CHECK(zcclSend(inputs[peer].data_ptr(), byteCount(inputs[peer]),
-                                           zcclUint8, peer, comm_, on.stream()),
-                                  "all_to_all");
-                 ZCCL_TORCH_CHECK(zcclRecv(outputs[peer].data_ptr(), byteCount(outputs[peer]),
-                                           zcclUint8, peer, comm_, on.stream()),
-                                  "all_to_all");
-               }
-               ZCCL_TORCH_CHECK(zcclGroupEnd(), "all_to_all");
+             [this, outputs, inputs](Launched*) { exchange(inputs, outputs, "all_to_all"); });
+}
+
+// As torch's NCCL backend, each rank's output of its own size: every rank sends each peer its
+// input for that peer and reduces what it receives here, in rank order.
+c10::intrusive_ptr<c10d::Work> ZcclBackend::unevenReduceScatter(
+    const at::Tensor& output, const std::vector<at::Tensor>& inputs, const c10d::ReduceOp& op) {
+  const Reduction reduction = reductionOf(output, op, "reduce_scatter");
+  std::vector<at::Tensor> sends;
+  for (const auto& input : inputs) sends.push_back(premultiplied(input, op).contiguous());
+  return run(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", {output}, false,
+             [this, output, sends, reduction](Launched*) {
+               const at::Tensor rows = at::empty({getSize(), output.numel()}, output.options());
+               std::vector<at::Tensor> receives;
+               for (int peer = 0; peer < getSize(); ++peer)
+                 receives.push_back(rows.select(0, peer));
+               exchange(sends, receives, "reduce_scatter");
+               output.copy_(combineRows(rows, reduction.op).view(output.sizes()));
              });
+}
+
+// One group of sends and receives: sends[peer] to each peer and receives[peer] from it, as
+// bytes (so sizes may differ between peers; rings of any direction complete).
+void ZcclBackend::exchange(const std::vector<at::Tensor>& sends,
+                           const std::vector<at::Tensor>& receives, const char* operation) {
+  const OnDeviceOf on(sends[0]);
+  ZCCL_TORCH_CHECK(zcclGroupStart(), operation);
+  for (int peer = 0; peer < getSize(); ++peer) {
+    ZCCL_TORCH_CHECK(zcclSend(sends[peer].data_ptr(), byteCount(sends[peer]), zcclUint8, peer,
+                              comm_, on.stream()),
+                     operation);
+    ZCCL_TORCH_CHECK(zcclRecv(receives[peer].data_ptr(), byteCount(receives[peer]), zcclUint8, peer,
+                              comm_, on.stream()),
+                     operation);
+  }
+  ZCCL_TORCH_CHECK(zcclGroupEnd(), operation);
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,

@@ -125,6 +125,11 @@ class ZcclBackend : public c10d::Backend {
                       const char* operation);
   void startAllGather(Launched* l, const at::Tensor& output, const at::Tensor& input);
   void checkAllGather(const at::Tensor& output, const at::Tensor& input, const char* operation);
+  void exchange(const std::vector<at::Tensor>& sends, const std::vector<at::Tensor>& receives,
+                const char* operation);
+  c10::intrusive_ptr<c10d::Work> unevenReduceScatter(const at::Tensor& output,
+                                                     const std::vector<at::Tensor>& inputs,
+                                                     const c10d::ReduceOp& op);
 
   zcclComm_t comm_ = nullptr;
   std::string groupName_;
