@@ -1,8 +1,9 @@
 """What a user switching from torch's NCCL or gloo backend meets first (torchrun
 --nproc-per-node N, N >= 2): bool reductions as NCCL's backend does them, split_group,
-sequence numbers, a sparse tensor refused by name, and a barrier timeout that reads as torch's
-own ("Timed out ..."). References are computed here from every rank's inputs, gathered over
-gloo."""
+sequence numbers, lists of uneven sizes, a sparse tensor refused by name, monitored_barrier
+naming the ranks that did not arrive, and a barrier timeout that reads as torch's own
+("Timed out ..."). References are computed here from every rank's inputs (gathered over gloo)
+or analytically."""
 import datetime
 import os
 
@@ -110,6 +111,24 @@ def test_sparse_refused() -> None:
         expect_error(f"{what} of a sparse tensor", call, "sparse")
 
 
+def test_monitored_barrier() -> None:
+    """Every rank arrives: no error. Only rank 0 arrives (wait_all_ranks): it names every
+    other rank. All but the last arrive: each of them names the last."""
+    n, me = dist.get_world_size(), dist.get_rank()
+    short = datetime.timedelta(seconds=2)
+    everyone, alone, but_last = (dist.new_group(backend="zccl") for _ in range(3))
+    dist.monitored_barrier(everyone, timeout=short)
+    if me == 0:
+        others = ", ".join(str(r) for r in range(1, n))
+        expect_error("monitored_barrier only rank 0 reaches",
+                     lambda: dist.monitored_barrier(alone, timeout=short, wait_all_ranks=True),
+                     f"Rank{'s' if n > 2 else ''} {others} failed to pass monitoredBarrier")
+    if me != n - 1:
+        expect_error("monitored_barrier the last rank never reaches",
+                     lambda: dist.monitored_barrier(but_last, timeout=short),
+                     f"Rank {n - 1} failed to pass monitoredBarrier")
+
+
 def test_barrier_timeout() -> None:
     """Rank 0 waits in a barrier the others never enter, for the group's timeout (which
     ZCCL_TIMEOUT_S, set by ctest for the other groups, would override)."""
@@ -133,6 +152,7 @@ def main() -> None:
     test_sequence_numbers(gloo)
     test_uneven_lists()
     test_sparse_refused()
+    test_monitored_barrier()
     dist.barrier(group=gloo)
     test_barrier_timeout()
     dist.barrier(group=gloo)

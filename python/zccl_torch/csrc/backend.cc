@@ -230,7 +230,8 @@ ZcclBackend::ZcclBackend(const c10::intrusive_ptr<c10d::Store>& store,
                          const BackendOptions& options)
     : c10d::Backend(options.rank, options.size),
       groupName_(options.groupName),
-      options_(c10::make_intrusive<Options>("zccl", options.timeout)) {
+      options_(c10::make_intrusive<Options>("zccl", options.timeout)),
+      store_(store) {
   options_->group_name = options.groupName;
   zcclConfig config = ZCCL_CONFIG_INITIALIZER;
   // Nodes come from host identities: zccl_torch maps ZCCL_RANKS_PER_NODE to them by global
@@ -831,6 +832,44 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::recv(std::vector<at::Tensor>& tensor
         zcclRecv(tensor.data_ptr(), byteCount(tensor), zcclUint8, srcRank, comm_, on.stream()),
         "recv");
   });
+}
+
+void ZcclBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
+  using Clock = std::chrono::steady_clock;
+  const std::chrono::milliseconds timeout =
+      opts.timeout != c10d::kUnsetTimeout ? opts.timeout : options_->timeout;
+  const std::string round = "zccl/monitored_barrier/" + std::to_string(monitoredBarriers_++);
+  const std::string outcome = round + "/outcome";
+  store_->set(round + "/arrived/" + std::to_string(getRank()), std::vector<uint8_t>{1});
+  if (getRank() != 0) {
+    // Rank 0 answers within its timeout; the margin covers its reporting.
+    store_->wait({outcome}, timeout + std::chrono::seconds(5));
+    const std::vector<uint8_t> failure = store_->get(outcome);
+    TORCH_CHECK(failure.empty(), std::string(failure.begin(), failure.end()));
+    return;
+  }
+  const auto deadline = Clock::now() + timeout;
+  std::vector<int> missing;
+  for (int rank = 1; rank < getSize() && (waitAllRanks || missing.empty()); ++rank) {
+    const auto left =
+        std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                 std::chrono::milliseconds(1));
+    try {
+      store_->wait({round + "/arrived/" + std::to_string(rank)}, left);
+    } catch (const std::exception&) {
+      missing.push_back(rank);
+    }
+  }
+  std::string failure;
+  if (!missing.empty()) {
+    std::string ranks;
+    for (int rank : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+    failure = (missing.size() == 1 ? "Rank " : "Ranks ") + ranks +
+              " failed to pass monitoredBarrier in " + std::to_string(timeout.count()) +
+              " ms (zccl backend, group " + groupName_ + ")";
+  }
+  store_->set(outcome, std::vector<uint8_t>(failure.begin(), failure.end()));
+  TORCH_CHECK(failure.empty(), failure);
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::barrier(const c10d::BarrierOptions&) {

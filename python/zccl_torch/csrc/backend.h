@@ -102,6 +102,10 @@ class ZcclBackend : public c10d::Backend {
   // with this group's wire policy; nullptr on a rank outside it.
   bool supportsSplitting() const override { return true; }
   c10::intrusive_ptr<Options> getBackendOptions() override { return options_; }
+  // Like gloo's: rank 0 waits for every rank's arrival, noted in the group's store, for the
+  // timeout, and names the ranks that did not arrive (the first, or all with waitAllRanks);
+  // every rank that arrived gets the same error.
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
                                           const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<Options>& opts) override;
@@ -138,7 +142,9 @@ class ZcclBackend : public c10d::Backend {
   std::unique_ptr<CallStates> states_;
   std::unique_ptr<Completer> completer_;
   std::atomic<uint64_t> sequence_{0};
-  c10::intrusive_ptr<Options> options_;  // the group's name and timeout, for split_group
+  c10::intrusive_ptr<Options> options_;    // the group's name and timeout, for split_group
+  c10::intrusive_ptr<c10d::Store> store_;  // the group's, for monitoredBarrier
+  uint64_t monitoredBarriers_ = 0;
 };
 
 // zcclStore callbacks over a c10d store (the group's PrefixStore).
