@@ -45,7 +45,15 @@ ncclResult_t checkPointer(const void* pointer, const char* function, const char*
   return fail(ncclInvalidArgument, "%s: %s=NULL", function, name);
 }
 
-ncclResult_t joinLauncherJob(zcclComm_t* host, int nranks, int rank, const char* function) {
+// zccl's configuration for a communicator with these settings (blocking or not).
+zcclConfig hostConfig(const CommSettings& settings) {
+  zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+  config.blocking = settings.blocking ? 1 : 0;
+  return config;
+}
+
+ncclResult_t joinLauncherJob(zcclComm_t* host, int nranks, int rank, const zcclConfig& config,
+                             const char* function) {
   const int launched = environmentInt("ZCCL_WORLD_SIZE");
   const int launchedRank = environmentInt("ZCCL_RANK");
   if (nranks != launched || rank != launchedRank) {
@@ -54,7 +62,7 @@ ncclResult_t joinLauncherJob(zcclComm_t* host, int nranks, int rank, const char*
                 "ZCCL_WORLD_SIZE=%d, ZCCL_RANK=%d",
                 function, nranks, rank, launched, launchedRank);
   }
-  return fromZccl(zcclCommInitFromEnv(host, nullptr), function, nullptr);
+  return fromZccl(zcclCommInitFromEnv(host, &config), function, nullptr);
 }
 
 // A communicator that is not live yet; `device` is the CUDA device it stands for, or -1.
@@ -133,12 +141,14 @@ ncclResult_t initRank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, i
   CommSettings settings;
   Policy policy;
   NCCL_CHECK(readSettings(config, function, &settings, &policy));
+  const zcclConfig hosted = hostConfig(settings);
   return create(newcomm, true, settings, policy, currentDevice(),
-                [nranks, id, rank, function](zcclComm_t* host) {
-                  if (isLauncherId(id)) return joinLauncherJob(host, nranks, rank, function);
+                [nranks, id, rank, hosted, function](zcclComm_t* host) {
+                  if (isLauncherId(id))
+                    return joinLauncherJob(host, nranks, rank, hosted, function);
                   zcclUniqueId zcclId;
                   std::memcpy(&zcclId, &id, sizeof(zcclId));
-                  return fromZccl(zcclCommInitRank(host, nranks, zcclId, rank, nullptr), function,
+                  return fromZccl(zcclCommInitRank(host, nranks, zcclId, rank, &hosted), function,
                                   nullptr);
                 });
 }
@@ -250,16 +260,16 @@ NCCL_API(ncclResult_t, ncclCommSplit,
   Policy policy = comm->policy;
   if (config != nullptr) NCCL_CHECK(readSettings(config, "ncclCommSplit", &settings, &policy));
   return create(newcomm, color != kSplitNoColor, settings, policy, comm->device,
-                [comm, color, key](zcclComm_t* host) {
-                  return fromZccl(zcclCommSplit(comm->host, color, key, host, nullptr),
+                [comm, color, key, config = hostConfig(settings)](zcclComm_t* host) {
+                  return fromZccl(zcclCommSplit(comm->host, color, key, host, &config),
                                   "ncclCommSplit", comm);
                 });
 }
 
 NCCL_API(ncclResult_t, ncclCommFinalize, (ncclComm_t comm)) {
   NCCL_CHECK(checkComm(comm, "ncclCommFinalize"));
-  // Host calls complete before they return; zccl's device work and the real NCCL's may still
-  // be in flight.
+  // zccl's queued work (device calls, a non-blocking communicator's host calls) and the real
+  // NCCL's may still be in flight: finalize waits for it.
   if (comm->host != nullptr) {
     NCCL_CHECK(fromZccl(zcclCommFinalize(comm->host), "ncclCommFinalize", comm));
   }
@@ -291,8 +301,8 @@ NCCL_API(ncclResult_t, ncclCommRevoke, (ncclComm_t comm, int revokeFlags)) {
   NCCL_CHECK(checkComm(comm, "ncclCommRevoke"));
   (void)revokeFlags;
   return unsupported("ncclCommRevoke",
-                     "zccl's calls complete before they return, so there is nothing in flight "
-                     "to revoke; use ncclCommAbort to end a communicator whose peers failed");
+                     "zccl cannot cancel queued calls and keep the communicator; use "
+                     "ncclCommAbort to end a communicator whose peers failed");
 }
 
 NCCL_API(ncclResult_t, ncclCommShrink,
@@ -342,11 +352,16 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t* as
   NCCL_CHECK(checkPointer(asyncError, "ncclCommGetAsyncError", "asyncError"));
   *asyncError = static_cast<ncclResult_t>(comm->asyncError.load());
   if (*asyncError == ncclSuccess && comm->host != nullptr) {
-    // zccl's device work runs after the call that queued it: its failure comes later.
+    // zccl's queued work (device calls; host calls on a non-blocking communicator) runs after
+    // the call that queued it: its failure comes later, and until it has run, ncclInProgress.
     zcclResult_t queued = zcclSuccess;
     NCCL_CHECK(fromZccl(zcclCommGetAsyncError(comm->host, &queued), "ncclCommGetAsyncError", comm));
     if (queued != zcclSuccess) {
-      *asyncError = fromZccl(queued, "ncclCommGetAsyncError (device work queued earlier)", comm);
+      *asyncError = fromZccl(queued, "ncclCommGetAsyncError (work queued earlier)", comm);
+    }
+    if (queued != zcclInProgress) {
+      std::lock_guard<std::mutex> lock(comm->mutex);
+      comm->inFlightScratch.clear();
     }
   }
   if (*asyncError == ncclSuccess && comm->real != nullptr) {

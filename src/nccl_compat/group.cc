@@ -28,12 +28,16 @@ struct CommWork {
   std::string error;
 };
 
+bool succeeded(ncclResult_t result) { return result == ncclSuccess || result == ncclInProgress; }
+
+// On a non-blocking communicator each call is queued (ncclInProgress), and so is the group.
 void runWork(CommWork* work) {
   work->result = runPointToPointOverZccl(work->pointToPoint.data(), work->pointToPoint.size());
-  for (size_t i = 0; i < work->collectives.size() && work->result == ncclSuccess; ++i) {
-    work->result = runOverZccl(work->collectives[i]);
+  for (size_t i = 0; i < work->collectives.size() && succeeded(work->result); ++i) {
+    const ncclResult_t result = runOverZccl(work->collectives[i]);
+    if (result != ncclSuccess) work->result = result;
   }
-  if (work->result != ncclSuccess) work->error = lastError();
+  if (!succeeded(work->result)) work->error = lastError();
 }
 
 std::vector<CommWork> sortByComm(const std::vector<Call>& calls) {
@@ -64,13 +68,15 @@ ncclResult_t runDeferred(const std::vector<Call>& calls) {
     for (CommWork& work : works) threads.emplace_back(runWork, &work);
     for (std::thread& thread : threads) thread.join();
   }
+  ncclResult_t result = ncclSuccess;
   for (const CommWork& work : works) {
-    if (work.result != ncclSuccess) {
+    if (!succeeded(work.result)) {
       setLastError(work.error);
       return work.result;
     }
+    if (work.result == ncclInProgress) result = ncclInProgress;
   }
-  return ncclSuccess;
+  return result;
 }
 
 // Each init joins a rendezvous the others of this thread must join too: a thread each.

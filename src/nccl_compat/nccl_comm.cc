@@ -55,6 +55,7 @@ ncclResult_t fail(ncclResult_t result, const char* format, ...) {
 
 ncclResult_t fromZccl(zcclResult_t result, const char* function, ncclComm* comm) {
   if (result == zcclSuccess) return ncclSuccess;
+  if (result == zcclInProgress) return ncclInProgress;  // queued: not a failure
   const ncclResult_t mapped = fromZcclResult(result);
   // zccl has logged the failure already (ZCCL_DEBUG); only record it here.
   threadLastError = std::string(function) + ": " + zcclGetLastError(comm ? comm->host : nullptr);

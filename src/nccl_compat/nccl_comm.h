@@ -53,6 +53,9 @@ struct ncclComm {
   std::vector<zccl::nccl::PreMulSum> operations;  // operation ncclNumOps + i is operations[i]
   std::vector<std::unique_ptr<zccl::nccl::Registration>> registrations;
   std::set<std::string> decisionsLogged;
+  // A non-blocking communicator's queued calls read these (PreMulSum's scaled inputs) after
+  // the call returned; freed once its queued work has drained.
+  std::vector<std::vector<unsigned char>> inFlightScratch;
 };
 
 namespace zccl::nccl {

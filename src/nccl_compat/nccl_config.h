@@ -11,8 +11,10 @@
 namespace zccl::nccl {
 
 struct CommSettings {
-  bool blocking = true;  // non-blocking communicators complete every call before returning
-  std::string name;      // commName, for log lines
+  // false (config.blocking=0): host calls are queued on zccl's communicator thread and return
+  // ncclInProgress; ncclCommGetAsyncError says when they have completed.
+  bool blocking = true;
+  std::string name;  // commName, for log lines
   // The caller's struct as given (up to its size), for the real NCCL's communicator.
   std::vector<unsigned char> rawConfig;
 };

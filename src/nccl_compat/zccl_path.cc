@@ -2,6 +2,7 @@
 // call's stream (zccl's device path: NCCL or staged through host memory, zccl's algorithms
 // and the drop-in's quantization policy either way).
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -124,7 +125,8 @@ ncclResult_t scalarOf(const Call& call, const PreMulSum& operation, const void**
   return ncclSuccess;
 }
 
-// A PreMulSum is a sum of inputs scaled here first (into scratch).
+// A PreMulSum is a sum of inputs scaled here first (into scratch, which a non-blocking
+// communicator keeps until its queued work has drained: zccl reads it after the call returns).
 ncclResult_t reductionInput(const Call& call, size_t count, ReductionInput* input) {
   if (call.op < ncclNumOps) {
     input->op = static_cast<zcclRedOp_t>(call.op);
@@ -139,6 +141,16 @@ ncclResult_t reductionInput(const Call& call, size_t count, ReductionInput* inpu
   scale(call.datatype, scalar, call.sendbuff, input->scratch.data(), count);
   input->data = input->scratch.data();
   return ncclSuccess;
+}
+
+// The result of a reduction's zccl call: where it was queued (ncclInProgress), its scratch
+// goes to the communicator, which frees it once its queued work has drained.
+ncclResult_t keptWhileQueued(ncclResult_t result, const Call& call, ReductionInput* input) {
+  if (result == ncclInProgress && !input->scratch.empty()) {
+    std::lock_guard<std::mutex> lock(call.comm->mutex);
+    call.comm->inFlightScratch.push_back(std::move(input->scratch));  // the same memory
+  }
+  return result;
 }
 
 std::string sizeClassName(size_t bytes) {
@@ -197,9 +209,10 @@ ncclResult_t allReduce(const Call& call) {
   ReductionInput input;
   NCCL_CHECK(reductionInput(call, call.count, &input));
   logPolicyDecision(call, zcclCollAllReduce, type, input.op, call.count * typeBytes(call.datatype));
-  return fromZccl(zcclAllReduce(input.data, call.recvbuff, call.count, type, input.op,
-                                call.comm->host, streamOf(call)),
-                  call.function, call.comm);
+  return keptWhileQueued(fromZccl(zcclAllReduce(input.data, call.recvbuff, call.count, type,
+                                                input.op, call.comm->host, streamOf(call)),
+                                  call.function, call.comm),
+                         call, &input);
 }
 
 ncclResult_t reduceScatter(const Call& call) {
@@ -209,9 +222,10 @@ ncclResult_t reduceScatter(const Call& call) {
   ReductionInput input;
   NCCL_CHECK(reductionInput(call, total, &input));
   logPolicyDecision(call, zcclCollReduceScatter, type, input.op, total * typeBytes(call.datatype));
-  return fromZccl(zcclReduceScatter(input.data, call.recvbuff, call.count, type, input.op,
-                                    call.comm->host, streamOf(call)),
-                  call.function, call.comm);
+  return keptWhileQueued(fromZccl(zcclReduceScatter(input.data, call.recvbuff, call.count, type,
+                                                    input.op, call.comm->host, streamOf(call)),
+                                  call.function, call.comm),
+                         call, &input);
 }
 
 ncclResult_t allGather(const Call& call) {
@@ -254,9 +268,10 @@ ncclResult_t reduce(const Call& call) {
   NCCL_CHECK(reductionInput(call, call.count, &input));
   const size_t bytes = call.count * typeBytes(call.datatype);
   logDecision(call, planText(call, zcclCollReduce, type, input.op, bytes), "exact", bytes);
-  return fromZccl(zcclReduce(input.data, call.recvbuff, call.count, type, input.op, call.root,
-                             call.comm->host, streamOf(call)),
-                  call.function, call.comm);
+  return keptWhileQueued(fromZccl(zcclReduce(input.data, call.recvbuff, call.count, type, input.op,
+                                             call.root, call.comm->host, streamOf(call)),
+                                  call.function, call.comm),
+                         call, &input);
 }
 
 ncclResult_t gatherOrScatter(const Call& call, bool gather) {

@@ -631,6 +631,47 @@ static ncclUniqueId idOver(ncclComm_t comm) {
   return id;
 }
 
+/* Polls a non-blocking communicator until its queued calls have completed, as NCCL's
+ * documentation has programs do. */
+static ncclResult_t settle(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) CHECK(ncclCommGetAsyncError(comm, &state));
+  return state;
+}
+
+/* config.blocking=0: host calls return ncclInProgress and complete later, in order; a
+ * PreMulSum's scaled input outlives the call; a group of calls is in progress too. */
+static void testNonBlocking(ncclComm_t comm, int* sum) {
+  EXPECT(ncclAllReduce(sum, sum, 1, ncclInt32, ncclSum, comm, NULL) == ncclInProgress,
+         "a non-blocking all-reduce did not return ncclInProgress");
+  enum { kCount = 100000 };
+  static float values[kCount], scaled[kCount];
+  for (int i = 0; i < kCount; ++i) values[i] = (float)(myRank + i % 7);
+  float half = 0.5f;
+  ncclRedOp_t halved;
+  CHECK(ncclRedOpCreatePreMulSum(&halved, &half, ncclFloat32, ncclScalarHostImmediate, comm));
+  EXPECT(ncclAllReduce(values, scaled, kCount, ncclFloat32, halved, comm, NULL) == ncclInProgress,
+         "a non-blocking PreMulSum all-reduce did not return ncclInProgress");
+  int grouped[2] = {myRank, 1};
+  CHECK(ncclGroupStart());
+  for (int i = 0; i < 2; ++i) {
+    CHECK(ncclAllReduce(&grouped[i], &grouped[i], 1, ncclInt32, ncclSum, comm, NULL));
+  }
+  EXPECT(ncclGroupEnd() == ncclInProgress, "a non-blocking group did not return ncclInProgress");
+  EXPECT(settle(comm) == ncclSuccess, "non-blocking calls failed: %s", ncclGetLastError(NULL));
+  const double ranksSum = (double)worldSize * (worldSize - 1) / 2;
+  for (int i = 0; i < kCount; ++i) {
+    const double want = 0.5 * (ranksSum + (double)worldSize * (i % 7));
+    if (scaled[i] != (float)want) {
+      EXPECT(0, "non-blocking PreMulSum: element %d is %g, expected %g", i, scaled[i], want);
+      break;
+    }
+  }
+  EXPECT(grouped[0] == (int)ranksSum && grouped[1] == worldSize, "non-blocking group: %d %d",
+         grouped[0], grouped[1]);
+  CHECK(ncclRedOpDestroy(halved, comm));
+}
+
 static void testCommunicators(ncclComm_t world) {
   int count = 0, rank = -1, device = -1, version = 0;
   CHECK(ncclCommCount(world, &count));
@@ -656,7 +697,7 @@ static void testCommunicators(ncclComm_t world) {
   ids[0] = idOver(world);
   CHECK(ncclCommInitRankScalable(&scalable, worldSize, myRank, 1, ids, NULL));
   int sum = myRank, expected = worldSize * (worldSize - 1) / 2;
-  CHECK(ncclAllReduce(&sum, &sum, 1, ncclInt32, ncclSum, configured, NULL));
+  testNonBlocking(configured, &sum);
   EXPECT(sum == expected, "configured communicator: %d", sum);
   sum = myRank;
   CHECK(ncclAllReduce(&sum, &sum, 1, ncclInt32, ncclSum, scalable, NULL));
