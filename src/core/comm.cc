@@ -193,8 +193,8 @@ namespace {
 
 // The cluster model from every rank's topology and the node map (collective).
 Status buildClusterModel(zcclComm* comm) {
-  const NodeTopology* mine = nullptr;
-  ZCCL_CHECK(localTopology(&mine));
+  const NodeTopology* mine = comm->modelledTopology.get();
+  if (mine == nullptr) ZCCL_CHECK(localTopology(&mine));
   struct Summary {
     int intraClass, interClass;
     double intraGBps, interGBps;
@@ -459,7 +459,7 @@ Status agreeOnConfiguration(Transport& transport, const CommConfig& config) {
 }
 
 Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, Status configured,
-                  zcclComm** out) {
+                  zcclComm** out, std::shared_ptr<const NodeTopology> modelled) {
   uint64_t sequenceBase = 0;
   ZCCL_CHECK(agreeOnInit(*transport, configured, lastThreadError(), &sequenceBase));
   ZCCL_CHECK(agreeOnConfiguration(*transport, config));
@@ -467,6 +467,7 @@ Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config
   comm->config = config;
   comm->collectiveSequence = sequenceBase;
   comm->transport = std::move(transport);
+  comm->modelledTopology = std::move(modelled);
   ZCCL_CHECK(discoverNodes(comm.get()));
   announceEmulation(*comm);
   ZCCL_CHECK(buildLevels(comm.get()));
@@ -508,6 +509,7 @@ Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config,
   comm->config = resolved;
   comm->collectiveSequence = sequenceBase;
   comm->transport = std::move(child);
+  comm->modelledTopology = parent->modelledTopology;
   const int parentRank = parent->rank();
   std::vector<int> parentRanks(static_cast<size_t>(comm->size()));
   ZCCL_CHECK(comm->transport->allGatherControl(&parentRank, sizeof(int), parentRanks.data()));

@@ -35,6 +35,8 @@ struct zcclComm {
   zccl::NodeLevels levels;
   // The planner's view of the job, from every rank's topology.
   zccl::ClusterModel cluster;
+  // A simulated job's machine (transport/sim): its links stand for every rank's topology.
+  std::shared_ptr<const zccl::NodeTopology> modelledTopology;
   // The measured choices of calls that allow a lossy format (ZCCL_TUNE).
   zccl::PlanTuner tuner;
   // zcclCommSplitNode / zcclCommSplitCrossNode, created on first use and owned here.
@@ -84,8 +86,11 @@ namespace zccl {
 // transport's ranks): node map from every rank's host, node levels, cluster model.
 // `configured` is whether this rank's configuration resolved (lastThreadError() says why
 // not): a rank that failed still takes part, so that every rank fails naming it.
+// `modelled`: the links of a simulated machine, which every rank plans with instead of its
+// own topology (null: the discovered one).
 Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, Status configured,
-                  zcclComm** out);
+                  zcclComm** out,
+                  std::shared_ptr<const NodeTopology> modelled = nullptr);
 
 // `comm`'s device engine, made at its first call with a stream (the runtime is there: the
 // call's stream passed checkStream).

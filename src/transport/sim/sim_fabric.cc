@@ -1,0 +1,212 @@
+// The simulated cluster (sim_fabric.h).
+#include "transport/sim/sim_fabric.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace zccl {
+namespace {
+
+struct Field {
+  const char* name;
+  double* value;
+  double unit;  // what one unit of the text is in the struct's units
+};
+
+}  // namespace
+
+Status parseSimMachine(const std::string& text, SimMachine* machine) {
+  double gpus = machine->gpusPerNode, nics = machine->nicsPerNode;
+  double intraLatencyUs = machine->intraLatencySeconds * 1e6;
+  double interLatencyUs = machine->interLatencySeconds * 1e6;
+  const Field fields[] = {{"gpus-per-node", &gpus, 1},
+                          {"intra-gbps", &machine->intraGBps, 1},
+                          {"intra-latency-us", &intraLatencyUs, 1},
+                          {"nics", &nics, 1},
+                          {"nic-gbps", &machine->nicGbps, 1},
+                          {"inter-latency-us", &interLatencyUs, 1},
+                          {"oversubscription", &machine->oversubscription, 1},
+                          {"compute-scale", &machine->computeScale, 1}};
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item.empty()) continue;
+    const size_t equals = item.find('=');
+    const std::string name = item.substr(0, equals);
+    const Field* field = nullptr;
+    for (const Field& f : fields) field = name == f.name ? &f : field;
+    char* end = nullptr;
+    const double value =
+        equals == std::string::npos ? 0 : std::strtod(item.c_str() + equals + 1, &end);
+    if (field == nullptr || equals == std::string::npos || end == nullptr || *end != '\0' ||
+        !(value > 0)) {
+      return fail(Status::kInvalidArgument,
+                  "machine: '%s': expected NAME=POSITIVE with NAME one of gpus-per-node, "
+                  "intra-gbps, intra-latency-us, nics, nic-gbps, inter-latency-us, "
+                  "oversubscription, compute-scale",
+                  item.c_str());
+    }
+    *field->value = value * field->unit;
+  }
+  machine->gpusPerNode = static_cast<int>(gpus);
+  machine->nicsPerNode = static_cast<int>(nics);
+  machine->intraLatencySeconds = intraLatencyUs * 1e-6;
+  machine->interLatencySeconds = interLatencyUs * 1e-6;
+  if (machine->nicsPerNode > machine->gpusPerNode) machine->nicsPerNode = machine->gpusPerNode;
+  return Status::kSuccess;
+}
+
+std::string describeSimMachine(const SimMachine& m) {
+  std::ostringstream text;
+  text << m.gpusPerNode << " GPUs per node at " << m.intraGBps << " GB/s each ("
+       << m.intraLatencySeconds * 1e6 << " us), " << m.nicsPerNode << " NICs of " << m.nicGbps
+       << " Gbit/s (" << m.interLatencySeconds * 1e6 << " us)";
+  if (m.oversubscription != 1) text << ", fabric oversubscribed " << m.oversubscription << ":1";
+  if (m.computeScale != 1) text << ", compute x" << m.computeScale;
+  return text.str();
+}
+
+SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds)
+    : ranks_(ranks),
+      machine_(machine),
+      timeout_(timeoutSeconds),
+      clocks_(static_cast<size_t>(ranks), 0.0),
+      gpuOut_(static_cast<size_t>(ranks), 0.0),
+      gpuIn_(static_cast<size_t>(ranks), 0.0) {
+  const int nodes = (ranks + machine.gpusPerNode - 1) / machine.gpusPerNode;
+  nicOut_.assign(static_cast<size_t>(nodes * machine.nicsPerNode), 0.0);
+  nicIn_.assign(nicOut_.size(), 0.0);
+}
+
+double SimFabric::clock(int rank) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return clocks_[static_cast<size_t>(rank)];
+}
+
+void SimFabric::advance(int rank, double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  clocks_[static_cast<size_t>(rank)] += seconds;
+}
+
+void SimFabric::route(int source, int destination, Port* out, Port* in, double* latency) {
+  const int perNode = machine_.gpusPerNode;
+  if (source / perNode == destination / perNode) {
+    const double rate = machine_.intraGBps * 1e9;
+    *out = {&gpuOut_[static_cast<size_t>(source)], rate};
+    *in = {&gpuIn_[static_cast<size_t>(destination)], rate};
+    *latency = machine_.intraLatencySeconds;
+    return;
+  }
+  const int nics = machine_.nicsPerNode;
+  auto nicOf = [&](int rank) {
+    return (rank / perNode) * nics + (rank % perNode) * nics / perNode;
+  };
+  const double rate = machine_.nicGbps / 8 * 1e9 / machine_.oversubscription;
+  *out = {&nicOut_[static_cast<size_t>(nicOf(source))], rate};
+  *in = {&nicIn_[static_cast<size_t>(nicOf(destination))], rate};
+  *latency = machine_.interLatencySeconds;
+}
+
+void SimFabric::deliver(const Message& message, Receive* receive) {
+  receive->truncated = message.data.size() > receive->bytes;
+  if (!receive->truncated && !message.data.empty()) {
+    std::memcpy(receive->buffer, message.data.data(), message.data.size());
+  }
+  receive->arrival = message.arrival;
+  receive->done = true;
+  receive->ready.notify_one();
+}
+
+void SimFabric::send(uint64_t context, int source, int destination, int tag, const void* data,
+                     size_t bytes, double* departedAt) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Port out{}, in{};
+  double latency = 0;
+  const double now = clocks_[static_cast<size_t>(source)];
+  double arrival = now;
+  double leaves = now;
+  if (source != destination) {
+    route(source, destination, &out, &in, &latency);
+    const double onWire = static_cast<double>(bytes) / out.bytesPerSecond;
+    leaves = std::max(now, *out.freeAt) + onWire;
+    *out.freeAt = leaves;
+    // The receiving port takes one message at a time too.
+    arrival = std::max(leaves + latency, *in.freeAt + onWire);
+    *in.freeAt = arrival;
+  }
+  *departedAt = leaves;
+  Message message{std::vector<unsigned char>(static_cast<const unsigned char*>(data),
+                                             static_cast<const unsigned char*>(data) + bytes),
+                  arrival};
+  Mailbox& box = mailboxes_[Key{context, destination, source, tag}];
+  if (!box.posted.empty()) {
+    deliver(message, box.posted.front());
+    box.posted.pop_front();
+    return;
+  }
+  box.unmatched.push_back(std::move(message));
+}
+
+void SimFabric::post(uint64_t context, int destination, int source, int tag, Receive* receive) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Mailbox& box = mailboxes_[Key{context, destination, source, tag}];
+  if (!box.unmatched.empty()) {
+    deliver(box.unmatched.front(), receive);
+    box.unmatched.pop_front();
+    return;
+  }
+  box.posted.push_back(receive);
+}
+
+void SimFabric::cancel(uint64_t context, int destination, int source, int tag,
+                       const Receive* receive) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = mailboxes_.find(Key{context, destination, source, tag});
+  if (found == mailboxes_.end()) return;
+  auto& posted = found->second.posted;
+  for (auto it = posted.begin(); it != posted.end(); ++it) {
+    if (*it == receive) {
+      posted.erase(it);
+      return;
+    }
+  }
+}
+
+bool SimFabric::exchangeControl(uint64_t context, uint64_t round, const std::vector<int>& members,
+                                int me, const void* mine, size_t bytes, void* all) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  Control& control = controls_[{context, round}];
+  const size_t size = members.size();
+  if (control.parts.empty()) {
+    control.parts.resize(size);
+    control.left = static_cast<int>(size);
+  }
+  const auto* data = static_cast<const unsigned char*>(mine);
+  control.parts[static_cast<size_t>(me)].assign(data, data + bytes);
+  control.latest = std::max(control.latest, clocks_[static_cast<size_t>(members[me])]);
+  ++control.arrived;
+  if (control.arrived == static_cast<int>(size)) controlChanged_.notify_all();
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_ > 0 ? timeout_ : 1e9));
+  if (!controlChanged_.wait_until(lock, deadline,
+                                  [&] { return control.arrived == static_cast<int>(size); })) {
+    return false;
+  }
+  for (size_t i = 0; i < size; ++i) {
+    std::memcpy(static_cast<unsigned char*>(all) + i * bytes, control.parts[i].data(), bytes);
+  }
+  clocks_[static_cast<size_t>(members[me])] = control.latest;
+  if (--control.left == 0) controls_.erase({context, round});
+  return true;
+}
+
+uint64_t SimFabric::childContext(uint64_t parent, uint64_t round, int color) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = children_.try_emplace({parent, round, color}, 0);
+  if (inserted) it->second = nextContext_++;
+  return it->second;
+}
+
+}  // namespace zccl

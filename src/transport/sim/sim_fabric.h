@@ -1,0 +1,140 @@
+// A simulated cluster for zccl's unchanged algorithms: every rank a thread of this process,
+// every message carried in memory and stamped in virtual time over a modelled machine (GPUs
+// per node on an NVLink-class switch, nodes with NICs on a fabric that may be oversubscribed).
+// Each rank keeps its own virtual clock: a send leaves when the rank's port is free and
+// arrives a latency plus its bytes over the port's bandwidth later; a receive completes at the
+// later of the rank's clock and the arrival; what the rank computes between two transport
+// calls (its thread's CPU time, scaled) moves its clock on. Ports serialize messages in the
+// order they are posted, which is the order of virtual time whenever ranks post in step.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/status.h"
+
+namespace zccl {
+
+struct SimMachine {
+  int gpusPerNode = 8;
+  double intraGBps = 150;  // per GPU, to the node's switch (NVLink class)
+  double intraLatencySeconds = 2e-6;
+  int nicsPerNode = 8;   // GPU g uses NIC g * nics / gpusPerNode
+  double nicGbps = 100;  // each NIC, gigabits per second
+  double interLatencySeconds = 5e-6;
+  double oversubscription = 1;  // fabric: each NIC gets nicGbps / oversubscription
+  // CPU time between a rank's transport calls (its kernels) counts times this factor: 1 is
+  // this host's speed; a GPU's kernels are this many times faster or slower.
+  double computeScale = 1;
+};
+
+// Reads "gpus-per-node=8,intra-gbps=1200,nics=8,nic-gbps=100,oversubscription=2,..." (bytes
+// per second in GB/s for intra, bits in Gbit/s for NICs, latencies in microseconds).
+Status parseSimMachine(const std::string& text, SimMachine* machine);
+std::string describeSimMachine(const SimMachine& machine);
+
+class SimFabric {
+ public:
+  SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds);
+
+  int ranks() const { return ranks_; }
+  const SimMachine& machine() const { return machine_; }
+  double timeoutSeconds() const { return timeout_; }
+
+  // Rank `rank`'s virtual clock (seconds since the fabric began).
+  double clock(int rank);
+  void advance(int rank, double seconds);
+
+  // A receive posted by a rank: filled by the matching send, in posting order per
+  // (context, source, tag).
+  struct Receive {
+    void* buffer = nullptr;
+    size_t bytes = 0;
+    bool done = false;
+    bool truncated = false;  // the send was larger
+    double arrival = 0;
+    std::condition_variable ready;  // its own: a delivery wakes its one waiter only
+  };
+  // Matching is per (context, destination, source, tag); ranks are global.
+  void send(uint64_t context, int source, int destination, int tag, const void* data, size_t bytes,
+            double* departedAt);
+  void post(uint64_t context, int destination, int source, int tag, Receive* receive);
+  // Drops a receive that will not be waited for (abandon).
+  void cancel(uint64_t context, int destination, int source, int tag, const Receive* receive);
+  // Waits until `receive` is done or the timeout; false on timeout or when `stop()` holds.
+  template <typename Stop>
+  bool waitFor(Receive& receive, Stop&& stop);
+
+  // Every member's `bytes` in member order, for the group `context` of `members` (global
+  // ranks) where this rank is member `me`; `round` numbers its exchanges. The members' clocks
+  // meet at the latest of them (a control exchange synchronizes). False on timeout.
+  bool exchangeControl(uint64_t context, uint64_t round, const std::vector<int>& members, int me,
+                       const void* mine, size_t bytes, void* all);
+  // The context of a group split from `parent` (its `round`-th split) with `color`: the same
+  // on every member.
+  uint64_t childContext(uint64_t parent, uint64_t round, int color);
+
+ private:
+  struct Message {
+    std::vector<unsigned char> data;
+    double arrival;
+  };
+  using Key = std::tuple<uint64_t, int, int, int>;  // context, destination, source, tag
+  struct Mailbox {
+    std::deque<Message> unmatched;
+    std::deque<Receive*> posted;
+  };
+  struct Control {
+    std::vector<std::vector<unsigned char>> parts;
+    int arrived = 0;
+    int left = 0;
+    double latest = 0;
+  };
+  // The port a message leaves or enters by, and its bytes per second.
+  struct Port {
+    double* freeAt;
+    double bytesPerSecond;
+  };
+  void route(int source, int destination, Port* out, Port* in, double* latency);
+  static void deliver(const Message& message, Receive* receive);
+
+  const int ranks_;
+  const SimMachine machine_;
+  const double timeout_;
+  std::mutex mutex_;
+  std::condition_variable controlChanged_;
+  std::vector<double> clocks_;
+  std::vector<double> gpuOut_, gpuIn_;  // per rank
+  std::vector<double> nicOut_, nicIn_;  // per node x NIC
+  std::map<Key, Mailbox> mailboxes_;
+  std::map<std::tuple<uint64_t, uint64_t>, Control> controls_;
+  std::map<std::tuple<uint64_t, uint64_t, int>, uint64_t> children_;
+  uint64_t nextContext_ = 1;
+};
+
+template <typename Stop>
+bool SimFabric::waitFor(Receive& receive, Stop&& stop) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_ > 0 ? timeout_ : 1e9));
+  while (!receive.done) {
+    if (stop()) return false;
+    // Short slices, so that an abort from another thread is seen.
+    const auto slice = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    receive.ready.wait_until(lock, std::min(slice, deadline));
+    if (std::chrono::steady_clock::now() >= deadline && !receive.done) return false;
+  }
+  return true;
+}
+
+}  // namespace zccl

@@ -1,0 +1,188 @@
+// zccl's unchanged algorithms and planner on a simulated cluster (transport/sim) at sizes no
+// machine here holds: every algorithm completes at 64, 127 (a short last node) and 256 ranks,
+// equals a serial fp64 reference on small buffers, sends exactly the bytes its schedule
+// implies, and a ring's virtual time stays within what its links allow. Compute is priced at nearly
+// nothing here (computeScale), so that virtual times are the links' alone.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/sim_comms.h"
+#include "transport/sim/sim_fabric.h"
+#include "zccl/zccl.h"
+
+namespace zccl {
+namespace {
+
+SimMachine testMachine() {
+  SimMachine machine;
+  machine.gpusPerNode = 8;
+  machine.intraGBps = 150;
+  machine.nicsPerNode = 1;
+  machine.nicGbps = 100;
+  machine.computeScale = 1e-9;
+  return machine;
+}
+
+float valueOf(int rank, size_t i) { return static_cast<float>(rank % 17) + 0.25f * (i % 9); }
+
+struct Totals {
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<int> wrong{0};
+  std::mutex mutex;
+  double latest = 0;  // the slowest rank's virtual seconds for the call
+};
+
+void addBytes(zcclComm_t comm, Totals* totals) {
+  zcclStats stats;
+  ASSERT_EQ(zcclCommGetStats(comm, &stats), zcclSuccess);
+  for (int link = 0; link < zcclNumLinkClasses; ++link) {
+    if (link != zcclLinkSelf) totals->bytes += stats.bytesSent[link];
+  }
+}
+
+zcclConfig configWith(int algorithm) {
+  zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+  config.algorithm = algorithm;
+  return config;
+}
+
+enum class Kind { kAllGather, kReduceScatter, kAllReduce };
+
+// Runs `kind` with `perRank` elements per rank's block on `ranks` simulated ranks and checks
+// every rank's result against the serial sum (or concatenation).
+void runAndCheck(int ranks, int algorithm, Kind kind, size_t perRank, Totals* totals) {
+  auto fabric = std::make_shared<SimFabric>(ranks, testMachine(), 120);
+  const zcclConfig config = configWith(algorithm);
+  const Status status = runSimulated(fabric, &config, [&](int rank, zcclComm_t comm) {
+    const size_t total = perRank * static_cast<size_t>(ranks);
+    std::vector<float> in(kind == Kind::kAllGather ? perRank : total), out(total);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = valueOf(rank, i);
+    const double start = simulatedSeconds(comm);
+    zcclResult_t result = zcclSuccess;
+    switch (kind) {
+      case Kind::kAllGather:
+        result = zcclAllGather(in.data(), out.data(), perRank, zcclFloat32, comm, nullptr);
+        break;
+      case Kind::kReduceScatter:
+        result =
+            zcclReduceScatter(in.data(), out.data(), perRank, zcclFloat32, zcclSum, comm, nullptr);
+        break;
+      case Kind::kAllReduce:
+        result = zcclAllReduce(in.data(), out.data(), total, zcclFloat32, zcclSum, comm, nullptr);
+        break;
+    }
+    if (result != zcclSuccess) return result;
+    const double took = simulatedSeconds(comm) - start;
+    {
+      std::lock_guard<std::mutex> lock(totals->mutex);
+      totals->latest = std::max(totals->latest, took);
+    }
+    const size_t checked = kind == Kind::kReduceScatter ? perRank : total;
+    for (size_t i = 0; i < checked; ++i) {
+      double want = 0;
+      if (kind == Kind::kAllGather) {
+        want = valueOf(static_cast<int>(i / perRank), i % perRank);
+      } else {
+        const size_t at = kind == Kind::kReduceScatter ? rank * perRank + i : i;
+        for (int r = 0; r < ranks; ++r) want += valueOf(r, at);
+      }
+      if (std::fabs(out[i] - want) > 1e-6 * std::fabs(want) + 1e-6) ++totals->wrong;
+    }
+    addBytes(comm, totals);
+    return zcclSuccess;
+  });
+  ASSERT_EQ(status, Status::kSuccess) << lastThreadError();
+}
+
+struct Case {
+  int ranks;
+  int algorithm;
+};
+
+class SimulatedSchedules : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SimulatedSchedules, CompleteEqualTheReferenceAndSendTheirBytes) {
+  const auto [ranks, algorithm] = GetParam();
+  const size_t perRank = 6;
+  const double block = perRank * sizeof(float);
+  const double n = ranks;
+  for (Kind kind : {Kind::kAllGather, Kind::kReduceScatter, Kind::kAllReduce}) {
+    Totals totals;
+    runAndCheck(ranks, algorithm, kind, perRank, &totals);
+    EXPECT_EQ(totals.wrong.load(), 0) << "kind " << static_cast<int>(kind);
+    // Ring and direct schedules send every other rank's block once per rank (all-gather),
+    // or every block but one's own once (reduce-scatter); all-reduce does both.
+    if (algorithm == zcclAlgoRing || algorithm == zcclAlgoDirect) {
+      const double once = n * (n - 1) * block;
+      const double want = kind == Kind::kAllReduce ? 2 * once : once;
+      EXPECT_EQ(static_cast<double>(totals.bytes.load()), want)
+          << "kind " << static_cast<int>(kind) << ", algorithm " << algorithm;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, SimulatedSchedules,
+                         ::testing::Values(Case{64, zcclAlgoRing}, Case{64, zcclAlgoDirect},
+                                           Case{64, zcclAlgoAuto}, Case{127, zcclAlgoRing},
+                                           Case{127, zcclAlgoAuto}, Case{256, zcclAlgoRing},
+                                           Case{256, zcclAlgoAuto}));
+
+// A ring all-gather in virtual time: each node's NIC must carry n - 1 blocks one after the
+// other, so the call takes at least (n - 1) x block / NIC rate; the hops pipeline, so it takes
+// at most (n - 1) x (NIC latency + block / NIC rate + the intra-node hop).
+TEST(Simulation, RingAllGatherTakesTheLinkModelsTime) {
+  const int ranks = 64;
+  const size_t perRank = 1 << 16;
+  Totals totals;
+  runAndCheck(ranks, zcclAlgoRing, Kind::kAllGather, perRank, &totals);
+  EXPECT_EQ(totals.wrong.load(), 0);
+  const SimMachine machine = testMachine();
+  const double block = perRank * sizeof(float);
+  const double onNic = block / (machine.nicGbps / 8 * 1e9);
+  const double intraHop = machine.intraLatencySeconds + block / (machine.intraGBps * 1e9);
+  EXPECT_GE(totals.latest, (ranks - 1) * onNic);
+  EXPECT_LE(totals.latest, (ranks - 1) * (machine.interLatencySeconds + onNic + intraHop));
+}
+
+TEST(Simulation, QuantizedAllGatherStaysWithinItsBound) {
+  const int ranks = 64;
+  const size_t perRank = 512;
+  auto fabric = std::make_shared<SimFabric>(ranks, testMachine(), 120);
+  std::atomic<int> outside{0};
+  zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+  config.wireFormat = zcclWireInt8;
+  const Status status = runSimulated(fabric, &config, [&](int rank, zcclComm_t comm) {
+    std::vector<float> in(perRank), out(perRank * ranks);
+    for (size_t i = 0; i < perRank; ++i) in[i] = valueOf(rank, i);
+    const zcclResult_t result =
+        zcclAllGather(in.data(), out.data(), perRank, zcclFloat32, comm, nullptr);
+    if (result != zcclSuccess) return result;
+    // Blockwise INT8: each value within half a step of its group's absolute maximum / 127
+    // (values here reach at most 18).
+    const double bound = 0.5 * 18.0 / 127 * 1.0001;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const double want = valueOf(static_cast<int>(i / perRank), i % perRank);
+      if (std::fabs(out[i] - want) > bound) ++outside;
+    }
+    return zcclSuccess;
+  });
+  ASSERT_EQ(status, Status::kSuccess) << lastThreadError();
+  EXPECT_EQ(outside.load(), 0);
+}
+
+// Run by ctest with a 60 s limit (sim_1024): the largest job the simulator is sized for.
+TEST(Simulation, AllGatherAt1024Ranks) {
+  Totals totals;
+  runAndCheck(1024, zcclAlgoAuto, Kind::kAllGather, 4, &totals);
+  EXPECT_EQ(totals.wrong.load(), 0);
+}
+
+}  // namespace
+}  // namespace zccl

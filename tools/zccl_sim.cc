@@ -1,0 +1,498 @@
+// zccl-sim: zccl's own algorithms and planner on a simulated cluster, in virtual time.
+//   zccl-sim --ranks N --collective all_gather|reduce_scatter|all_reduce --bytes SIZE
+//            [-e MAX -f FACTOR] [--gpus-per-node G] [--node-gbps B] [--machine SPEC]
+//            [--wire none|int8|int4] [--algo auto|ring|direct] [--dtype float32|bfloat16]
+//            [--json FILE]
+//   zccl-sim --ranks N --zero 3|++|both --params P --layers L [--tokens T] [--tflops F]
+//            [--scale K] [machine options] [--json FILE]
+// Every rank is a thread of this process running the unchanged library over the simulated
+// transport (src/transport/sim); each message takes the modelled link's latency and
+// bandwidth, and the CPU time of the rank's kernels counts times the machine's compute-scale.
+// Prints an nccl-tests-style table: the simulated time (slowest rank), algorithm and bus
+// bandwidth, the cost model's estimate of the same plan beside it, and the bytes each rank
+// sends across and within nodes, from zccl's own counters. With --zero, one training step
+// of a model of P parameters in L equal layers (bfloat16), layer by layer as ZeRO-3 runs it
+// (forward all-gather, forward compute, backward all-gather, backward compute, gradient
+// reduce-scatter; no overlap) or as ZeRO++ does (INT8 weights, the backward's all-gather
+// inside the node from the secondary copy, INT4 gradients over the 2-hop path); compute is
+// 2 x params x tokens FLOPs forward and twice that backward at F TFLOP/s. A model too large
+// to hold in this machine's memory is simulated with its bytes and every bandwidth divided
+// by K (--scale, chosen when absent), which leaves the bandwidth terms as they are; the
+// latencies are not scaled.
+#include <getopt.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/sim_comms.h"
+#include "transport/sim/sim_fabric.h"
+#include "zccl/zccl.h"
+#include "zccl/zccl_introspect.h"
+
+namespace {
+
+struct Settings {
+  int ranks = 0;
+  std::string collective = "all_gather";
+  size_t minBytes = 0, maxBytes = 0;
+  double factor = 2;
+  zccl::SimMachine machine;
+  int wire = zcclWireNone;
+  int algorithm = zcclAlgoAuto;
+  zcclDataType_t type = zcclFloat32;
+  std::string json;
+  std::string zero;  // "", "3", "++" or "both"
+  double params = 0;
+  int layers = 0;
+  double tokens = 2048;  // per rank per step
+  double tflops = 100;   // per rank, sustained
+  double scale = 0;      // 0: chosen
+};
+
+struct Row {
+  size_t bytes;
+  double seconds;    // the slowest rank's virtual time
+  double estimated;  // the cost model's, for the plan it chose
+  std::string plan;
+  double interBytes, intraBytes;  // per rank
+};
+
+bool parseSize(const char* text, size_t* value) {
+  static const std::map<char, double> units = {
+      {'K', 1024.0}, {'M', 1048576.0}, {'G', 1073741824.0}};
+  char* end = nullptr;
+  double number = std::strtod(text, &end);
+  if (end == text || number < 0) return false;
+  if (*end != '\0') {
+    const auto unit = units.find(static_cast<char>(std::toupper(*end)));
+    if (unit == units.end() || end[1] != '\0') return false;
+    number *= unit->second;
+  }
+  *value = static_cast<size_t>(number);
+  return true;
+}
+
+[[noreturn]] void usage(const char* why) {
+  if (why != nullptr) std::fprintf(stderr, "zccl-sim: %s\n", why);
+  std::fprintf(stderr,
+               "usage: zccl-sim --ranks N --collective all_gather|reduce_scatter|all_reduce "
+               "--bytes SIZE\n"
+               "                [-e MAX_SIZE -f FACTOR] [--gpus-per-node G] [--node-gbps B]\n"
+               "                [--machine gpus-per-node=8,intra-gbps=150,nics=8,nic-gbps=100,"
+               "oversubscription=1,\n"
+               "                 intra-latency-us=2,inter-latency-us=5,compute-scale=1]\n"
+               "                [--wire none|int8|int4] [--algo auto|ring|direct] "
+               "[--dtype float32|bfloat16] [--json FILE]\n");
+  std::exit(2);
+}
+
+Settings parse(int argc, char** argv) {
+  Settings s;
+  const option longOptions[] = {{"ranks", required_argument, nullptr, 'n'},
+                                {"collective", required_argument, nullptr, 'c'},
+                                {"bytes", required_argument, nullptr, 'b'},
+                                {"gpus-per-node", required_argument, nullptr, 'g'},
+                                {"node-gbps", required_argument, nullptr, 'B'},
+                                {"machine", required_argument, nullptr, 'm'},
+                                {"wire", required_argument, nullptr, 'q'},
+                                {"algo", required_argument, nullptr, 'a'},
+                                {"dtype", required_argument, nullptr, 'd'},
+                                {"json", required_argument, nullptr, 'J'},
+                                {"zero", required_argument, nullptr, 'z'},
+                                {"params", required_argument, nullptr, 'P'},
+                                {"layers", required_argument, nullptr, 'L'},
+                                {"tokens", required_argument, nullptr, 'T'},
+                                {"tflops", required_argument, nullptr, 'F'},
+                                {"scale", required_argument, nullptr, 'K'},
+                                {"help", no_argument, nullptr, 'h'},
+                                {nullptr, 0, nullptr, 0}};
+  double nodeGbps = 0;
+  int opt = 0;
+  while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:m:q:a:d:J:z:P:L:T:F:K:h", longOptions,
+                            nullptr)) != -1) {
+    bool ok = true;
+    switch (opt) {
+      case 'n':
+        s.ranks = std::atoi(optarg);
+        ok = s.ranks >= 2;
+        break;
+      case 'c':
+        s.collective = optarg;
+        ok = s.collective == "all_gather" || s.collective == "reduce_scatter" ||
+             s.collective == "all_reduce";
+        break;
+      case 'b':
+        ok = parseSize(optarg, &s.minBytes);
+        break;
+      case 'e':
+        ok = parseSize(optarg, &s.maxBytes);
+        break;
+      case 'f':
+        s.factor = std::atof(optarg);
+        ok = s.factor > 1;
+        break;
+      case 'g':
+        s.machine.gpusPerNode = std::atoi(optarg);
+        ok = s.machine.gpusPerNode >= 1;
+        break;
+      case 'B':
+        nodeGbps = std::atof(optarg);
+        ok = nodeGbps > 0;
+        break;
+      case 'm':
+        ok = zccl::parseSimMachine(optarg, &s.machine) == zccl::Status::kSuccess;
+        break;
+      case 'q':
+        ok = zcclWireFormatFromName(optarg, reinterpret_cast<zcclWireFormat_t*>(&s.wire)) ==
+             zcclSuccess;
+        break;
+      case 'a':
+        s.algorithm = std::strcmp(optarg, "ring") == 0     ? zcclAlgoRing
+                      : std::strcmp(optarg, "direct") == 0 ? zcclAlgoDirect
+                                                           : zcclAlgoAuto;
+        ok = s.algorithm != zcclAlgoAuto || std::strcmp(optarg, "auto") == 0;
+        break;
+      case 'd':
+        s.type = std::strcmp(optarg, "bfloat16") == 0 ? zcclBfloat16 : zcclFloat32;
+        ok = s.type == zcclBfloat16 || std::strcmp(optarg, "float32") == 0;
+        break;
+      case 'J':
+        s.json = optarg;
+        break;
+      case 'z':
+        s.zero = optarg;
+        ok = s.zero == "3" || s.zero == "++" || s.zero == "both";
+        break;
+      case 'P':
+        s.params = std::atof(optarg);
+        ok = s.params > 0;
+        break;
+      case 'L':
+        s.layers = std::atoi(optarg);
+        ok = s.layers > 0;
+        break;
+      case 'T':
+        s.tokens = std::atof(optarg);
+        ok = s.tokens > 0;
+        break;
+      case 'F':
+        s.tflops = std::atof(optarg);
+        ok = s.tflops > 0;
+        break;
+      case 'K':
+        s.scale = std::atof(optarg);
+        ok = s.scale >= 1;
+        break;
+      default:
+        usage(nullptr);
+    }
+    if (!ok) {
+      const std::string why = std::string("bad value '") + optarg + "' for -" +
+                              static_cast<char>(opt == 'n' ? 'n' : opt);
+      usage(why.c_str());
+    }
+  }
+  if (s.ranks < 2) usage("--ranks is required (at least 2)");
+  if (!s.zero.empty() && (s.params <= 0 || s.layers <= 0)) {
+    usage("--zero needs --params and --layers");
+  }
+  if (s.zero.empty() && s.minBytes == 0) usage("--bytes is required");
+  if (s.maxBytes < s.minBytes) s.maxBytes = s.minBytes;
+  if (s.machine.nicsPerNode > s.machine.gpusPerNode) s.machine.nicsPerNode = s.machine.gpusPerNode;
+  if (nodeGbps > 0) s.machine.nicGbps = nodeGbps / s.machine.nicsPerNode;
+  return s;
+}
+
+size_t typeBytes(zcclDataType_t type) { return type == zcclBfloat16 ? 2 : 4; }
+
+zcclCollective_t collectiveOf(const std::string& name) {
+  return name == "all_gather"       ? zcclCollAllGather
+         : name == "reduce_scatter" ? zcclCollReduceScatter
+                                    : zcclCollAllReduce;
+}
+
+// nccl-tests' bus bandwidth factor.
+double busFactor(const std::string& name, int n) {
+  return name == "all_reduce" ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+}
+
+zcclResult_t runCall(const Settings& s, size_t bytes, zcclComm_t comm, std::vector<char>* send,
+                     std::vector<char>* recv) {
+  const size_t elements = bytes / typeBytes(s.type);
+  const size_t block = elements / static_cast<size_t>(s.ranks);
+  zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+  options.wireFormat = s.wire;
+  if (s.collective == "all_gather") {
+    return zcclAllGatherEx(send->data(), recv->data(), block, s.type, comm, nullptr, &options);
+  }
+  if (s.collective == "reduce_scatter") {
+    return zcclReduceScatterEx(send->data(), recv->data(), block, s.type, zcclSum, comm, nullptr,
+                               &options);
+  }
+  return zcclAllReduceEx(send->data(), recv->data(), elements, s.type, zcclSum, comm, nullptr,
+                         &options);
+}
+
+Row simulate(const Settings& s, size_t bytes) {
+  auto fabric = std::make_shared<zccl::SimFabric>(s.ranks, s.machine, 600);
+  zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+  config.algorithm = s.algorithm;
+  std::mutex mutex;
+  Row row{bytes, 0, -1, "", 0, 0};
+  std::atomic<uint64_t> inter{0}, intra{0};
+  const zccl::Status status = zccl::runSimulated(fabric, &config, [&](int rank, zcclComm_t comm) {
+    const size_t perRank = bytes / static_cast<size_t>(s.ranks);
+    std::vector<char> send(s.collective == "all_gather" ? perRank : bytes, 1);
+    std::vector<char> recv(s.collective == "reduce_scatter" ? perRank : bytes);
+    // Half-precision and float patterns alike: small values, no overflow.
+    for (size_t i = 0; i + 1 < send.size(); i += 2) send[i] = 0;
+    const double start = zccl::simulatedSeconds(comm);
+    const zcclResult_t result = runCall(s, bytes, comm, &send, &recv);
+    if (result != zcclSuccess) return result;
+    const double took = zccl::simulatedSeconds(comm) - start;
+    zcclStats stats;
+    zcclCommGetStats(comm, &stats);
+    inter += stats.bytesSent[zcclLinkInterNode];
+    intra += stats.bytesSent[zcclLinkIntraNode];
+    std::lock_guard<std::mutex> lock(mutex);
+    row.seconds = std::max(row.seconds, took);
+    if (rank == 0) {
+      zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+      options.wireFormat = s.wire;
+      zcclPlanQuery query = ZCCL_PLAN_QUERY_INITIALIZER;
+      query.collective = collectiveOf(s.collective);
+      query.bytes = bytes;
+      query.datatype = s.type;
+      query.options = &options;
+      zcclPlanInfo plan;
+      if (zcclCommGetPlan(comm, &query, &plan) == zcclSuccess) {
+        row.plan = std::string(plan.algorithm) + "/" + plan.wire;
+        row.estimated = plan.estimatedSeconds;
+      }
+    }
+    return zcclSuccess;
+  });
+  if (status != zccl::Status::kSuccess) {
+    std::fprintf(stderr, "zccl-sim: %s\n", zccl::lastThreadError().c_str());
+    std::exit(1);
+  }
+  row.interBytes = static_cast<double>(inter.load()) / s.ranks;
+  row.intraBytes = static_cast<double>(intra.load()) / s.ranks;
+  return row;
+}
+
+void writeJson(const Settings& s, const std::vector<Row>& rows) {
+  FILE* out = std::fopen(s.json.c_str(), "w");
+  if (out == nullptr) {
+    std::fprintf(stderr, "zccl-sim: cannot write %s\n", s.json.c_str());
+    std::exit(1);
+  }
+  std::fprintf(out, "{\"ranks\": %d, \"collective\": \"%s\", \"machine\": \"%s\", \"rows\": [",
+               s.ranks, s.collective.c_str(), zccl::describeSimMachine(s.machine).c_str());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    std::fprintf(out,
+                 "%s\n  {\"bytes\": %zu, \"seconds\": %.9g, \"estimated_seconds\": %.9g, "
+                 "\"plan\": \"%s\", \"algbw_GBps\": %.6g, \"busbw_GBps\": %.6g, "
+                 "\"inter_node_bytes_per_rank\": %.0f, \"intra_node_bytes_per_rank\": %.0f}",
+                 i == 0 ? "" : ",", r.bytes, r.seconds, r.estimated, r.plan.c_str(),
+                 r.bytes / r.seconds / 1e9,
+                 r.bytes / r.seconds / 1e9 * busFactor(s.collective, s.ranks), r.interBytes,
+                 r.intraBytes);
+  }
+  std::fprintf(out, "\n]}\n");
+  std::fclose(out);
+}
+
+// One ZeRO step as simulated: each phase's virtual time on the slowest rank of that phase.
+struct Step {
+  double phases[5] = {0, 0, 0, 0, 0};
+  double seconds = 0;            // the slowest rank's whole step
+  double crossBytesPerRank = 0;  // scaled back to the model's size
+};
+const char* const kPhases[5] = {"forward all-gather", "forward compute", "backward all-gather",
+                                "backward compute", "gradient reduce-scatter"};
+
+// The scale that keeps a layer's gathered weights near 8 MiB per rank.
+double chosenScale(const Settings& s) {
+  if (s.scale >= 1) return s.scale;
+  const double layerBytes = 2 * s.params / s.layers;
+  return std::max(1.0, std::floor(layerBytes / (8.0 * 1024 * 1024)));
+}
+
+Step simulateStep(const Settings& s, bool plus, double scale) {
+  zccl::SimMachine machine = s.machine;
+  machine.intraGBps /= scale;
+  machine.nicGbps /= scale;
+  machine.computeScale *= scale;
+  const size_t perRank = std::max<size_t>(
+      1, static_cast<size_t>(s.params / s.layers / scale) / static_cast<size_t>(s.ranks));
+  const size_t layer = perRank * static_cast<size_t>(s.ranks);
+  const double forwardSeconds = 2 * s.params / s.layers * s.tokens / (s.tflops * 1e12);
+  auto fabric = std::make_shared<zccl::SimFabric>(s.ranks, machine, 600);
+  std::mutex mutex;
+  Step step;
+  std::atomic<uint64_t> cross{0};
+  const zccl::Status status = zccl::runSimulated(fabric, nullptr, [&](int, zcclComm_t comm) {
+    zcclComm_t node = nullptr;
+    int local = 1;
+    if (plus) {
+      if (zcclCommSplitNode(comm, &node) != zcclSuccess) return zcclInvalidUsage;
+      zcclCommCount(node, &local);
+    }
+    const uint16_t one = 0x3f80;  // bfloat16 1.0
+    std::vector<uint16_t> shard(perRank, one), full(layer, one), grads(layer, one);
+    std::vector<uint16_t> gradShard(perRank), secondary(layer / static_cast<size_t>(local), one);
+    zcclCollOptions weights = ZCCL_COLL_OPTIONS_INITIALIZER;
+    zcclCollOptions gradients = ZCCL_COLL_OPTIONS_INITIALIZER;
+    weights.wireFormat = plus ? zcclWireInt8 : zcclWireNone;
+    gradients.wireFormat = plus ? zcclWireInt4 : zcclWireNone;
+    double mine[5] = {0, 0, 0, 0, 0};
+    const double start = zccl::simulatedSeconds(comm);
+    auto timed = [&](int phase, auto&& run) {
+      const double before = zccl::simulatedSeconds(comm);
+      const zcclResult_t result = run();
+      mine[phase] += zccl::simulatedSeconds(comm) - before;
+      return result;
+    };
+    for (int l = 0; l < s.layers; ++l) {
+      zcclResult_t r = timed(0, [&] {
+        return zcclAllGatherEx(shard.data(), full.data(), perRank, zcclBfloat16, comm, nullptr,
+                               &weights);
+      });
+      if (r != zcclSuccess) return r;
+      timed(1, [&] {
+        zccl::simulateCompute(comm, forwardSeconds);
+        return zcclSuccess;
+      });
+    }
+    for (int l = 0; l < s.layers; ++l) {
+      zcclResult_t r = timed(2, [&] {
+        return plus
+                   ? zcclAllGather(secondary.data(), full.data(), secondary.size(), zcclBfloat16,
+                                   node, nullptr)
+                   : zcclAllGather(shard.data(), full.data(), perRank, zcclBfloat16, comm, nullptr);
+      });
+      if (r != zcclSuccess) return r;
+      timed(3, [&] {
+        zccl::simulateCompute(comm, 2 * forwardSeconds);
+        return zcclSuccess;
+      });
+      r = timed(4, [&] {
+        return zcclReduceScatterEx(grads.data(), gradShard.data(), perRank, zcclBfloat16, zcclAvg,
+                                   comm, nullptr, &gradients);
+      });
+      if (r != zcclSuccess) return r;
+    }
+    const double took = zccl::simulatedSeconds(comm) - start;
+    zcclStats stats;
+    zcclCommGetStats(comm, &stats);
+    cross += stats.bytesSent[zcclLinkInterNode];
+    std::lock_guard<std::mutex> lock(mutex);
+    step.seconds = std::max(step.seconds, took);
+    for (int p = 0; p < 5; ++p) step.phases[p] = std::max(step.phases[p], mine[p]);
+    return zcclSuccess;
+  });
+  if (status != zccl::Status::kSuccess) {
+    std::fprintf(stderr, "zccl-sim: %s\n", zccl::lastThreadError().c_str());
+    std::exit(1);
+  }
+  step.crossBytesPerRank = static_cast<double>(cross.load()) / s.ranks * scale;
+  return step;
+}
+
+void printStep(const Settings& s, const char* name, const Step& step) {
+  const double tokensPerSecond = s.tokens * s.ranks / step.seconds;
+  std::printf("%s\n", name);
+  for (int p = 0; p < 5; ++p) {
+    std::printf("  %-26s %12.3f ms (slowest rank)\n", kPhases[p], step.phases[p] * 1e3);
+  }
+  std::printf("  %-26s %12.3f ms\n", "step", step.seconds * 1e3);
+  std::printf("  %-26s %12.0f tokens/s, %.1f TFLOP/s per rank\n", "throughput", tokensPerSecond,
+              6 * s.params * s.tokens / step.seconds / 1e12);
+  std::printf("  %-26s %12.4g GB per rank per step\n", "cross-node bytes",
+              step.crossBytesPerRank / 1e9);
+}
+
+int simulateZero(const Settings& s) {
+  const bool plusOk = s.ranks % s.machine.gpusPerNode == 0;
+  if (s.zero != "3" && !plusOk) {
+    std::fprintf(stderr,
+                 "zccl-sim: ZeRO++'s hpZ needs full nodes: --ranks %d is not a multiple "
+                 "of %d GPUs per node\n",
+                 s.ranks, s.machine.gpusPerNode);
+    return 2;
+  }
+  const double scale = chosenScale(s);
+  std::printf(
+      "# zccl-sim: ZeRO step of %.3g parameters in %d layers, %.0f tokens per rank, "
+      "%.0f TFLOP/s per rank; %d ranks (%d nodes), %s; bytes and bandwidths / %.0f\n",
+      s.params, s.layers, s.tokens, s.tflops, s.ranks,
+      (s.ranks + s.machine.gpusPerNode - 1) / s.machine.gpusPerNode,
+      zccl::describeSimMachine(s.machine).c_str(), scale);
+  std::vector<std::pair<std::string, Step>> steps;
+  if (s.zero != "++") steps.emplace_back("ZeRO-3", simulateStep(s, false, scale));
+  if (s.zero != "3") steps.emplace_back("ZeRO++", simulateStep(s, true, scale));
+  for (const auto& [name, step] : steps) printStep(s, name.c_str(), step);
+  if (steps.size() == 2) {
+    std::printf("ZeRO++ / ZeRO-3 throughput: %.2f; cross-node bytes ZeRO-3 / ZeRO++: %.2f\n",
+                steps[0].second.seconds / steps[1].second.seconds,
+                steps[0].second.crossBytesPerRank / steps[1].second.crossBytesPerRank);
+  }
+  if (!s.json.empty()) {
+    FILE* out = std::fopen(s.json.c_str(), "w");
+    if (out == nullptr) return 1;
+    std::fprintf(out,
+                 "{\"ranks\": %d, \"params\": %.6g, \"layers\": %d, \"scale\": %.6g, "
+                 "\"machine\": \"%s\", \"steps\": {",
+                 s.ranks, s.params, s.layers, scale, zccl::describeSimMachine(s.machine).c_str());
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Step& st = steps[i].second;
+      std::fprintf(out,
+                   "%s\"%s\": {\"seconds\": %.9g, \"cross_node_bytes_per_rank\": %.6g, "
+                   "\"tokens_per_second\": %.6g",
+                   i == 0 ? "" : ", ", steps[i].first.c_str(), st.seconds, st.crossBytesPerRank,
+                   s.tokens * s.ranks / st.seconds);
+      for (int p = 0; p < 5; ++p) std::fprintf(out, ", \"%s\": %.9g", kPhases[p], st.phases[p]);
+      std::fprintf(out, "}");
+    }
+    std::fprintf(out, "}}\n");
+    std::fclose(out);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Settings s = parse(argc, argv);
+  if (!s.zero.empty()) return simulateZero(s);
+  std::printf("# zccl-sim: %d ranks (%d nodes), %s, %s\n", s.ranks,
+              (s.ranks + s.machine.gpusPerNode - 1) / s.machine.gpusPerNode, s.collective.c_str(),
+              zccl::describeSimMachine(s.machine).c_str());
+  std::printf("# %12s %12s %8s %14s %10s %10s %14s %14s %14s  %s\n", "size", "count", "type",
+              "time(us)", "algbw", "busbw", "model(us)", "inter B/rank", "intra B/rank", "plan");
+  std::vector<Row> rows;
+  for (size_t bytes = s.minBytes; bytes <= s.maxBytes;
+       bytes = std::max(bytes + 1, static_cast<size_t>(bytes * s.factor))) {
+    const Row r = simulate(s, bytes);
+    rows.push_back(r);
+    const double algbw = r.bytes / r.seconds / 1e9;
+    std::printf("  %12zu %12zu %8s %14.2f %10.2f %10.2f %14.2f %14.0f %14.0f  %s\n", r.bytes,
+                r.bytes / typeBytes(s.type), s.type == zcclBfloat16 ? "bfloat16" : "float",
+                r.seconds * 1e6, algbw, algbw * busFactor(s.collective, s.ranks), r.estimated * 1e6,
+                r.interBytes, r.intraBytes, r.plan.c_str());
+  }
+  if (!s.json.empty()) writeJson(s, rows);
+  return 0;
+}
