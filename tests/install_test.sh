@@ -15,6 +15,8 @@ clean_env=(env -i PATH=/usr/bin:/bin HOME="${HOME:-/root}")
 grep -q . "$work/topo.txt"
 "${clean_env[@]}" "$work/prefix/bin/zcclrun" -n 2 --timeout 60 "$work/prefix/bin/zccl-topo" \
   >/dev/null
+"${clean_env[@]}" "$work/prefix/bin/zccl-sim" --ranks 4 --collective all_gather --bytes 4K \
+  --gpus-per-node 2 2>/dev/null | grep -q "two-level\|ring"
 for library in "$work"/prefix/lib/libzccl*.so; do
   if "${clean_env[@]}" ldd "$library" | grep -q "not found"; then
     echo "install test: $library has unresolved libraries" >&2
