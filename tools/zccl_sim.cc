@@ -96,6 +96,20 @@ bool parseSize(const char* text, size_t* value) {
   std::exit(2);
 }
 
+// The numeric options: where each goes and its least value.
+struct NumberOption {
+  double* value;
+  double least;
+};
+
+bool parseNumber(const char* text, const NumberOption& option) {
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(value >= option.least)) return false;
+  *option.value = value;
+  return true;
+}
+
 Settings parse(int argc, char** argv) {
   Settings s;
   const option longOptions[] = {{"ranks", required_argument, nullptr, 'n'},
@@ -116,92 +130,57 @@ Settings parse(int argc, char** argv) {
                                 {"scale", required_argument, nullptr, 'K'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
-  double nodeGbps = 0;
+  double ranks = 0, layers = 0, gpus = s.machine.gpusPerNode, nodeGbps = 0;
+  const std::map<int, NumberOption> numbers = {
+      {'n', {&ranks, 2}},       {'f', {&s.factor, 1.0001}}, {'g', {&gpus, 1}},
+      {'B', {&nodeGbps, 1e-9}}, {'P', {&s.params, 1}},      {'L', {&layers, 1}},
+      {'T', {&s.tokens, 1}},    {'F', {&s.tflops, 1e-9}},   {'K', {&s.scale, 1}}};
   int opt = 0;
   while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:m:q:a:d:J:z:P:L:T:F:K:h", longOptions,
                             nullptr)) != -1) {
     bool ok = true;
-    switch (opt) {
-      case 'n':
-        s.ranks = std::atoi(optarg);
-        ok = s.ranks >= 2;
-        break;
-      case 'c':
-        s.collective = optarg;
-        ok = s.collective == "all_gather" || s.collective == "reduce_scatter" ||
-             s.collective == "all_reduce";
-        break;
-      case 'b':
-        ok = parseSize(optarg, &s.minBytes);
-        break;
-      case 'e':
-        ok = parseSize(optarg, &s.maxBytes);
-        break;
-      case 'f':
-        s.factor = std::atof(optarg);
-        ok = s.factor > 1;
-        break;
-      case 'g':
-        s.machine.gpusPerNode = std::atoi(optarg);
-        ok = s.machine.gpusPerNode >= 1;
-        break;
-      case 'B':
-        nodeGbps = std::atof(optarg);
-        ok = nodeGbps > 0;
-        break;
-      case 'm':
-        ok = zccl::parseSimMachine(optarg, &s.machine) == zccl::Status::kSuccess;
-        break;
-      case 'q':
-        ok = zcclWireFormatFromName(optarg, reinterpret_cast<zcclWireFormat_t*>(&s.wire)) ==
-             zcclSuccess;
-        break;
-      case 'a':
-        s.algorithm = std::strcmp(optarg, "ring") == 0     ? zcclAlgoRing
-                      : std::strcmp(optarg, "direct") == 0 ? zcclAlgoDirect
-                                                           : zcclAlgoAuto;
-        ok = s.algorithm != zcclAlgoAuto || std::strcmp(optarg, "auto") == 0;
-        break;
-      case 'd':
-        s.type = std::strcmp(optarg, "bfloat16") == 0 ? zcclBfloat16 : zcclFloat32;
-        ok = s.type == zcclBfloat16 || std::strcmp(optarg, "float32") == 0;
-        break;
-      case 'J':
-        s.json = optarg;
-        break;
-      case 'z':
-        s.zero = optarg;
-        ok = s.zero == "3" || s.zero == "++" || s.zero == "both";
-        break;
-      case 'P':
-        s.params = std::atof(optarg);
-        ok = s.params > 0;
-        break;
-      case 'L':
-        s.layers = std::atoi(optarg);
-        ok = s.layers > 0;
-        break;
-      case 'T':
-        s.tokens = std::atof(optarg);
-        ok = s.tokens > 0;
-        break;
-      case 'F':
-        s.tflops = std::atof(optarg);
-        ok = s.tflops > 0;
-        break;
-      case 'K':
-        s.scale = std::atof(optarg);
-        ok = s.scale >= 1;
-        break;
-      default:
-        usage(nullptr);
+    const auto number = numbers.find(opt);
+    if (number != numbers.end()) {
+      ok = parseNumber(optarg, number->second);
+    } else if (opt == 'c') {
+      s.collective = optarg;
+      ok = s.collective == "all_gather" || s.collective == "reduce_scatter" ||
+           s.collective == "all_reduce";
+    } else if (opt == 'b' || opt == 'e') {
+      ok = parseSize(optarg, opt == 'b' ? &s.minBytes : &s.maxBytes);
+    } else if (opt == 'm') {
+      ok = zccl::parseSimMachine(optarg, &s.machine) == zccl::Status::kSuccess;
+      gpus = s.machine.gpusPerNode;
+    } else if (opt == 'q') {
+      ok = zcclWireFormatFromName(optarg, reinterpret_cast<zcclWireFormat_t*>(&s.wire)) ==
+           zcclSuccess;
+    } else if (opt == 'a') {
+      const std::string name = optarg;
+      s.algorithm = name == "ring"     ? zcclAlgoRing
+                    : name == "direct" ? zcclAlgoDirect
+                                       : zcclAlgoAuto;
+      ok = s.algorithm != zcclAlgoAuto || name == "auto";
+    } else if (opt == 'd') {
+      const std::string name = optarg;
+      s.type = name == "bfloat16" ? zcclBfloat16 : zcclFloat32;
+      ok = name == "bfloat16" || name == "float32";
+    } else if (opt == 'J') {
+      s.json = optarg;
+    } else if (opt == 'z') {
+      s.zero = optarg;
+      ok = s.zero == "3" || s.zero == "++" || s.zero == "both";
+    } else {
+      usage(nullptr);
     }
     if (!ok) {
-      const std::string why = std::string("bad value '") + optarg + "' for -" +
-                              static_cast<char>(opt == 'n' ? 'n' : opt);
+      const std::string why =
+          std::string("bad value '") + optarg + "' for -" + static_cast<char>(opt);
       usage(why.c_str());
     }
   }
+  s.ranks = static_cast<int>(ranks);
+  s.layers = static_cast<int>(layers);
+  s.machine.gpusPerNode = static_cast<int>(gpus);
   if (s.ranks < 2) usage("--ranks is required (at least 2)");
   if (!s.zero.empty() && (s.params <= 0 || s.layers <= 0)) {
     usage("--zero needs --params and --layers");

@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 import zccl_torch  # noqa: F401  registers "zccl"
-from verdict import failures, finish
+from verdict import expect_error, failures, finish
 
 DTYPES = [torch.float32, torch.bfloat16, torch.int64]
 ZCCL_DEVICE = torch.device(os.environ.get("ZCCL_TORCH_TEST_DEVICE", "cpu"))
@@ -239,16 +239,6 @@ def test_bad_use() -> None:
                  lambda: dist.reduce_scatter_tensor(torch.empty(3), torch.ones(2)), "input")
     expect_error("all_gather_into_tensor of the wrong size",
                  lambda: dist.all_gather_into_tensor(torch.empty(3), torch.ones(2)), "output")
-
-
-def expect_error(what: str, call, needle: str) -> None:
-    try:
-        call()
-    except (RuntimeError, ValueError, TypeError, NotImplementedError) as error:
-        if needle.lower() not in str(error).lower():
-            failures.append(f"bad use, {what}: error does not name {needle!r}: {error}")
-        return
-    failures.append(f"bad use, {what}: no error")
 
 
 def test_mismatched_sizes() -> None:

@@ -11,23 +11,13 @@ import torch
 import torch.distributed as dist
 
 import zccl_torch  # noqa: F401  registers "zccl"
-from verdict import failures, finish
+from verdict import expect_error, failures, finish
 
 
 def gathered(x: torch.Tensor, gloo) -> list:
     parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
     dist.all_gather(parts, x, group=gloo)
     return parts
-
-
-def expect_error(what: str, call, needle: str) -> None:
-    try:
-        call()
-    except (RuntimeError, ValueError, TypeError, NotImplementedError) as error:
-        if needle.lower() not in str(error).lower():
-            failures.append(f"{what}: error does not name {needle!r}: {error}")
-        return
-    failures.append(f"{what}: no error")
 
 
 def test_bool_reductions(gloo) -> None:

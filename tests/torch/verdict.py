@@ -12,6 +12,17 @@ def expect(condition: bool, message: str) -> None:
         failures.append(message)
 
 
+def expect_error(what: str, call, needle: str) -> None:
+    """call() must raise an error whose message names `needle` (case aside)."""
+    try:
+        call()
+    except (RuntimeError, ValueError, TypeError, NotImplementedError) as error:
+        if needle.lower() not in str(error).lower():
+            failures.append(f"{what}: error does not name {needle!r}: {error}")
+        return
+    failures.append(f"{what}: no error")
+
+
 def finish(summary: str = "") -> None:
     """Prints this rank's failures and verdict, leaves the process group and exits 1 on any
     failure."""
