@@ -16,7 +16,7 @@ mpi_flags = $(if $(shell command -v mpicc.$(1)),-DMPI_C_COMPILER=mpicc.$(1) \
 
 .PHONY: all deps configure build demo test check docs test-second-mpi test-second-mpi-long \
 	test-sanitizers test-fuzz torch \
-	bench-link bench-zero bench-fidelity carry install clean format tidy
+	bench-link bench-zero bench-fidelity sim-validate carry install clean format tidy
 
 all: build
 
@@ -35,7 +35,8 @@ demo: build
 
 # make test: what a user runs. The second MPI's multi-rank suites first, then the main tree's
 # suites (the torch backend's included), whose summary ends the run; the long runs (label
-# long: every collective family killed mid-call, 100,000-call load runs) wait for make check.
+# long: every collective family killed mid-call, 100,000-call load runs, the ZeRO suite over
+# UCX, the namespace testbed) wait for make check.
 # make check (CI, .ci/run): the same with the long runs, plus the sanitizers and the fuzzers.
 test: build test-second-mpi torch
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -LE long
@@ -87,6 +88,12 @@ test-sanitizers: deps
 	# UCX's memory hooks (libucm) and ThreadSanitizer's interceptors do not mix.
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 UCX_MEM_EVENTS=no \
 		ctest --output-on-failure -j 1 -R "^reliability_test_ucx_np|^bootstrap$$|^staged_test_2x2$$"
+
+# zccl-sim on the shapes of make bench-link's table (docs/testbed.md), side by side with the
+# measured figures: docs/figures/sim_testbed.md.
+sim-validate: build
+	./scripts/sim-validate.py $(BUILD_DIR)/zccl-sim > docs/figures/sim_testbed.md
+	@tail -1 docs/figures/sim_testbed.md
 
 # libFuzzer targets, built with clang, each for a minute from its corpus.
 test-fuzz: deps

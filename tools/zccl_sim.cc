@@ -7,7 +7,7 @@
 //            [--scale K] [machine options] [--json FILE]
 // Every rank is a thread of this process running the unchanged library over the simulated
 // transport (src/transport/sim); each message takes the modelled link's latency and
-// bandwidth, and the CPU time of the rank's kernels counts times the machine's compute-scale.
+// bandwidth, and each kernel the bytes it touches over the machine's kernel rate.
 // Prints an nccl-tests-style table: the simulated time (slowest rank), algorithm and bus
 // bandwidth, the cost model's estimate of the same plan beside it, and the bytes each rank
 // sends across and within nodes, from zccl's own counters. With --zero, one training step
@@ -17,8 +17,8 @@
 // inside the node from the secondary copy, INT4 gradients over the 2-hop path); compute is
 // 2 x params x tokens FLOPs forward and twice that backward at F TFLOP/s. A model too large
 // to hold in this machine's memory is simulated with its bytes and every bandwidth divided
-// by K (--scale, chosen when absent), which leaves the bandwidth terms as they are; the
-// latencies are not scaled.
+// by K (--scale, chosen when absent), kernel rates included, which leaves the bandwidth terms
+// as they are; the latencies are not scaled.
 #include <getopt.h>
 
 #include <algorithm>
@@ -90,7 +90,8 @@ bool parseSize(const char* text, size_t* value) {
                "                [-e MAX_SIZE -f FACTOR] [--gpus-per-node G] [--node-gbps B]\n"
                "                [--machine gpus-per-node=8,intra-gbps=150,nics=8,nic-gbps=100,"
                "oversubscription=1,\n"
-               "                 intra-latency-us=2,inter-latency-us=5,compute-scale=1]\n"
+               "                 intra-latency-us=2,inter-latency-us=5,kernel-gbps=1000,"
+               "compute-scale=0]\n"
                "                [--wire none|int8|int4] [--algo auto|ring|direct] "
                "[--dtype float32|bfloat16] [--json FILE]\n");
   std::exit(2);
@@ -317,6 +318,7 @@ Step simulateStep(const Settings& s, bool plus, double scale) {
   zccl::SimMachine machine = s.machine;
   machine.intraGBps /= scale;
   machine.nicGbps /= scale;
+  machine.kernelGBps /= scale;
   machine.computeScale *= scale;
   const size_t perRank = std::max<size_t>(
       1, static_cast<size_t>(s.params / s.layers / scale) / static_cast<size_t>(s.ranks));

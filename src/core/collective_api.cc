@@ -374,7 +374,7 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   float* residual = checked.residual;
   GatherReference* reference = checked.reference;
   const auto work = [comm, collective, args, options, residual, reference] {
-    Context ctx = comm->nextCollective(hostKernels());
+    Context ctx = comm->nextCollective(comm->hostKernels());
     ctx.residual = residual;
     if (reference != nullptr) return allGatherDifferences(ctx, args, options, reference);
     return runCollective(ctx, collective, args, options);

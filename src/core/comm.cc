@@ -510,6 +510,7 @@ Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config,
   comm->collectiveSequence = sequenceBase;
   comm->transport = std::move(child);
   comm->modelledTopology = parent->modelledTopology;
+  comm->simulatedKernels = parent->simulatedKernels;
   const int parentRank = parent->rank();
   std::vector<int> parentRanks(static_cast<size_t>(comm->size()));
   ZCCL_CHECK(comm->transport->allGatherControl(&parentRank, sizeof(int), parentRanks.data()));

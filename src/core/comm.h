@@ -35,8 +35,13 @@ struct zcclComm {
   zccl::NodeLevels levels;
   // The planner's view of the job, from every rank's topology.
   zccl::ClusterModel cluster;
-  // A simulated job's machine (transport/sim): its links stand for every rank's topology.
+  // A simulated job's machine (transport/sim): its links stand for every rank's topology, and
+  // its kernels are priced in virtual time (core/sim_comms.cc); else the host's.
   std::shared_ptr<const zccl::NodeTopology> modelledTopology;
+  zccl::Kernels* simulatedKernels = nullptr;
+  zccl::Kernels& hostKernels() const {
+    return simulatedKernels != nullptr ? *simulatedKernels : zccl::hostKernels();
+  }
   // The measured choices of calls that allow a lossy format (ZCCL_TUNE).
   zccl::PlanTuner tuner;
   // zcclCommSplitNode / zcclCommSplitCrossNode, created on first use and owned here.
@@ -89,8 +94,7 @@ namespace zccl {
 // `modelled`: the links of a simulated machine, which every rank plans with instead of its
 // own topology (null: the discovered one).
 Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config, Status configured,
-                  zcclComm** out,
-                  std::shared_ptr<const NodeTopology> modelled = nullptr);
+                  zcclComm** out, std::shared_ptr<const NodeTopology> modelled = nullptr);
 
 // `comm`'s device engine, made at its first call with a stream (the runtime is there: the
 // call's stream passed checkStream).

@@ -1,8 +1,7 @@
 // zccl's unchanged algorithms and planner on a simulated cluster (transport/sim) at sizes no
 // machine here holds: every algorithm completes at 64, 127 (a short last node) and 256 ranks,
 // equals a serial fp64 reference on small buffers, sends exactly the bytes its schedule
-// implies, and a ring's virtual time stays within what its links allow. Compute is priced at nearly
-// nothing here (computeScale), so that virtual times are the links' alone.
+// implies, and a ring's virtual time stays within what its links allow.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -26,7 +25,6 @@ SimMachine testMachine() {
   machine.intraGBps = 150;
   machine.nicsPerNode = 1;
   machine.nicGbps = 100;
-  machine.computeScale = 1e-9;
   return machine;
 }
 

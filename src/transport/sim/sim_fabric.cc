@@ -27,6 +27,7 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
                           {"nic-gbps", &machine->nicGbps, 1},
                           {"inter-latency-us", &interLatencyUs, 1},
                           {"oversubscription", &machine->oversubscription, 1},
+                          {"kernel-gbps", &machine->kernelGBps, 1},
                           {"compute-scale", &machine->computeScale, 1}};
   std::stringstream items(text);
   std::string item;
@@ -40,11 +41,11 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
     const double value =
         equals == std::string::npos ? 0 : std::strtod(item.c_str() + equals + 1, &end);
     if (field == nullptr || equals == std::string::npos || end == nullptr || *end != '\0' ||
-        !(value > 0)) {
+        !(value > 0 || (value == 0 && name == "compute-scale"))) {
       return fail(Status::kInvalidArgument,
                   "machine: '%s': expected NAME=POSITIVE with NAME one of gpus-per-node, "
                   "intra-gbps, intra-latency-us, nics, nic-gbps, inter-latency-us, "
-                  "oversubscription, compute-scale",
+                  "oversubscription, kernel-gbps, compute-scale",
                   item.c_str());
     }
     *field->value = value * field->unit;
@@ -63,7 +64,8 @@ std::string describeSimMachine(const SimMachine& m) {
        << m.intraLatencySeconds * 1e6 << " us), " << m.nicsPerNode << " NICs of " << m.nicGbps
        << " Gbit/s (" << m.interLatencySeconds * 1e6 << " us)";
   if (m.oversubscription != 1) text << ", fabric oversubscribed " << m.oversubscription << ":1";
-  if (m.computeScale != 1) text << ", compute x" << m.computeScale;
+  text << ", kernels at " << m.kernelGBps << " GB/s";
+  if (m.computeScale != 0) text << ", CPU time x" << m.computeScale;
   return text.str();
 }
 

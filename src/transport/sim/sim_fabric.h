@@ -32,9 +32,13 @@ struct SimMachine {
   double nicGbps = 100;  // each NIC, gigabits per second
   double interLatencySeconds = 5e-6;
   double oversubscription = 1;  // fabric: each NIC gets nicGbps / oversubscription
-  // CPU time between a rank's transport calls (its kernels) counts times this factor: 1 is
-  // this host's speed; a GPU's kernels are this many times faster or slower.
-  double computeScale = 1;
+  // A rank's kernels (copies, reductions, quantization) take the bytes they touch over this
+  // rate, GB/s (a GPU's memory-bound kernels: about 1000).
+  double kernelGBps = 1000;
+  // Besides, the CPU time between a rank's transport calls counts times this factor (1: this
+  // host's speed, kernels and library alike; 0: not counted). Measured on a thread of a
+  // process that runs every rank, it carries the simulator's own scheduling noise.
+  double computeScale = 0;
 };
 
 // Reads "gpus-per-node=8,intra-gbps=1200,nics=8,nic-gbps=100,oversubscription=2,..." (bytes
