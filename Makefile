@@ -16,7 +16,7 @@ mpi_flags = $(if $(shell command -v mpicc.$(1)),-DMPI_C_COMPILER=mpicc.$(1) \
 
 .PHONY: all deps configure build demo test check docs test-second-mpi test-second-mpi-long \
 	test-sanitizers test-fuzz torch \
-	bench-link bench-zero bench-fidelity sim-validate carry install clean format tidy
+	bench-link bench-zero bench-fidelity sim-validate sim-zeropp carry install clean format tidy
 
 all: build
 
@@ -94,6 +94,12 @@ test-sanitizers: deps
 sim-validate: build
 	./scripts/sim-validate.py $(BUILD_DIR)/zccl-sim > docs/figures/sim_testbed.md
 	@tail -1 docs/figures/sim_testbed.md
+
+# ZeRO-3 against ZeRO++ simulated at the ZeRO++ paper's scales (64-384 GPUs, two clusters):
+# docs/figures/sim_zeropp.md, the runs' JSON under bench/sim.
+sim-zeropp: build
+	ZCCL_DEPS_EXTRA=bench ./scripts/install-deps.sh
+	./scripts/sim-zeropp-scaling.sh $(BUILD_DIR)/zccl-sim bench/sim > docs/figures/sim_zeropp.md
 
 # libFuzzer targets, built with clang, each for a minute from its corpus.
 test-fuzz: deps

@@ -18,7 +18,7 @@ for fuzzer in "$build"/tests/fuzz/fuzz_*; do
   mkdir -p "$corpus"
   seeds=("$source_dir/tests/fuzz/corpus/$name")
   [ "$name" = topology_xml ] && seeds+=("$source_dir/tests/fixtures/topology")
-  if (cd "$scratch" && "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+  if (cd "$scratch" && "$fuzzer" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
         -print_final_stats=1 "$corpus" "${seeds[@]}" >"$scratch/$name.log" 2>&1); then
     runs=$(grep -m1 'stat::number_of_executed_units' "$scratch/$name.log" | awk '{print $2}')
     echo "fuzz $name: ${seconds} s, ${runs:-?} inputs, no crash"

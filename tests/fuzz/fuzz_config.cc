@@ -36,6 +36,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size >= structs) {
     std::memcpy(&config, data, sizeof(config));
     std::memcpy(&options, data + sizeof(config), sizeof(options));
+    // Pointers are the caller's objects, not configuration: a fuzzed one points nowhere.
+    options.request = nullptr;
+    options.feedback = nullptr;
+    options.reference = nullptr;
     data += structs;
     size -= structs;
   }
@@ -53,8 +57,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CommConfig resolved;
   resolveConfig(nullptr, &resolved);
   if (resolveConfig(&config, &resolved) == Status::kSuccess) {
-    CollectiveOptions call;
-    resolveCollOptions(&options, resolved, &call);
+    for (int collective = 0; collective < kNumCollectives; ++collective) {
+      for (size_t bytes : {size_t{0}, size_t{1000}, size_t{1} << 20}) {
+        CollectiveOptions call;
+        resolveCollOptions(&options, resolved, static_cast<Collective>(collective), bytes, &call);
+      }
+    }
   }
   TopologyOptions topology;
   topologyOptionsFromEnvironment(&topology);

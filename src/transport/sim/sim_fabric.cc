@@ -74,11 +74,11 @@ SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds
       machine_(machine),
       timeout_(timeoutSeconds),
       clocks_(static_cast<size_t>(ranks), 0.0),
-      gpuOut_(static_cast<size_t>(ranks), 0.0),
-      gpuIn_(static_cast<size_t>(ranks), 0.0) {
+      gpuOut_(static_cast<size_t>(ranks)),
+      gpuIn_(static_cast<size_t>(ranks)) {
   const int nodes = (ranks + machine.gpusPerNode - 1) / machine.gpusPerNode;
-  nicOut_.assign(static_cast<size_t>(nodes * machine.nicsPerNode), 0.0);
-  nicIn_.assign(nicOut_.size(), 0.0);
+  nicOut_.resize(static_cast<size_t>(nodes * machine.nicsPerNode));
+  nicIn_.resize(nicOut_.size());
 }
 
 double SimFabric::clock(int rank) {
@@ -110,6 +110,31 @@ void SimFabric::route(int source, int destination, Port* out, Port* in, double* 
   *latency = machine_.interLatencySeconds;
 }
 
+double SimFabric::reserve(Timeline* busy, double ready, double duration) {
+  double start = ready;
+  auto next = busy->upper_bound(start);
+  if (next != busy->begin()) start = std::max(start, std::prev(next)->second);
+  while (next != busy->end() && next->first < start + duration) {
+    start = std::max(start, next->second);
+    ++next;
+  }
+  const double end = start + duration;
+  // Merged with a neighbour it touches, so that back-to-back messages keep one interval.
+  auto before = busy->upper_bound(start);
+  if (before != busy->begin() && std::prev(before)->second == start) {
+    std::prev(before)->second = end;
+  } else {
+    (*busy)[start] = end;
+  }
+  auto merged = busy->upper_bound(start);
+  const auto self = std::prev(merged);
+  if (merged != busy->end() && merged->first == end) {
+    self->second = merged->second;
+    busy->erase(merged);
+  }
+  return end;
+}
+
 void SimFabric::deliver(const Message& message, Receive* receive) {
   receive->truncated = message.data.size() > receive->bytes;
   if (!receive->truncated && !message.data.empty()) {
@@ -131,11 +156,9 @@ void SimFabric::send(uint64_t context, int source, int destination, int tag, con
   if (source != destination) {
     route(source, destination, &out, &in, &latency);
     const double onWire = static_cast<double>(bytes) / out.bytesPerSecond;
-    leaves = std::max(now, *out.freeAt) + onWire;
-    *out.freeAt = leaves;
+    leaves = reserve(out.busy, now, onWire);
     // The receiving port takes one message at a time too.
-    arrival = std::max(leaves + latency, *in.freeAt + onWire);
-    *in.freeAt = arrival;
+    arrival = reserve(in.busy, leaves - onWire + latency, onWire);
   }
   *departedAt = leaves;
   Message message{std::vector<unsigned char>(static_cast<const unsigned char*>(data),

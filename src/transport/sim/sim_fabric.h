@@ -1,11 +1,12 @@
 // A simulated cluster for zccl's unchanged algorithms: every rank a thread of this process,
 // every message carried in memory and stamped in virtual time over a modelled machine (GPUs
 // per node on an NVLink-class switch, nodes with NICs on a fabric that may be oversubscribed).
-// Each rank keeps its own virtual clock: a send leaves when the rank's port is free and
-// arrives a latency plus its bytes over the port's bandwidth later; a receive completes at the
-// later of the rank's clock and the arrival; what the rank computes between two transport
-// calls (its thread's CPU time, scaled) moves its clock on. Ports serialize messages in the
-// order they are posted, which is the order of virtual time whenever ranks post in step.
+// Each rank keeps its own virtual clock: a send takes the first time its port is free for as
+// long as its bytes need at the port's bandwidth, from the rank's clock on, and arrives a
+// latency later, once the receiving port too has had the time; a receive completes at the
+// later of the rank's clock and the arrival; kernels and modelled compute move the clock on.
+// Ports keep their busy intervals in virtual time, so ranks whose threads run out of step (as
+// they do: thousands of threads on a few cores) still share a port in virtual-time order.
 #pragma once
 
 #include <algorithm>
@@ -103,11 +104,16 @@ class SimFabric {
     int left = 0;
     double latest = 0;
   };
+  // A port's busy intervals in virtual time (start -> end), adjacent ones merged.
+  using Timeline = std::map<double, double>;
   // The port a message leaves or enters by, and its bytes per second.
   struct Port {
-    double* freeAt;
+    Timeline* busy;
     double bytesPerSecond;
   };
+  // The end of the first interval of `duration` from `ready` on that `busy` leaves free; it is
+  // then busy.
+  static double reserve(Timeline* busy, double ready, double duration);
   void route(int source, int destination, Port* out, Port* in, double* latency);
   static void deliver(const Message& message, Receive* receive);
 
@@ -117,8 +123,8 @@ class SimFabric {
   std::mutex mutex_;
   std::condition_variable controlChanged_;
   std::vector<double> clocks_;
-  std::vector<double> gpuOut_, gpuIn_;  // per rank
-  std::vector<double> nicOut_, nicIn_;  // per node x NIC
+  std::vector<Timeline> gpuOut_, gpuIn_;  // per rank
+  std::vector<Timeline> nicOut_, nicIn_;  // per node x NIC
   std::map<Key, Mailbox> mailboxes_;
   std::map<std::tuple<uint64_t, uint64_t>, Control> controls_;
   std::map<std::tuple<uint64_t, uint64_t, int>, uint64_t> children_;
