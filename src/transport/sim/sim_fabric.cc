@@ -77,7 +77,7 @@ SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds
       gpuOut_(static_cast<size_t>(ranks)),
       gpuIn_(static_cast<size_t>(ranks)) {
   const int nodes = (ranks + machine.gpusPerNode - 1) / machine.gpusPerNode;
-  nicOut_.resize(static_cast<size_t>(nodes * machine.nicsPerNode));
+  nicOut_.resize(static_cast<size_t>(nodes) * static_cast<size_t>(machine.nicsPerNode));
   nicIn_.resize(nicOut_.size());
 }
 
