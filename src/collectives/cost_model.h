@@ -30,7 +30,10 @@ struct ClusterModel {
   int ranksPerNode = 1;  // when uniform
   bool uniform = true;
   LinkModel intra;
-  LinkModel inter;
+  LinkModel inter;  // one port of a node's (a NIC, an HCA)
+  // The ports a node's ranks cross by at once, each at inter's rate: a flat ring's hop takes
+  // one, a node's ranks sending to other nodes together take up to this many.
+  int rails = 1;
   // CPU rates per byte of float32 input: quantizing, dequantizing (and accumulating), and
   // reducing in place; measured once per process (measureQuantRates) or the defaults.
   double quantizeBytesPerSecond = 7e9;
@@ -97,9 +100,10 @@ struct CostTerms {
     return quantized ? pipelined(wire, compute) : wire + compute;
   }
   // A step in which every rank of a node sends `bytesPerRank` to other nodes at once: the
-  // node's link (the inter-node model is a node's, as ZCCL_INTER_NODE_GBPS) carries them all.
+  // node's rails (each at ZCCL_INTER_NODE_GBPS's rate) carry them all between them.
   double crossNodeStep(double bytesPerRank, double messages = 1) const {
-    return step(c.inter, c.ranksPerNode * bytesPerRank, messages);
+    const double rails = std::max(1, std::min(c.rails, c.ranksPerNode));
+    return step(c.inter, c.ranksPerNode * bytesPerRank / rails, messages);
   }
   // Sends to every other rank at once: the inter-node and intra-node shares overlap.
   double direct(double bytesPerPeer) const {

@@ -196,7 +196,7 @@ Status buildClusterModel(zcclComm* comm) {
   const NodeTopology* mine = comm->modelledTopology.get();
   if (mine == nullptr) ZCCL_CHECK(localTopology(&mine));
   struct Summary {
-    int intraClass, interClass;
+    int intraClass, interClass, interRails;
     double intraGBps, interGBps;
     double quantizeRate, dequantizeRate;
   };
@@ -206,6 +206,7 @@ Status buildClusterModel(zcclComm* comm) {
   measureQuantRates(&measured);
   const Summary local{static_cast<int>(mine->intraNode),
                       static_cast<int>(mine->interNode),
+                      mine->interNodeRails,
                       mine->intraNodeGBps,
                       mine->interNodeGBps,
                       measured.quantizeBytesPerSecond,
@@ -216,8 +217,10 @@ Status buildClusterModel(zcclComm* comm) {
   // job, so all plans agree (ranks that chose differently would exchange unreadable messages).
   NodeTopology slowest;
   slowest.intraNodeGBps = slowest.interNodeGBps = 1e300;
+  slowest.interNodeRails = all[0].interRails;
   double quantizeRate = 1e300, dequantizeRate = 1e300;
   for (const Summary& s : all) {
+    slowest.interNodeRails = std::min(slowest.interNodeRails, s.interRails);
     quantizeRate = std::min(quantizeRate, s.quantizeRate);
     dequantizeRate = std::min(dequantizeRate, s.dequantizeRate);
     if (s.intraGBps < slowest.intraNodeGBps) {

@@ -95,7 +95,8 @@ NodeTopology modelledTopology(const SimMachine& machine) {
   links.intraNode = LinkClass::kNvlink;
   links.intraNodeGBps = machine.intraGBps;
   links.interNode = machine.nicGbps >= 100 ? LinkClass::kInfiniband : LinkClass::kEthernet;
-  links.interNodeGBps = machine.nicsPerNode * machine.nicGbps / 8 / machine.oversubscription;
+  links.interNodeGBps = machine.nicGbps / 8 / machine.oversubscription;
+  links.interNodeRails = machine.nicsPerNode;
   return links;
 }
 

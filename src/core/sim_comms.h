@@ -14,7 +14,7 @@
 namespace zccl {
 
 // The links a simulated machine shows the planner: NVLink inside a node, InfiniBand-class
-// (100 Gbit/s NICs and up) or Ethernet between nodes, a node's NICs together.
+// (100 Gbit/s NICs and up) or Ethernet between nodes, one NIC's rate with the NICs as rails.
 NodeTopology modelledTopology(const SimMachine& machine);
 
 // Makes a communicator per rank of `fabric` (nodes of machine().gpusPerNode ranks; `config`

@@ -79,9 +79,9 @@ std::string describeTopology(const NodeTopology& t) {
   std::string out;
   describeDevices(t, &out);
   describeMatrix(t, &out);
-  appendf(&out, "\nLinks: intra-node %s %.1f GB/s, inter-node %s %.2f GB/s (%s); %s\n",
+  appendf(&out, "\nLinks: intra-node %s %.1f GB/s, inter-node %s %.2f GB/s x %d (%s); %s\n",
           linkClassName(t.intraNode), t.intraNodeGBps, linkClassName(t.interNode), t.interNodeGBps,
-          t.interNodeNote.c_str(),
+          t.interNodeRails, t.interNodeNote.c_str(),
           t.lowBandwidth() ? "a low-bandwidth cluster (neither NVLink nor InfiniBand)"
                            : "not low-bandwidth");
   return out;
@@ -111,8 +111,9 @@ std::string describeTopologyJson(const NodeTopology& t) {
   }
   appendf(&out, "], \"intra_node\": {\"class\": \"%s\", \"gbps\": %.3f}, ",
           linkClassName(t.intraNode), t.intraNodeGBps);
-  appendf(&out, "\"inter_node\": {\"class\": \"%s\", \"gbps\": %.3f, \"note\": \"%s\"}, ",
-          linkClassName(t.interNode), t.interNodeGBps, t.interNodeNote.c_str());
+  appendf(&out,
+          "\"inter_node\": {\"class\": \"%s\", \"gbps\": %.3f, \"rails\": %d, \"note\": \"%s\"}, ",
+          linkClassName(t.interNode), t.interNodeGBps, t.interNodeRails, t.interNodeNote.c_str());
   appendf(&out, "\"low_bandwidth\": %s}", t.lowBandwidth() ? "true" : "false");
   return out;
 }

@@ -205,6 +205,7 @@ void classifyLinks(const TopologyOptions& options, NodeTopology* node) {
     for (const Hca& hca : node->hcas)
       rate = std::max(rate, node->source == "live" ? sysfsHcaGBps(hca.name) : 0);
     node->interNodeGBps = rate > 0 ? rate : kInfinibandGBps;
+    node->interNodeRails = static_cast<int>(node->hcas.size());
     node->interNodeNote = rate > 0 ? "HCA port rate" : "HCA rate unknown: 100 Gb/s assumed";
   } else {
     node->interNode = LinkClass::kEthernet;

@@ -66,7 +66,10 @@ struct NodeTopology {
   LinkClass intraNode = LinkClass::kShm;
   double intraNodeGBps = 0;
   LinkClass interNode = LinkClass::kEthernet;
-  double interNodeGBps = 0;
+  double interNodeGBps = 0;  // one port's (NIC or HCA)
+  // The ports of that rate the node's ranks cross by at once: its HCAs (a rail each); 1 for
+  // Ethernet, whose NICs discovery cannot tell apart from those that lead elsewhere.
+  int interNodeRails = 1;
   std::string interNodeNote;  // why the inter-node estimate is what it is
   // Neither NVLink nor InfiniBand: the "low-bandwidth" cluster of the ZeRO papers.
   bool lowBandwidth() const {

@@ -265,6 +265,29 @@ TEST(Planner, PathsFollowTheLinks) {
   EXPECT_EQ(local.wire, WireFormat::kNone);
 }
 
+// Nodes of 8 GPUs with a rail each: a flat ring crosses nodes through one NIC, the two-level
+// path through all eight at once, which the model must see to prefer it at scale.
+TEST(Planner, RailsCarryANodesCrossNodeStepTogether) {
+  ClusterModel oneRail = cluster(16, 8, LinkClass::kNvlink, 300, LinkClass::kInfiniband, 12.5);
+  ClusterModel eightRails = oneRail;
+  eightRails.rails = 8;
+  const size_t bytes = size_t{8} << 20;
+  const CollectiveOptions exact;
+  const Plan chosen = cheapestPlan(eightRails, Collective::kAllGather, DataType::kBfloat16,
+                                   RedOp::kSum, bytes, exact);
+  EXPECT_EQ(chosen.algorithm, Algorithm::kTwoLevel);
+  // The same two-level plan costs less with eight rails; a ring's cost does not change.
+  const double railed =
+      estimateSeconds(eightRails, Collective::kAllGather, chosen, bytes, DataType::kBfloat16);
+  EXPECT_LT(railed,
+            estimateSeconds(oneRail, Collective::kAllGather, chosen, bytes, DataType::kBfloat16));
+  Plan ring = chosen;
+  ring.algorithm = Algorithm::kRing;
+  ring.row = nullptr;
+  EXPECT_EQ(estimateSeconds(eightRails, Collective::kAllGather, ring, bytes, DataType::kBfloat16),
+            estimateSeconds(oneRail, Collective::kAllGather, ring, bytes, DataType::kBfloat16));
+}
+
 // Smoothing rotates each group both ways and error feedback decodes every message it sends
 // once more: the model charges both, and where the CPU is the bottleneck (one node's shared
 // memory) they tip an allowed INT4 reduce-scatter over to the exact path sooner.
