@@ -1,6 +1,7 @@
 // zccl-sim: zccl's own algorithms and planner on a simulated cluster, in virtual time.
 //   zccl-sim --ranks N --collective all_gather|reduce_scatter|all_reduce --bytes SIZE
-//            [-e MAX -f FACTOR] [--gpus-per-node G] [--node-gbps B] [--machine SPEC]
+//            [-e MAX -f FACTOR] [--topology FILE] [--gpus-per-node G] [--node-gbps B]
+//            [--machine SPEC]
 //            [--wire none|int8|int4] [--algo auto|ring|direct] [--dtype float32|bfloat16]
 //            [--json FILE]
 //   zccl-sim --ranks N --zero 3|++|both --params P --layers L [--tokens T] [--tflops F]
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "core/sim_comms.h"
+#include "topology/topology.h"
 #include "transport/sim/sim_fabric.h"
 #include "zccl/zccl.h"
 #include "zccl/zccl_introspect.h"
@@ -87,7 +89,8 @@ bool parseSize(const char* text, size_t* value) {
   std::fprintf(stderr,
                "usage: zccl-sim --ranks N --collective all_gather|reduce_scatter|all_reduce "
                "--bytes SIZE\n"
-               "                [-e MAX_SIZE -f FACTOR] [--gpus-per-node G] [--node-gbps B]\n"
+               "                [-e MAX_SIZE -f FACTOR] [--topology FILE] [--gpus-per-node G] "
+               "[--node-gbps B]\n"
                "                [--machine gpus-per-node=8,intra-gbps=150,nics=8,nic-gbps=100,"
                "oversubscription=1,\n"
                "                 intra-latency-us=2,inter-latency-us=5,kernel-gbps=1000,"
@@ -95,6 +98,24 @@ bool parseSize(const char* text, size_t* value) {
                "                [--wire none|int8|int4] [--algo auto|ring|direct] "
                "[--dtype float32|bfloat16] [--json FILE]\n");
   std::exit(2);
+}
+
+// A node as an hwloc export describes it (topology/): its GPUs, the NVLink rate between them,
+// its HCAs (else NICs) as the NICs, each at the inter-node rate discovery estimates.
+bool machineFromTopology(const char* path, zccl::SimMachine* machine) {
+  zccl::TopologyOptions options;
+  options.xmlPath = path;
+  zccl::NodeTopology node;
+  if (zccl::discoverTopology(options, &node) != zccl::Status::kSuccess) {
+    std::fprintf(stderr, "zccl-sim: %s\n", zccl::lastThreadError().c_str());
+    return false;
+  }
+  if (!node.gpus.empty()) machine->gpusPerNode = static_cast<int>(node.gpus.size());
+  machine->intraGBps = node.intraNodeGBps;
+  const size_t ports = !node.hcas.empty() ? node.hcas.size() : node.nics.size();
+  machine->nicsPerNode = static_cast<int>(std::max<size_t>(1, ports));
+  machine->nicGbps = node.interNodeGBps * 8;
+  return true;
 }
 
 // The numeric options: where each goes and its least value.
@@ -118,6 +139,7 @@ Settings parse(int argc, char** argv) {
                                 {"bytes", required_argument, nullptr, 'b'},
                                 {"gpus-per-node", required_argument, nullptr, 'g'},
                                 {"node-gbps", required_argument, nullptr, 'B'},
+                                {"topology", required_argument, nullptr, 't'},
                                 {"machine", required_argument, nullptr, 'm'},
                                 {"wire", required_argument, nullptr, 'q'},
                                 {"algo", required_argument, nullptr, 'a'},
@@ -137,7 +159,7 @@ Settings parse(int argc, char** argv) {
       {'B', {&nodeGbps, 1e-9}}, {'P', {&s.params, 1}},      {'L', {&layers, 1}},
       {'T', {&s.tokens, 1}},    {'F', {&s.tflops, 1e-9}},   {'K', {&s.scale, 1}}};
   int opt = 0;
-  while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:m:q:a:d:J:z:P:L:T:F:K:h", longOptions,
+  while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:t:m:q:a:d:J:z:P:L:T:F:K:h", longOptions,
                             nullptr)) != -1) {
     bool ok = true;
     const auto number = numbers.find(opt);
@@ -149,6 +171,9 @@ Settings parse(int argc, char** argv) {
            s.collective == "all_reduce";
     } else if (opt == 'b' || opt == 'e') {
       ok = parseSize(optarg, opt == 'b' ? &s.minBytes : &s.maxBytes);
+    } else if (opt == 't') {
+      ok = machineFromTopology(optarg, &s.machine);
+      gpus = s.machine.gpusPerNode;
     } else if (opt == 'm') {
       ok = zccl::parseSimMachine(optarg, &s.machine) == zccl::Status::kSuccess;
       gpus = s.machine.gpusPerNode;

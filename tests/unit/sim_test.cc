@@ -204,6 +204,42 @@ TEST(Simulation, QuantizedAllGatherStaysWithinItsBound) {
   EXPECT_EQ(outside.load(), 0);
 }
 
+// INT4 reduce-scatter (2-hop across whole nodes, 1-hop at 127 ranks) within its analytic
+// bound: each value is quantized at most twice, once as itself (|x| <= 18, an error of at most
+// half of 18 / 7 per rank) and once inside its node's partial sum (at most 18 L, half of
+// 18 L / 7 per node): 18 n / 7 in all.
+TEST(Simulation, Int4ReduceScatterStaysWithinItsBound) {
+  for (int ranks : {64, 127, 256}) {
+    const size_t perRank = 256;
+    auto fabric = std::make_shared<SimFabric>(ranks, testMachine(), 120);
+    std::atomic<int> outside{0};
+    Totals totals;
+    zcclConfig config = ZCCL_CONFIG_INITIALIZER;
+    config.wireFormat = zcclWireInt4;
+    const Status status = runSimulated(fabric, &config, [&](int rank, zcclComm_t comm) {
+      std::vector<float> in(perRank * ranks), out(perRank);
+      for (size_t i = 0; i < in.size(); ++i) in[i] = valueOf(rank, i);
+      const zcclResult_t result =
+          zcclReduceScatter(in.data(), out.data(), perRank, zcclFloat32, zcclSum, comm, nullptr);
+      if (result != zcclSuccess) return result;
+      const double bound = 18.0 * ranks / 7;
+      for (size_t i = 0; i < perRank; ++i) {
+        double want = 0;
+        for (int r = 0; r < ranks; ++r) want += valueOf(r, rank * perRank + i);
+        if (std::fabs(out[i] - want) > bound) ++outside;
+      }
+      addBytes(comm, &totals);
+      return zcclSuccess;
+    });
+    ASSERT_EQ(status, Status::kSuccess) << lastThreadError();
+    EXPECT_EQ(outside.load(), 0) << ranks << " ranks";
+    // INT4 on the wire: each element at most twice at about half a byte, against float32's
+    // four bytes once in an exact ring.
+    const double exact = static_cast<double>(ranks) * (ranks - 1) * perRank * sizeof(float);
+    EXPECT_LT(static_cast<double>(totals.bytes.load()), 0.35 * exact) << ranks << " ranks";
+  }
+}
+
 // Run by ctest with a 60 s limit (sim_1024): the largest job the simulator is sized for.
 TEST(Simulation, AllGatherAt1024Ranks) {
   Totals totals;
