@@ -4,7 +4,7 @@
  * UCX again, so never acknowledges the flush, and finalize hangs (5 runs in 6 here; MPICH
  * removed that barrier in 4.2.0). From the first disconnect until the worker's destruction a
  * helper thread keeps progressing the worker, serialized with MPICH's own progress calls
- * (the worker is in serialized mode). ../shared/notes/two-node-testbed.md has the story.
+ * (the worker is in serialized mode). docs/testbed.md says where it is used.
  * Built by scripts/testbed/bench-link.sh; not part of zccl. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
