@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "harness/world.h"
 #include "zccl/zccl.h"
@@ -28,6 +29,15 @@ inline void broadcastBytes(void* data, size_t bytes, int root) {
 // A communicator over every rank of the job, as the launch makes one.
 inline zcclResult_t initWorldComm(const zcclConfig* config, zcclComm_t* comm) {
   return world().makeComm(config, World::Engine::kDefault, comm);
+}
+
+// The bytes `comm` has sent so far, every link class together (zcclCommGetStats).
+inline uint64_t bytesSent(zcclComm_t comm) {
+  zcclStats stats;
+  EXPECT_EQ(zcclCommGetStats(comm, &stats), zcclSuccess);
+  uint64_t total = 0;
+  for (uint64_t bytes : stats.bytesSent) total += bytes;
+  return total;
 }
 
 inline zcclComm_t makeComm(int algorithm, int ranksPerNode = ZCCL_CONFIG_UNDEF_INT) {

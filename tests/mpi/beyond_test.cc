@@ -35,13 +35,7 @@ class BeyondZeroPlusPlus : public ::testing::Test {
   }
   void TearDown() override { EXPECT_EQ(zcclCommDestroy(comm_), zcclSuccess); }
 
-  uint64_t bytesSent() const {
-    zcclStats stats;
-    EXPECT_EQ(zcclCommGetStats(comm_, &stats), zcclSuccess);
-    uint64_t total = 0;
-    for (uint64_t bytes : stats.bytesSent) total += bytes;
-    return total;
-  }
+  uint64_t bytesSent() const { return zccl_harness::bytesSent(comm_); }
 
   // Every rank's weights (rank-major, as gathered) advanced by one step, rounded to `type`.
   void advance(zcclDataType_t type, int step, size_t count, std::vector<double>* weights) const {

@@ -29,8 +29,8 @@
 #include "collectives/collectives.h"
 #include "core/comm.h"
 #include "device/device_runtime.h"
-#include "harness/gtest.h"
 #include "harness/emulated_device.h"
+#include "harness/gtest.h"
 #include "harness/values.h"
 #include "transport/staged/staged_transport.h"
 #include "zccl/zccl_introspect.h"
@@ -281,13 +281,7 @@ class Staged : public ::testing::TestWithParam<Route> {
     return device_->kernels().pipelineElements() == zccl::hostKernels().pipelineElements();
   }
 
-  uint64_t bytesSent() const {
-    zcclStats stats;
-    EXPECT_EQ(zcclCommGetStats(comm_, &stats), zcclSuccess);
-    uint64_t total = 0;
-    for (uint64_t bytes : stats.bytesSent) total += bytes;
-    return total;
-  }
+  uint64_t bytesSent() const { return zccl_harness::bytesSent(comm_); }
 
   void check(const Case& c, const std::string& what) {
     SCOPED_TRACE(what);

@@ -455,13 +455,7 @@ TEST_F(ZeroPlusPlus, QuantizedReduceScatterOfManyRowsIsWithinTheBoundAndInPlaceA
 // (Which candidates are in reach depends on this machine's rates: the schedule itself is
 // tested in tuner_test.)
 TEST_F(ZeroPlusPlus, TunedCallsAgreeOnEveryRankAndKeepOnePath) {
-  const auto sent = [&] {
-    zcclStats stats;
-    EXPECT_EQ(zcclCommGetStats(comm_, &stats), zcclSuccess);
-    uint64_t total = 0;
-    for (uint64_t bytes : stats.bytesSent) total += bytes;
-    return total;
-  };
+  const auto sent = [&] { return zccl_harness::bytesSent(comm_); };
   const Wire allowInt4{zcclWireAllowInt4, zcclQuantSymmetric, 512, false};
   const Wire allowInt8{zcclWireAllowInt8, zcclQuantSymmetric, 512, false};
   for (zcclHierarchy_t hierarchy : hierarchies(layout_)) {
