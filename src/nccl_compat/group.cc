@@ -20,24 +20,60 @@ thread_local std::vector<Call> deferred;
 thread_local bool realGroup = false;
 thread_local std::vector<std::function<ncclResult_t()>> deferredInits;
 
+bool succeeded(ncclResult_t result) { return result == ncclSuccess || result == ncclInProgress; }
+
+// What one thread of a group's end came to, and why where it failed.
+struct Outcome {
+  ncclResult_t result = ncclSuccess;
+  std::string error;
+
+  void set(ncclResult_t to) {
+    result = to;
+    if (!succeeded(to)) error = lastError();
+  }
+};
+
+// run(i) for every i < count: on this thread for one, else on a thread each, since each may
+// wait for the others as the ranks of one job do.
+void runEach(size_t count, const std::function<void(size_t)>& run) {
+  if (count == 1) {
+    run(0);
+    return;
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(count);
+  for (size_t i = 0; i < count; ++i) threads.emplace_back(run, i);
+  for (std::thread& thread : threads) thread.join();
+}
+
+// The first failure (its reason made this thread's last error), else ncclInProgress where
+// anything was queued on a non-blocking communicator, else ncclSuccess.
+ncclResult_t combined(const std::vector<Outcome>& outcomes) {
+  ncclResult_t result = ncclSuccess;
+  for (const Outcome& outcome : outcomes) {
+    if (!succeeded(outcome.result)) {
+      setLastError(outcome.error);
+      return outcome.result;
+    }
+    if (outcome.result == ncclInProgress) result = ncclInProgress;
+  }
+  return result;
+}
+
 struct CommWork {
   ncclComm* comm;
   std::vector<Call> pointToPoint;
   std::vector<Call> collectives;
-  ncclResult_t result = ncclSuccess;
-  std::string error;
 };
 
-bool succeeded(ncclResult_t result) { return result == ncclSuccess || result == ncclInProgress; }
-
 // On a non-blocking communicator each call is queued (ncclInProgress), and so is the group.
-void runWork(CommWork* work) {
-  work->result = runPointToPointOverZccl(work->pointToPoint.data(), work->pointToPoint.size());
-  for (size_t i = 0; i < work->collectives.size() && succeeded(work->result); ++i) {
-    const ncclResult_t result = runOverZccl(work->collectives[i]);
-    if (result != ncclSuccess) work->result = result;
+ncclResult_t runWork(const CommWork& work) {
+  ncclResult_t result = runPointToPointOverZccl(work.pointToPoint.data(), work.pointToPoint.size());
+  for (size_t i = 0; i < work.collectives.size() && succeeded(result); ++i) {
+    const ncclResult_t call = runOverZccl(work.collectives[i]);
+    if (call != ncclSuccess) result = call;
   }
-  if (!succeeded(work->result)) work->error = lastError();
+  return result;
 }
 
 std::vector<CommWork> sortByComm(const std::vector<Call>& calls) {
@@ -48,7 +84,7 @@ std::vector<CommWork> sortByComm(const std::vector<Call>& calls) {
       if (existing.comm == call.comm) work = &existing;
     }
     if (work == nullptr) {
-      works.push_back(CommWork{call.comm, {}, {}, ncclSuccess, {}});
+      works.push_back(CommWork{call.comm, {}, {}});
       work = &works.back();
     }
     const bool pointToPoint =
@@ -59,49 +95,17 @@ std::vector<CommWork> sortByComm(const std::vector<Call>& calls) {
 }
 
 ncclResult_t runDeferred(const std::vector<Call>& calls) {
-  std::vector<CommWork> works = sortByComm(calls);
-  if (works.size() == 1) {
-    runWork(&works[0]);
-  } else {
-    std::vector<std::thread> threads;
-    threads.reserve(works.size());
-    for (CommWork& work : works) threads.emplace_back(runWork, &work);
-    for (std::thread& thread : threads) thread.join();
-  }
-  ncclResult_t result = ncclSuccess;
-  for (const CommWork& work : works) {
-    if (!succeeded(work.result)) {
-      setLastError(work.error);
-      return work.result;
-    }
-    if (work.result == ncclInProgress) result = ncclInProgress;
-  }
-  return result;
+  const std::vector<CommWork> works = sortByComm(calls);
+  std::vector<Outcome> outcomes(works.size());
+  runEach(works.size(), [&](size_t i) { outcomes[i].set(runWork(works[i])); });
+  return combined(outcomes);
 }
 
-// Each init joins a rendezvous the others of this thread must join too: a thread each.
+// Each init joins a rendezvous the others of this thread must join too.
 ncclResult_t runInits(const std::vector<std::function<ncclResult_t()>>& inits) {
-  std::vector<ncclResult_t> results(inits.size(), ncclSuccess);
-  std::vector<std::string> errors(inits.size());
-  auto run = [&](size_t i) {
-    results[i] = inits[i]();
-    if (results[i] != ncclSuccess) errors[i] = lastError();
-  };
-  if (inits.size() == 1) {
-    run(0);
-  } else {
-    std::vector<std::thread> threads;
-    threads.reserve(inits.size());
-    for (size_t i = 0; i < inits.size(); ++i) threads.emplace_back(run, i);
-    for (std::thread& thread : threads) thread.join();
-  }
-  for (size_t i = 0; i < inits.size(); ++i) {
-    if (results[i] != ncclSuccess) {
-      setLastError(errors[i]);
-      return results[i];
-    }
-  }
-  return ncclSuccess;
+  std::vector<Outcome> outcomes(inits.size());
+  runEach(inits.size(), [&](size_t i) { outcomes[i].set(inits[i]()); });
+  return combined(outcomes);
 }
 
 ncclResult_t closeRealGroup() {
