@@ -218,6 +218,13 @@ Settings parse(int argc, char** argv) {
   return s;
 }
 
+// A simulation that failed ends the program, naming why.
+void exitUnless(zccl::Status status) {
+  if (status == zccl::Status::kSuccess) return;
+  std::fprintf(stderr, "zccl-sim: %s\n", zccl::lastThreadError().c_str());
+  std::exit(1);
+}
+
 size_t typeBytes(zcclDataType_t type) { return type == zcclBfloat16 ? 2 : 4; }
 
 zcclCollective_t collectiveOf(const std::string& name) {
@@ -291,10 +298,7 @@ Row simulate(const Settings& s, size_t bytes) {
     }
     return zcclSuccess;
   });
-  if (status != zccl::Status::kSuccess) {
-    std::fprintf(stderr, "zccl-sim: %s\n", zccl::lastThreadError().c_str());
-    std::exit(1);
-  }
+  exitUnless(status);
   row.interBytes = static_cast<double>(inter.load()) / s.ranks;
   row.intraBytes = static_cast<double>(intra.load()) / s.ranks;
   return row;
@@ -413,10 +417,7 @@ Step simulateStep(const Settings& s, bool plus, double scale) {
     for (int p = 0; p < 5; ++p) step.phases[p] = std::max(step.phases[p], mine[p]);
     return zcclSuccess;
   });
-  if (status != zccl::Status::kSuccess) {
-    std::fprintf(stderr, "zccl-sim: %s\n", zccl::lastThreadError().c_str());
-    std::exit(1);
-  }
+  exitUnless(status);
   step.crossBytesPerRank = static_cast<double>(cross.load()) / s.ranks * scale;
   return step;
 }
