@@ -692,31 +692,19 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall_base(at::Tensor& output, at
   const std::vector<int64_t> recvRows = offsets(outputSplitSizes, output, "output");
   const bool equal = inputSplitSizes.empty() && outputSplitSizes.empty();
   return run(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {output}, false,
-             [this, output, input, sendRows, recvRows, rowBytes, equal, ranks](Launched* l) {
-               const OnDeviceOf on(input);
-               auto* send = static_cast<const char*>(input.data_ptr());
-               auto* recv = static_cast<char*>(output.data_ptr());
+             [this, output, input, sendRows, recvRows, rowBytes, equal](Launched* l) {
                if (equal) {
+                 const OnDeviceOf on(input);
                  const zcclCollOptions queued = l->queued();
-                 ZCCL_TORCH_CHECK(zcclAllToAllEx(send, recv, sendRows[0] * rowBytes, zcclUint8,
-                                                 comm_, on.stream(), &queued),
-                                  "all_to_all_single");
+                 ZCCL_TORCH_CHECK(
+                     zcclAllToAllEx(input.data_ptr(), output.data_ptr(), sendRows[0] * rowBytes,
+                                    zcclUint8, comm_, on.stream(), &queued),
+                     "all_to_all_single");
                  return;
                }
-               ZCCL_TORCH_CHECK(zcclGroupStart(), "all_to_all_single");
-               int64_t sendOffset = 0;
-               int64_t recvOffset = 0;
-               for (int peer = 0; peer < ranks; ++peer) {
-                 ZCCL_TORCH_CHECK(zcclSend(send + sendOffset * rowBytes, sendRows[peer] * rowBytes,
-                                           zcclUint8, peer, comm_, on.stream()),
-                                  "all_to_all_single");
-                 ZCCL_TORCH_CHECK(zcclRecv(recv + recvOffset * rowBytes, recvRows[peer] * rowBytes,
-                                           zcclUint8, peer, comm_, on.stream()),
-                                  "all_to_all_single");
-                 sendOffset += sendRows[peer];
-                 recvOffset += recvRows[peer];
-               }
-               ZCCL_TORCH_CHECK(zcclGroupEnd(), "all_to_all_single");
+               // Uneven: each peer's rows, as views of the two tensors, in one group.
+               exchange(input.split_with_sizes(sendRows), output.split_with_sizes(recvRows),
+                        "all_to_all_single");
              });
 }
 
