@@ -458,6 +458,15 @@ ZCCL_API zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_
                                int peer, zcclComm_t comm, zcclStream_t stream);
 ZCCL_API zcclResult_t zcclRecv(void* recvbuff, size_t count, zcclDataType_t datatype, int peer,
                                zcclComm_t comm, zcclStream_t stream);
+/*
+ * Receives count (> 0) elements from whichever rank sends first (its zcclSend to this rank),
+ * as MPI_ANY_SOURCE and gloo's recvAnysource do; *source is the sender's rank. Host memory
+ * over the MPI and UCX transports, outside groups; messages from one sender keep their order.
+ * Blocks until done; on a non-blocking communicator it is queued (zcclInProgress) and
+ * *source is written when it completes.
+ */
+ZCCL_API zcclResult_t zcclRecvFromAny(void* recvbuff, size_t count, zcclDataType_t datatype,
+                                      int* source, zcclComm_t comm);
 /* Groups point-to-point calls of this thread so they progress together (as in NCCL). */
 ZCCL_API zcclResult_t zcclGroupStart(void);
 ZCCL_API zcclResult_t zcclGroupEnd(void);

@@ -2,6 +2,7 @@
 // to core; nothing throws past here. The collectives are in collective_api.cc.
 #include <strings.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,17 @@ Status finishRequest(zcclRequest* request) {
 thread_local int groupDepth = 0;
 thread_local std::vector<PendingMessages> groupComms;
 
+// Point-to-point work on the host transport: run here once the communicator's queued work is
+// done, or queued behind it on a non-blocking communicator (zcclInProgress).
+Status runOrQueue(zcclComm* comm, const char* call, std::function<Status()> work) {
+  if (comm->config.blocking) {
+    ZCCL_CHECK(zccl::drainQueuedWork(comm));
+    return work();
+  }
+  ZCCL_CHECK(zccl::queueHostWork(comm, call, std::move(work), {}));
+  return Status::kInProgress;
+}
+
 // Host messages: posted and waited for here, after the communicator's queued work, or queued
 // on a non-blocking communicator (zcclInProgress). Device messages: queued on their stream as
 // one batch.
@@ -47,17 +59,9 @@ Status completeMessages(PendingMessages& pending) {
     ZCCL_CHECK(zccl::deviceEngineOf(comm, &device));
     return device->enqueueMessages(pending.stream, std::move(pending.messages));
   }
-  if (comm->config.blocking) {
-    ZCCL_CHECK(zccl::drainQueuedWork(comm));
-    return zccl::exchangeMessages(*comm->transport, pending.messages, zccl::kPointToPointTag);
-  }
-  ZCCL_CHECK(zccl::queueHostWork(comm, "zcclSend/zcclRecv",
-                                 [comm, messages = std::move(pending.messages)] {
-                                   return zccl::exchangeMessages(*comm->transport, messages,
-                                                                 zccl::kPointToPointTag);
-                                 },
-                                 {}));
-  return Status::kInProgress;
+  return runOrQueue(comm, "zcclSend/zcclRecv", [comm, messages = std::move(pending.messages)] {
+    return zccl::exchangeMessages(*comm->transport, messages, zccl::kPointToPointTag);
+  });
 }
 
 // Joins `comm` on `stream` to this thread's group; a communicator's messages in one group
@@ -324,6 +328,28 @@ zcclResult_t zcclRecv(void* recvbuff, size_t count, zcclDataType_t datatype, int
     ZCCL_CHECK(
         checkPointToPoint(comm, recvbuff, "recvbuff", count, datatype, peer, stream, &bytes));
     return pointToPoint(comm, false, recvbuff, bytes, peer, stream);
+  });
+}
+
+zcclResult_t zcclRecvFromAny(void* recvbuff, size_t count, zcclDataType_t datatype, int* source,
+                             zcclComm_t comm) {
+  return zccl::guardedComm(comm, [&] {
+    if (source == nullptr) return zccl::fail(Status::kInvalidArgument, "source=NULL");
+    if (count == 0) {
+      return zccl::fail(Status::kInvalidArgument,
+                        "count=0: a receive from any source learns its sender from the message, "
+                        "so it takes at least one element");
+    }
+    size_t bytes = 0;
+    ZCCL_CHECK(checkPointToPoint(comm, recvbuff, "recvbuff", count, datatype, 0, nullptr, &bytes));
+    if (groupDepth > 0) {
+      return zccl::fail(Status::kInvalidUsage,
+                        "zcclRecvFromAny inside a group: its sender is known only once it "
+                        "arrives, so it is not grouped; call it outside zcclGroupStart/End");
+    }
+    return runOrQueue(comm, "zcclRecvFromAny", [comm, recvbuff, bytes, source] {
+      return comm->transport->receiveFromAny(recvbuff, bytes, zccl::kPointToPointTag, source);
+    });
   });
 }
 

@@ -8,7 +8,8 @@ namespace zccl {
 Status TicketBook::open(const Transport& t, int peer, Kind kind, size_t requests, Ticket* ticket) {
   *ticket = entries_.size();
   ZCCL_CHECK(t.checkUsable());
-  if (peer < (kind == Kind::kCollective ? -1 : 0) || peer >= t.size()) {
+  const bool anyMember = kind == Kind::kCollective || kind == Kind::kReceiveFromAny;
+  if (peer < (anyMember ? -1 : 0) || peer >= t.size()) {
     return fail(Status::kInternalError, "peer=%d outside [0, %d)", peer, t.size());
   }
   entries_.push_back({requests, requests, peer, kind});
@@ -37,6 +38,8 @@ std::string TicketBook::describe(const Transport& t, const Entry& entry) {
       return "all (native collective)";
     case Kind::kSend:
       return "send to rank " + std::to_string(t.peerRank(entry.peer));
+    case Kind::kReceiveFromAny:
+      return "receive from any rank";
     case Kind::kReceive:
       break;
   }

@@ -14,16 +14,16 @@ namespace zccl {
 
 class TicketBook {
  public:
-  enum class Kind : int { kSend, kReceive, kCollective };
+  enum class Kind : int { kSend, kReceive, kReceiveFromAny, kCollective };
   struct Entry {
     size_t first;  // the engine's requests [first, last)
     size_t last;
-    int peer;  // -1: every member (a collective)
+    int peer;  // -1: every member (a collective), or any (a receive from any)
     Kind kind;
   };
 
   // A new ticket on `t` whose requests start at the engine's `requests` (its count now), once
-  // `t` takes work and `peer` is one of its members (-1 for a collective).
+  // `t` takes work and `peer` is one of its members (-1 for a collective or a receive from any).
   Status open(const Transport& t, int peer, Kind kind, size_t requests, Ticket* ticket);
   // `ticket`'s requests end at the engine's count now.
   void close(Ticket ticket, size_t requests) { entries_[ticket].last = requests; }

@@ -14,6 +14,12 @@ std::atomic<bool> ranksOutnumberCpus{false};
 
 }  // namespace
 
+Status Transport::receiveFromAny(void*, size_t, int, int*) {
+  return fail(Status::kInvalidUsage,
+              "a receive from any source needs a host transport (MPI or UCX); this communicator's "
+              "engine matches messages by sender only");
+}
+
 Status Transport::checkUsable() const {
   if (abortRequested()) {
     return fail(Status::kRemoteError, "rank %d: the communicator was aborted", rank());

@@ -49,6 +49,10 @@ class Transport {
   // post nothing: both sides of every zccl message know its size.
   virtual Status postSend(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) = 0;
   virtual Status postRecv(void* data, size_t bytes, int peer, int tag, Ticket* ticket) = 0;
+  // Receives one message of `bytes` (> 0) on `tag` from whichever member sends first, waiting as
+  // wait() does; *source names it. What was posted before is waited for first. Messages from
+  // one member still arrive in the order it sent them. Host engines only (MPI, UCX).
+  virtual Status receiveFromAny(void* data, size_t bytes, int tag, int* source);
   // Moves what is posted along without waiting (an engine that moves bytes only while polled
   // stalls while its caller does other work). No-op where the engine progresses on its own.
   virtual void progress() {}

@@ -334,5 +334,37 @@ TEST_F(Collectives, SendRecvRing) {
   }
 }
 
+// Receives from any source: rank 0 takes every other rank's messages in whatever order they
+// come; each names its sender and its place in that sender's sequence, which must agree with
+// the source reported and arrive in the order sent.
+TEST_F(Collectives, RecvFromAnyNamesEachSenderInItsOrder) {
+  constexpr int kPerSender = 3;
+  constexpr size_t kCount = 1021;
+  zcclComm_t comm = comms_[0].comm;
+  std::vector<int32_t> message(kCount);
+  if (rank_ != 0) {
+    for (int k = 0; k < kPerSender; ++k) {
+      for (size_t i = 0; i < kCount; ++i) message[i] = rank_ * 1000 + k + static_cast<int32_t>(i);
+      ASSERT_EQ(zcclSend(message.data(), kCount, zcclInt32, 0, comm, nullptr), zcclSuccess)
+          << zcclGetLastError(comm);
+    }
+    return;
+  }
+  std::vector<int> nextFrom(static_cast<size_t>(n_), 0);
+  for (int m = 0; m < (n_ - 1) * kPerSender; ++m) {
+    int source = -1;
+    ASSERT_EQ(zcclRecvFromAny(message.data(), kCount, zcclInt32, &source, comm), zcclSuccess)
+        << zcclGetLastError(comm);
+    ASSERT_TRUE(source > 0 && source < n_) << "source " << source;
+    const int k = nextFrom[static_cast<size_t>(source)]++;
+    size_t wrong = 0;
+    for (size_t i = 0; i < kCount; ++i) {
+      wrong += message[i] != source * 1000 + k + static_cast<int32_t>(i) ? 1 : 0;
+    }
+    EXPECT_EQ(wrong, 0u) << "message " << k << " said to come from rank " << source;
+  }
+  for (int r = 1; r < n_; ++r) EXPECT_EQ(nextFrom[static_cast<size_t>(r)], kPerSender);
+}
+
 }  // namespace
 }  // namespace zccl_harness

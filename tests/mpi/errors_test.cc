@@ -123,6 +123,21 @@ TEST_F(Errors, CollectiveInsideGroupIsInvalidUsage) {
   expectError(zcclGroupEnd(), zcclInvalidUsage, "without a matching", nullptr);
 }
 
+TEST_F(Errors, RecvFromAnyRefusesWhatItCannotDo) {
+  int32_t value = 0;
+  int source = -1;
+  expectError(zcclRecvFromAny(&value, 1, zcclInt32, nullptr, comm_), zcclInvalidArgument,
+              "source=NULL", comm_);
+  expectError(zcclRecvFromAny(&value, 0, zcclInt32, &source, comm_), zcclInvalidArgument, "count=0",
+              comm_);
+  expectError(zcclRecvFromAny(nullptr, 4, zcclInt32, &source, comm_), zcclInvalidArgument,
+              "recvbuff=NULL", comm_);
+  ASSERT_EQ(zcclGroupStart(), zcclSuccess);
+  expectError(zcclRecvFromAny(&value, 1, zcclInt32, &source, comm_), zcclInvalidUsage,
+              "inside a group", comm_);
+  ASSERT_EQ(zcclGroupEnd(), zcclSuccess);
+}
+
 TEST_F(Errors, BadConfigAndEnvironment) {
   zcclConfig config = ZCCL_CONFIG_INITIALIZER;
   config.magic = 0;

@@ -1,9 +1,9 @@
 """What a user switching from torch's NCCL or gloo backend meets first (torchrun
 --nproc-per-node N, N >= 2): bool reductions as NCCL's backend does them, split_group,
-sequence numbers, lists of uneven sizes, a sparse tensor refused by name, monitored_barrier
-naming the ranks that did not arrive, and a barrier timeout that reads as torch's own
-("Timed out ..."). References are computed here from every rank's inputs (gathered over gloo)
-or analytically."""
+sequence numbers, lists of uneven sizes, a sparse tensor refused by name, recv from any
+source, monitored_barrier naming the ranks that did not arrive, and a barrier timeout that
+reads as torch's own ("Timed out ..."). References are computed here from every rank's inputs
+(gathered over gloo) or analytically."""
 import datetime
 import os
 
@@ -101,6 +101,31 @@ def test_sparse_refused() -> None:
         expect_error(f"{what} of a sparse tensor", call, "sparse")
 
 
+def test_recv_from_any_source() -> None:
+    """recv without src (gloo's recvAnysource): rank 0 takes two messages from every other
+    rank in whatever order they come; each says who sent it and its place in that sender's
+    sequence, which must match the source recv returns and the order sent."""
+    n, me = dist.get_world_size(), dist.get_rank()
+    if me != 0:
+        for k in range(2):
+            dist.send(torch.full((1000,), float(me * 10 + k)), 0)
+        return
+    next_from = {r: 0 for r in range(1, n)}
+    for _ in range(2 * (n - 1)):
+        got = torch.empty(1000)
+        source = dist.recv(got)
+        if source not in next_from:
+            failures.append(f"recv from any source: source {source} is not a sender")
+            continue
+        want = float(source * 10 + next_from[source])
+        next_from[source] += 1
+        if not torch.equal(got, torch.full((1000,), want)):
+            failures.append(f"recv from any source: rank {source}'s message is "
+                            f"{got[0].item()}..., want {want}")
+    if any(count != 2 for count in next_from.values()):
+        failures.append(f"recv from any source: messages per sender {next_from}")
+
+
 def test_monitored_barrier() -> None:
     """Every rank arrives: no error. Only rank 0 arrives (wait_all_ranks): it names every
     other rank. All but the last arrive: each of them names the last."""
@@ -142,6 +167,7 @@ def main() -> None:
     test_sequence_numbers(gloo)
     test_uneven_lists()
     test_sparse_refused()
+    test_recv_from_any_source()
     test_monitored_barrier()
     dist.barrier(group=gloo)
     test_barrier_timeout()

@@ -822,6 +822,25 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::recv(std::vector<at::Tensor>& tensor
   });
 }
 
+c10::intrusive_ptr<c10d::Work> ZcclBackend::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                          int) {
+  at::Tensor tensor = single(tensors, "recv from any source", "tensor");
+  TORCH_CHECK(tensor.is_cpu(),
+              "zccl backend: recv from any source (src=None) takes CPU tensors, as gloo's; "
+              "the tensor is on ",
+              tensor.device());
+  auto source = std::make_shared<int>(-1);
+  // Not grouped in a coalescing block: its sender is known only once it arrives.
+  auto work = run(c10d::OpType::RECVANYSOURCE, "recv from any source", {tensor}, false,
+                  [this, tensor, source](Launched*) {
+                    ZCCL_TORCH_CHECK(zcclRecvFromAny(tensor.data_ptr(), byteCount(tensor),
+                                                     zcclUint8, source.get(), comm_),
+                                     "recv from any source");
+                  });
+  static_cast<ZcclWork*>(work.get())->reportSourceFrom(std::move(source));
+  return work;
+}
+
 void ZcclBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
   using Clock = std::chrono::steady_clock;
   const std::chrono::milliseconds timeout =

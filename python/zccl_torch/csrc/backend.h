@@ -89,6 +89,9 @@ class ZcclBackend : public c10d::Backend {
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
                                       int tag) override;
+  // recv(src=None): CPU tensors, as gloo's; the work's sourceRank() names the sender.
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
+                                               int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
   // batch_isend_irecv and torch's coalescing manager: what is issued between these runs at

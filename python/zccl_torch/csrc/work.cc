@@ -17,6 +17,11 @@ ZcclWork::ZcclWork(c10d::OpType type, std::vector<at::Tensor> outputs)
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
 }
 
+int ZcclWork::sourceRank() const {
+  if (source_ == nullptr || *source_ < 0) return c10d::Work::sourceRank();  // raises
+  return *source_;
+}
+
 void ZcclWork::complete(std::exception_ptr error) {
   if (error) {
     future_->setError(error);

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -42,9 +43,13 @@ class ZcclWork : public c10d::Work {
   void complete(std::exception_ptr error);
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // A receive from any source: its sender, once the receive has written it there.
+  void reportSourceFrom(std::shared_ptr<const int> source) { source_ = std::move(source); }
+  int sourceRank() const override;
 
  private:
   std::vector<at::Tensor> outputs_;
+  std::shared_ptr<const int> source_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

@@ -191,6 +191,29 @@ class MpiTransport final : public Transport, public EngineCollectives {
     return post(Kind::kReceive, data, bytes, peer, tag, ticket);
   }
 
+  // The first part comes from any source; MPI's status names it, and the rest of a message
+  // in several parts comes from that rank.
+  Status receiveFromAny(void* data, size_t bytes, int tag, int* source) override {
+    ZCCL_CHECK(waitAll());
+    const size_t firstPart = std::min(kMaxMessageBytes, bytes);
+    Ticket ticket = 0;
+    ZCCL_CHECK(post(Kind::kReceiveFromAny, data, firstPart, -1, tag, &ticket));
+    ZCCL_CHECK(waitAll());
+    *source = statuses_[0].MPI_SOURCE;
+    int received = 0;
+    MPI_Get_count(&statuses_[0], MPI_BYTE, &received);
+    if (static_cast<size_t>(received) != firstPart) {
+      return fail(Status::kInvalidUsage,
+                  "a receive from any source of %zu bytes got %d from rank %d: the sender's "
+                  "count or type differs",
+                  bytes, received, peerRank(*source));
+    }
+    if (bytes == firstPart) return Status::kSuccess;
+    ZCCL_CHECK(post(Kind::kReceive, static_cast<char*>(data) + firstPart, bytes - firstPart,
+                    *source, tag, &ticket));
+    return waitAll();
+  }
+
   // Any call into MPI progresses its engine; a probe touches no request.
   void progress() override {
     if (requests_.empty()) return;
@@ -350,7 +373,8 @@ class MpiTransport final : public Transport, public EngineCollectives {
       if (kind == Kind::kSend) {
         ZCCL_MPI_CHECK(MPI_Isend(base + offset, length, MPI_BYTE, peer, tag, comm_, &request));
       } else {
-        ZCCL_MPI_CHECK(MPI_Irecv(base + offset, length, MPI_BYTE, peer, tag, comm_, &request));
+        const int from = kind == Kind::kReceiveFromAny ? MPI_ANY_SOURCE : peer;
+        ZCCL_MPI_CHECK(MPI_Irecv(base + offset, length, MPI_BYTE, from, tag, comm_, &request));
       }
       requests_.push_back(request);
       tickets_.close(*ticket, requests_.size());

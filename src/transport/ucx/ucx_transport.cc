@@ -38,6 +38,10 @@ ucp_tag_t makeTag(int context, int source, int tag) {
          (static_cast<ucp_tag_t>(source) << kTagBits) | static_cast<ucp_tag_t>(tag);
 }
 
+constexpr ucp_tag_t kSourceBits = ((ucp_tag_t{1} << kRankBits) - 1) << kTagBits;
+
+int sourceOf(ucp_tag_t tag) { return static_cast<int>((tag & kSourceBits) >> kTagBits); }
+
 Status ucxFailure(const char* what, ucs_status_t status) {
   if (status == UCS_ERR_MESSAGE_TRUNCATED) {
     return fail(Status::kInvalidUsage,
@@ -221,6 +225,36 @@ class UcxTransport final : public Transport {
     return end(*ticket);
   }
 
+  // The source's bits of the tag are masked out; the completed request's tag names the sender
+  // (waitRange reads it before it frees the request).
+  Status receiveFromAny(void* data, size_t bytes, int tag, int* source) override {
+    ZCCL_CHECK(waitAll());
+    Ticket ticket = 0;
+    ZCCL_CHECK(begin(-1, Kind::kReceiveFromAny, &ticket));
+    ucp_request_param_t params{};
+    params.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;  // a request, to be asked who sent it
+    {
+      std::lock_guard<std::mutex> guard(fabric_->lock);
+      void* request = ucp_tag_recv_nbx(fabric_->worker, data, bytes, makeTag(context_, 0, tag),
+                                       kFullMask & ~kSourceBits, &params);
+      ZCCL_CHECK(track(request, "ucp_tag_recv_nbx from", -1));
+    }
+    ZCCL_CHECK(end(ticket));
+    receiveFromAnyRequest_ = 0;  // alone in requests_ after the waitAll above
+    receivedFromAny_ = ucp_tag_recv_info_t{};
+    const Status received = waitAll();
+    receiveFromAnyRequest_ = SIZE_MAX;
+    ZCCL_CHECK(received);
+    *source = sourceOf(receivedFromAny_.sender_tag);
+    if (receivedFromAny_.length != bytes) {
+      return fail(Status::kInvalidUsage,
+                  "a receive from any source of %zu bytes got %zu from rank %d: the sender's "
+                  "count or type differs",
+                  bytes, receivedFromAny_.length, peerRank(*source));
+    }
+    return Status::kSuccess;
+  }
+
   void progress() override {
     std::lock_guard<std::mutex> guard(fabric_->lock);
     ucp_worker_progress(fabric_->worker);
@@ -360,7 +394,8 @@ class UcxTransport final : public Transport {
   // a peer that is gone fails there).
   Status track(void* request, const char* call, int peer) {
     if (UCS_PTR_IS_ERR(request)) {
-      const std::string what = std::string(call) + " rank " + std::to_string(peerRank(peer));
+      const std::string what =
+          std::string(call) + (peer < 0 ? " any rank" : " rank " + std::to_string(peerRank(peer)));
       const Status failure = ucxFailure(what.c_str(), UCS_PTR_STATUS(request));
       markBroken();
       return failure;
@@ -390,6 +425,7 @@ class UcxTransport final : public Transport {
             *done = false;
             continue;
           }
+          if (i == receiveFromAnyRequest_) ucp_tag_recv_request_test(request, &receivedFromAny_);
           ucp_request_free(request);
           request = nullptr;
           failure = status;
@@ -424,7 +460,9 @@ class UcxTransport final : public Transport {
   TransportOptions options_;
   bool abandoned_ = false;
   Clock::time_point abandonedAt_;
-  std::vector<void*> requests_;  // nullptr: complete
+  std::vector<void*> requests_;              // nullptr: complete
+  size_t receiveFromAnyRequest_ = SIZE_MAX;  // in requests_, while one is pending
+  ucp_tag_recv_info_t receivedFromAny_{};
   TicketBook tickets_;
 };
 
