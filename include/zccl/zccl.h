@@ -467,6 +467,15 @@ ZCCL_API zcclResult_t zcclRecv(void* recvbuff, size_t count, zcclDataType_t data
  */
 ZCCL_API zcclResult_t zcclRecvFromAny(void* recvbuff, size_t count, zcclDataType_t datatype,
                                       int* source, zcclComm_t comm);
+/*
+ * For a framework whose own checks reject this rank's part of the next collective on comm
+ * before it calls zccl (a sparse tensor, say): the peers' calls to that collective fail at once
+ * with zcclInvalidUsage naming this rank and `reason`, as when zccl rejects a rank's arguments
+ * itself, instead of waiting for this rank until the timeout. This rank then skips that
+ * collective. Host collectives only; the communicator should be aborted afterwards where a
+ * peer's call failed.
+ */
+ZCCL_API zcclResult_t zcclCommRejectCollective(zcclComm_t comm, const char* reason);
 /* Groups point-to-point calls of this thread so they progress together (as in NCCL). */
 ZCCL_API zcclResult_t zcclGroupStart(void);
 ZCCL_API zcclResult_t zcclGroupEnd(void);

@@ -353,6 +353,14 @@ zcclResult_t zcclRecvFromAny(void* recvbuff, size_t count, zcclDataType_t dataty
   });
 }
 
+zcclResult_t zcclCommRejectCollective(zcclComm_t comm, const char* reason) {
+  return zccl::guardedComm(comm, [&] {
+    if (reason == nullptr) return zccl::fail(Status::kInvalidArgument, "reason=NULL");
+    comm->tellPeersRejected(reason);
+    return Status::kSuccess;
+  });
+}
+
 zcclResult_t zcclGroupStart(void) {
   ++groupDepth;
   return zcclSuccess;

@@ -343,9 +343,21 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   // earlier finishes first. A queued call itself only queues its work.
   if (!handover.queued || comm->config.checkCalls) ZCCL_CHECK(drainQueuedWork(comm));
   if (comm->config.checkCalls) {
-    ZCCL_CHECK(agreeOnCall(comm, entry, call, checked.options, checked.inPlace, valid));
+    // A rank whose framework rejected the call (zcclCommRejectCollective) sends a notice
+    // instead of its part of the exchange.
+    comm->enterCollective();
+    const Status agreed = agreeOnCall(comm, entry, call, checked.options, checked.inPlace, valid);
+    comm->leaveCollective();
+    ZCCL_CHECK(agreed);
   }
-  ZCCL_CHECK(valid);
+  if (valid != Status::kSuccess) {
+    // ZCCL_CHECK's exchange told the peers already. A device call's number is taken when its
+    // stream runs it, so its peers are not told.
+    if (!comm->config.checkCalls && call.stream == nullptr && call.count > 0) {
+      comm->tellPeersRejected(std::string(entry.function) + ": " + lastThreadError());
+    }
+    return valid;
+  }
   const CollectiveOptions& options = checked.options;
   const bool inPlace = checked.inPlace;
   const size_t ranks = static_cast<size_t>(comm->size());
@@ -376,8 +388,10 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   const auto work = [comm, collective, args, options, residual, reference] {
     Context ctx = comm->nextCollective(comm->hostKernels());
     ctx.residual = residual;
-    if (reference != nullptr) return allGatherDifferences(ctx, args, options, reference);
-    return runCollective(ctx, collective, args, options);
+    const Status status = reference != nullptr ? allGatherDifferences(ctx, args, options, reference)
+                                               : runCollective(ctx, collective, args, options);
+    comm->leaveCollective();
+    return status;
   };
   if (handover.queued) {
     return handOver(handover, [&](std::function<void(const JobOutcome&)> done) {

@@ -62,8 +62,27 @@ int zcclComm::nextTag() {
 }
 
 zccl::Context zcclComm::nextCollective(zccl::Kernels& kernels) {
+  enterCollective();
   return zccl::Context{*transport, scratch,   hasLevels() ? &levels : nullptr,    native, &cluster,
                        kernels,    nextTag(), config.tunePlans ? &tuner : nullptr};
+}
+
+void zcclComm::enterCollective() {
+  if (notices != nullptr) notices->enter(collectiveSequence);
+}
+
+void zcclComm::leaveCollective() {
+  if (notices != nullptr) notices->leave();
+}
+
+void zcclComm::tellPeersRejected(const std::string& reason) {
+  if (notices == nullptr) return;
+  const std::string error = zccl::lastThreadError();
+  // In order: the work queued before this call takes its numbers first.
+  const zccl::Status drained = zccl::drainQueuedWork(this);
+  zccl::restoreThreadError(error);
+  if (drained != zccl::Status::kSuccess) return;
+  notices->tellPeers(collectiveSequence++, reason);
 }
 
 bool zcclComm::transportsNeedCallersThread() const {
@@ -166,6 +185,12 @@ Status buildLevels(zcclComm* comm) {
   comm->nodeTransport->setPeerRanks(std::move(nodeRanks));
   comm->crossTransport->setPeerRanks(std::move(crossRanks));
   return Status::kSuccess;
+}
+
+// Every wait of the communicator's transports checks its peers' notices.
+void installNotices(zcclComm* comm) {
+  comm->notices = std::make_unique<PeerNotices>(*comm->transport);
+  for (Transport* t : comm->transports(/*withOwned=*/false)) t->setPeerNotices(comm->notices.get());
 }
 
 }  // namespace
@@ -491,6 +516,7 @@ Status createComm(std::unique_ptr<Transport> transport, const CommConfig& config
            algorithmName(config.collective.algorithm),
            zcclWireFormatName(static_cast<zcclWireFormat_t>(config.wirePolicy.allGather)),
            comm->hasLevels() ? "available" : "unavailable (nodes differ in size)");
+  installNotices(comm.get());
   *out = comm.release();
   registerComm(*out);
   return Status::kSuccess;
@@ -523,6 +549,7 @@ Status splitComm(zcclComm* parent, int color, int key, const zcclConfig* config,
   }
   ZCCL_CHECK(buildLevels(comm.get()));
   ZCCL_CHECK(buildClusterModel(comm.get()));
+  installNotices(comm.get());
   *out = comm.release();
   registerComm(*out);
   return Status::kSuccess;

@@ -23,6 +23,9 @@
 
 struct zcclComm {
   std::unique_ptr<zccl::Transport> transport;
+  // Peers' notices of collectives they rejected, read through `transport`, checked by every
+  // wait of this communicator's transports.
+  std::unique_ptr<zccl::PeerNotices> notices;
   zccl::NodeMap nodes;
   std::vector<zccl::ProcessLocator> processes;  // by rank
   zccl::CommConfig config;
@@ -66,8 +69,15 @@ struct zcclComm {
 
   // The tag of the next collective call.
   int nextTag();
-  // The context of the next collective call (which takes the next tag).
+  // The context of the next collective call (which takes the next tag), which peers' notices
+  // may fail until leaveCollective().
   zccl::Context nextCollective(zccl::Kernels& kernels);
+  void enterCollective();  // the next collective, before it takes its tag
+  void leaveCollective();
+  // A collective this rank rejected for `reason`: it takes the collective's number as one
+  // that ran would, and its peers are told, so that their calls to it fail at once instead of
+  // waiting for this rank until the timeout. The thread's error is kept.
+  void tellPeersRejected(const std::string& reason);
   // After a call failed past its checks: names `call` in the error, and abandons every
   // transport of this communicator (what is in flight may be left by peers that are gone).
   void abandonAfterFailure(const std::string& call);

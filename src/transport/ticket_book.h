@@ -78,6 +78,13 @@ Status pollUntilDone(const Transport& t, double timeoutSeconds, Poll&& poll, Aba
       return fail(Status::kRemoteError, "rank %d: the communicator was aborted while waiting",
                   t.rank());
     }
+    if ((spin & 63u) == 0) {
+      const Status rejected = t.checkPeerNotices();
+      if (rejected != Status::kSuccess) {
+        abandon();
+        return rejected;
+      }
+    }
     pauseBetweenPolls(spin);
     if (timeoutSeconds > 0 && (spin & 1023u) == 0 &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >

@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "common/types.h"
+#include "transport/peer_notices.h"
 
 namespace zccl {
 
@@ -53,6 +54,17 @@ class Transport {
   // wait() does; *source names it. What was posted before is waited for first. Messages from
   // one member still arrive in the order it sent them. Host engines only (MPI, UCX).
   virtual Status receiveFromAny(void* data, size_t bytes, int tag, int* source);
+  // Notices (peer_notices.h): sent to every other member on a tag of their own, not waited
+  // for and not counted as traffic; takeNotice hands over one that arrived, without waiting.
+  // Engines without them (the simulated, staged and NCCL transports) neither send nor take.
+  virtual void sendNotice(const CallNotice& /*notice*/) {}
+  virtual bool takeNotice(CallNotice* /*notice*/) { return false; }
+  // The notices every wait of this transport checks (may be null: none); its owner's.
+  void setPeerNotices(PeerNotices* notices) { notices_ = notices; }
+  Status checkPeerNotices() const {
+    return notices_ != nullptr ? notices_->check() : Status::kSuccess;
+  }
+
   // Moves what is posted along without waiting (an engine that moves bytes only while polled
   // stalls while its caller does other work). No-op where the engine progresses on its own.
   virtual void progress() {}
@@ -113,6 +125,7 @@ class Transport {
  private:
   bool broken_ = false;
   std::vector<int> peerRanks_;
+  PeerNotices* notices_ = nullptr;
   std::atomic<bool> abortRequested_{false};
 };
 

@@ -3,6 +3,7 @@
 // are refused, late data after an abort lands nowhere, and abort releases a blocked thread.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -107,6 +108,59 @@ TEST(Reliability, CountMismatchNeverWritesOutsideTheBuffersNorAborts) {
     EXPECT_EQ(zcclCommAbort(comm), zcclSuccess);
     barrier();
   }
+}
+
+// Without ZCCL_CHECK: the last rank passes recvbuff=NULL (or its framework rejects the call,
+// zcclCommRejectCollective), the others valid buffers. The others' calls fail naming that
+// rank and why (its notice reaches them at once; with a timeout of 600 s they would otherwise
+// wait that long), and the rank keeps its own error.
+TEST(Reliability, ArgumentErrorOnOneRankReachesTheOthers) {
+  const int rank = worldRank(), n = worldSize();
+  const bool rejecting = rank == n - 1;
+  for (bool byFramework : {false, true}) {
+    for (int algorithm : {zcclAlgoRing, zcclAlgoDirect}) {
+      zcclComm_t comm = commWithTimeout(600, algorithm);
+      std::vector<float> send(1000, 1.0f), recv(1000);
+      const char* why = byFramework ? "tensors is sparse" : "recvbuff=NULL";
+      zcclResult_t result = zcclSuccess;
+      if (rejecting && byFramework) {
+        EXPECT_EQ(zcclCommRejectCollective(comm, why), zcclSuccess) << zcclGetLastError(comm);
+      } else {
+        result = zcclAllReduce(send.data(), rejecting ? nullptr : recv.data(), recv.size(),
+                               zcclFloat32, zcclSum, comm, nullptr);
+        const std::string message = zcclGetLastError(comm);
+        EXPECT_EQ(result, rejecting ? zcclInvalidArgument : zcclInvalidUsage)
+            << zcclGetErrorString(result) << ": " << message;
+        EXPECT_NE(message.find(why), std::string::npos) << message;
+        const std::string names = "rank " + std::to_string(n - 1) + " rejected its own arguments";
+        EXPECT_TRUE(rejecting || message.find(names) != std::string::npos) << message;
+      }
+      EXPECT_EQ(zcclCommAbort(comm), zcclSuccess);
+      barrier();
+    }
+  }
+}
+
+// Every rank rejecting the same call keeps its own error, and the communicator stays exact
+// for the next call: the notices of a call every rank rejected fail nothing later.
+TEST(Reliability, ArgumentErrorOnEveryRankLeavesTheNextCallExact) {
+  const int n = worldSize();
+  zcclComm_t comm = commWithTimeout(60);
+  std::vector<float> values(1000, 1.0f);
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(
+        zcclAllReduce(values.data(), nullptr, values.size(), zcclFloat32, zcclSum, comm, nullptr),
+        zcclInvalidArgument);
+    std::fill(values.begin(), values.end(), 1.0f);
+    ASSERT_EQ(zcclAllReduce(values.data(), values.data(), values.size(), zcclFloat32, zcclSum, comm,
+                            nullptr),
+              zcclSuccess)
+        << zcclGetLastError(comm);
+    size_t wrong = 0;
+    for (float v : values) wrong += v != static_cast<float>(n) ? 1 : 0;
+    EXPECT_EQ(wrong, 0u) << "round " << round;
+  }
+  EXPECT_EQ(zcclCommDestroy(comm), zcclSuccess);
 }
 
 zcclComm_t checkingComm(int algorithm) {

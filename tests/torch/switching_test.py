@@ -1,9 +1,9 @@
 """What a user switching from torch's NCCL or gloo backend meets first (torchrun
 --nproc-per-node N, N >= 2): bool reductions as NCCL's backend does them, split_group,
-sequence numbers, lists of uneven sizes, a sparse tensor refused by name, recv from any
-source, monitored_barrier naming the ranks that did not arrive, and a barrier timeout that
-reads as torch's own ("Timed out ..."). References are computed here from every rank's inputs
-(gathered over gloo) or analytically."""
+sequence numbers, lists of uneven sizes, a sparse tensor refused by name (on one rank: the
+others' calls fail at once, naming it), recv from any source, monitored_barrier naming the
+ranks that did not arrive, and a barrier timeout that reads as torch's own ("Timed out ...").
+References are computed here from every rank's inputs (gathered over gloo) or analytically."""
 import datetime
 import os
 
@@ -101,6 +101,23 @@ def test_sparse_refused() -> None:
         expect_error(f"{what} of a sparse tensor", call, "sparse")
 
 
+def test_argument_error_on_one_rank() -> None:
+    """Rank 0 passes a sparse (then a non-contiguous) tensor, the others dense ones: rank 0's
+    error says why, and the others' calls fail at once naming rank 0 and why (within the
+    group's timeout of 300 s they would otherwise wait for it). Each case on a group of its
+    own, since a peer's failed call leaves its communicator to be aborted."""
+    me = dist.get_rank()
+    cases = (("sparse", torch.ones(4).to_sparse(), torch.ones(4)),
+             ("not contiguous", torch.ones(4, 4).t(), torch.ones(4, 4)))
+    for why, rejected, accepted in cases:
+        group = dist.new_group(backend="zccl")
+        expect_error(f"all_reduce of a tensor that is {why} on rank 0",
+                     lambda: dist.all_reduce(rejected if me == 0 else accepted, group=group),
+                     why if me == 0 else f"rank 0 rejected its own arguments to this call: "
+                                         f"zccl backend: allreduce: tensors is {why}")
+        dist.destroy_process_group(group)
+
+
 def test_recv_from_any_source() -> None:
     """recv without src (gloo's recvAnysource): rank 0 takes two messages from every other
     rank in whatever order they come; each says who sent it and its place in that sender's
@@ -167,6 +184,7 @@ def main() -> None:
     test_sequence_numbers(gloo)
     test_uneven_lists()
     test_sparse_refused()
+    test_argument_error_on_one_rank()
     test_recv_from_any_source()
     test_monitored_barrier()
     dist.barrier(group=gloo)

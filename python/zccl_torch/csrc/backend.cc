@@ -305,9 +305,39 @@ std::vector<std::pair<std::string, zcclComm_t>> liveCommsByName() {
   return comms;
 }
 
+namespace {
+// Whether the collective this thread is in has reached run(), where zccl's calls start: an
+// error before that is this rank's own checks rejecting its arguments. Collectives made of
+// others (coalesced forms) count once, as the outermost.
+thread_local bool collectiveReachedZccl = false;
+thread_local int collectiveDepth = 0;
+
+struct CollectiveLevel {
+  CollectiveLevel() : outermost(collectiveDepth++ == 0) {
+    if (outermost) collectiveReachedZccl = false;
+  }
+  ~CollectiveLevel() { --collectiveDepth; }
+  const bool outermost;
+};
+}  // namespace
+
+template <typename Body>
+c10::intrusive_ptr<c10d::Work> ZcclBackend::collective(const Body& body) {
+  const CollectiveLevel level;
+  try {
+    return body();
+  } catch (const c10::Error& error) {
+    if (level.outermost && !collectiveReachedZccl && comm_ != nullptr) {
+      zcclCommRejectCollective(comm_, error.what_without_backtrace());
+    }
+    throw;
+  }
+}
+
 c10::intrusive_ptr<c10d::Work> ZcclBackend::run(c10d::OpType type, const char* operation,
                                                 std::vector<at::Tensor> outputs, bool pointToPoint,
                                                 Launch launch) {
+  collectiveReachedZccl = true;
   TORCH_CHECK(comm_ != nullptr, "zccl backend: ", operation,
               " on a process group that was shut down or aborted");
   ++sequence_;
@@ -417,16 +447,18 @@ zcclWirePolicy ZcclBackend::policy() const {
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                       const c10d::BroadcastOptions& opts) {
-  at::Tensor tensor = single(tensors, "broadcast", "tensors");
-  const int root = static_cast<int>(opts.rootRank);
-  return run(
-      c10d::OpType::BROADCAST, "broadcast", {tensor}, false, [this, tensor, root](Launched* l) {
-        const OnDeviceOf on(tensor);
-        const zcclCollOptions queued = l->queued();
-        ZCCL_TORCH_CHECK(zcclBroadcastEx(tensor.data_ptr(), tensor.data_ptr(), byteCount(tensor),
-                                         zcclUint8, root, comm_, on.stream(), &queued),
-                         "broadcast");
-      });
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    at::Tensor tensor = single(tensors, "broadcast", "tensors");
+    const int root = static_cast<int>(opts.rootRank);
+    return run(
+        c10d::OpType::BROADCAST, "broadcast", {tensor}, false, [this, tensor, root](Launched* l) {
+          const OnDeviceOf on(tensor);
+          const zcclCollOptions queued = l->queued();
+          ZCCL_TORCH_CHECK(zcclBroadcastEx(tensor.data_ptr(), tensor.data_ptr(), byteCount(tensor),
+                                           zcclUint8, root, comm_, on.stream(), &queued),
+                           "broadcast");
+        });
+  });
 }
 
 void ZcclBackend::startAllReduce(Launched* l, const at::Tensor& tensor,
@@ -446,53 +478,60 @@ void ZcclBackend::startAllReduce(Launched* l, const at::Tensor& tensor,
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                       const c10d::AllreduceOptions& opts) {
-  at::Tensor tensor = single(tensors, "allreduce", "tensors");
-  reductionOf(tensor, opts.reduceOp, "allreduce");
-  const c10d::ReduceOp reduceOp = opts.reduceOp;
-  return run(
-      c10d::OpType::ALLREDUCE, "allreduce", {tensor}, false,
-      [this, tensor, reduceOp](Launched* l) { startAllReduce(l, tensor, reduceOp, "allreduce"); });
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    at::Tensor tensor = single(tensors, "allreduce", "tensors");
+    reductionOf(tensor, opts.reduceOp, "allreduce");
+    const c10d::ReduceOp reduceOp = opts.reduceOp;
+    return run(c10d::OpType::ALLREDUCE, "allreduce", {tensor}, false,
+               [this, tensor, reduceOp](Launched* l) {
+                 startAllReduce(l, tensor, reduceOp, "allreduce");
+               });
+  });
 }
 
 // Tensors of one type travel as one buffer, one zccl all-reduce for the lot.
 c10::intrusive_ptr<c10d::Work> ZcclBackend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
-  TORCH_CHECK(!tensors.empty(), "zccl backend: allreduce_coalesced of no tensors");
-  for (const auto& tensor : tensors) {
-    checkTensor(tensor, "allreduce_coalesced", "tensors");
-    TORCH_CHECK(tensor.scalar_type() == tensors[0].scalar_type(),
-                "zccl backend: allreduce_coalesced: tensors of dtypes ", tensors[0].scalar_type(),
-                " and ", tensor.scalar_type(), " (one dtype per call)");
-  }
-  reductionOf(tensors[0], opts.reduceOp, "allreduce_coalesced");
-  const c10d::ReduceOp reduceOp = opts.reduceOp;
-  std::vector<at::Tensor> outputs = tensors;
-  return run(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", outputs, false,
-             [this, outputs, reduceOp](Launched* l) {
-               at::Tensor flat = flatCat(outputs);
-               startAllReduce(l, flat, reduceOp, "allreduce_coalesced");
-               l->finish = [flat, outputs] { copyOut(flat, outputs); };
-             });
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    TORCH_CHECK(!tensors.empty(), "zccl backend: allreduce_coalesced of no tensors");
+    for (const auto& tensor : tensors) {
+      checkTensor(tensor, "allreduce_coalesced", "tensors");
+      TORCH_CHECK(tensor.scalar_type() == tensors[0].scalar_type(),
+                  "zccl backend: allreduce_coalesced: tensors of dtypes ", tensors[0].scalar_type(),
+                  " and ", tensor.scalar_type(), " (one dtype per call)");
+    }
+    reductionOf(tensors[0], opts.reduceOp, "allreduce_coalesced");
+    const c10d::ReduceOp reduceOp = opts.reduceOp;
+    std::vector<at::Tensor> outputs = tensors;
+    return run(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", outputs, false,
+               [this, outputs, reduceOp](Launched* l) {
+                 at::Tensor flat = flatCat(outputs);
+                 startAllReduce(l, flat, reduceOp, "allreduce_coalesced");
+                 l->finish = [flat, outputs] { copyOut(flat, outputs); };
+               });
+  });
 }
 
 // In place at the root; the other ranks' tensors are left as they were.
 c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce(std::vector<at::Tensor>& tensors,
                                                    const c10d::ReduceOptions& opts) {
-  at::Tensor tensor = single(tensors, "reduce", "tensors");
-  const Reduction reduction = reductionOf(tensor, opts.reduceOp, "reduce");
-  const int root = static_cast<int>(opts.rootRank);
-  const c10d::ReduceOp reduceOp = opts.reduceOp;
-  return run(c10d::OpType::REDUCE, "reduce", {tensor}, false,
-             [this, tensor, reduction, root, reduceOp](Launched* l) {
-               const OnDeviceOf on(tensor);
-               const at::Tensor input = premultiplied(tensor, reduceOp);
-               l->keep.push_back(input);
-               const zcclCollOptions queued = l->queued();
-               ZCCL_TORCH_CHECK(
-                   zcclReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(), reduction.type,
-                                reduction.op, root, comm_, on.stream(), &queued),
-                   "reduce");
-             });
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    at::Tensor tensor = single(tensors, "reduce", "tensors");
+    const Reduction reduction = reductionOf(tensor, opts.reduceOp, "reduce");
+    const int root = static_cast<int>(opts.rootRank);
+    const c10d::ReduceOp reduceOp = opts.reduceOp;
+    return run(c10d::OpType::REDUCE, "reduce", {tensor}, false,
+               [this, tensor, reduction, root, reduceOp](Launched* l) {
+                 const OnDeviceOf on(tensor);
+                 const at::Tensor input = premultiplied(tensor, reduceOp);
+                 l->keep.push_back(input);
+                 const zcclCollOptions queued = l->queued();
+                 ZCCL_TORCH_CHECK(
+                     zcclReduceEx(input.data_ptr(), tensor.data_ptr(), tensor.numel(),
+                                  reduction.type, reduction.op, root, comm_, on.stream(), &queued),
+                     "reduce");
+               });
+  });
 }
 
 // Float tensors travel typed, so that the wire policy can quantize them; others as bytes.
@@ -521,142 +560,157 @@ void ZcclBackend::checkAllGather(const at::Tensor& output, const at::Tensor& inp
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                             const c10d::AllgatherOptions&) {
-  checkAllGather(output, input, "all_gather_into_tensor");
-  return run(c10d::OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output}, false,
-             [this, output, input](Launched* l) { startAllGather(l, output, input); });
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    checkAllGather(output, input, "all_gather_into_tensor");
+    return run(c10d::OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output}, false,
+               [this, output, input](Launched* l) { startAllGather(l, output, input); });
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                       std::vector<at::Tensor>& inputs,
                                                       const c10d::AllgatherOptions&) {
-  at::Tensor input = single(inputs, "allgather", "input_tensor");
-  TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
-              "zccl backend: allgather: tensor_list must hold one tensor per rank (", getSize(),
-              ")");
-  bool even = true;
-  for (const auto& output : outputs[0]) {
-    checkTensor(output, "allgather", "tensor_list");
-    TORCH_CHECK(output.scalar_type() == input.scalar_type(),
-                "zccl backend: allgather: an output is ", output.scalar_type(), ", the input ",
-                input.scalar_type());
-    even = even && output.numel() == input.numel();
-  }
-  std::vector<at::Tensor> targets = outputs[0];
-  TORCH_CHECK(targets[getRank()].numel() == input.numel(), "zccl backend: allgather: this rank's ",
-              "output holds ", targets[getRank()].numel(), " elements, its input ", input.numel());
-  if (!even) {  // as torch's NCCL backend: each rank's tensor of its own size
-    const std::vector<at::Tensor> sends(getSize(), input);
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    at::Tensor input = single(inputs, "allgather", "input_tensor");
+    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
+                "zccl backend: allgather: tensor_list must hold one tensor per rank (", getSize(),
+                ")");
+    bool even = true;
+    for (const auto& output : outputs[0]) {
+      checkTensor(output, "allgather", "tensor_list");
+      TORCH_CHECK(output.scalar_type() == input.scalar_type(),
+                  "zccl backend: allgather: an output is ", output.scalar_type(), ", the input ",
+                  input.scalar_type());
+      even = even && output.numel() == input.numel();
+    }
+    std::vector<at::Tensor> targets = outputs[0];
+    TORCH_CHECK(targets[getRank()].numel() == input.numel(),
+                "zccl backend: allgather: this rank's ", "output holds ",
+                targets[getRank()].numel(), " elements, its input ", input.numel());
+    if (!even) {  // as torch's NCCL backend: each rank's tensor of its own size
+      const std::vector<at::Tensor> sends(getSize(), input);
+      return run(c10d::OpType::ALLGATHER, "allgather", targets, false,
+                 [this, sends, targets](Launched*) { exchange(sends, targets, "allgather"); });
+    }
+    // Into one buffer, copied into the list once the gather has run.
     return run(c10d::OpType::ALLGATHER, "allgather", targets, false,
-               [this, sends, targets](Launched*) { exchange(sends, targets, "allgather"); });
-  }
-  // Into one buffer, copied into the list once the gather has run.
-  return run(c10d::OpType::ALLGATHER, "allgather", targets, false,
-             [this, input, targets](Launched* l) {
-               at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());
-               startAllGather(l, flat, input.reshape({-1}));
-               l->keep.push_back(input);
-               l->finish = [flat, targets] { copyOut(flat, targets); };
-             });
+               [this, input, targets](Launched* l) {
+                 at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());
+                 startAllGather(l, flat, input.reshape({-1}));
+                 l->keep.push_back(input);
+                 l->finish = [flat, targets] { copyOut(flat, targets); };
+               });
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions&) {
-  TORCH_CHECK(outputLists.size() == static_cast<size_t>(getSize()),
-              "zccl backend: allgather_coalesced: one output list per rank expected");
-  std::vector<at::Tensor> outputs;
-  for (const auto& list : outputLists) outputs.insert(outputs.end(), list.begin(), list.end());
-  const std::vector<std::vector<at::Tensor>> lists = outputLists;
-  return run(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", outputs, false,
-             [this, inputs, lists](Launched* l) {
-               at::Tensor flatInput = flatCat(inputs);
-               at::Tensor flat = at::empty({flatInput.numel() * getSize()}, flatInput.options());
-               startAllGather(l, flat, flatInput);
-               l->keep.push_back(flatInput);
-               l->finish = [this, flat, flatInput, lists] {
-                 for (int rank = 0; rank < getSize(); ++rank) {
-                   copyOut(flat.narrow(0, rank * flatInput.numel(), flatInput.numel()),
-                           lists[static_cast<size_t>(rank)]);
-                 }
-               };
-             });
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    TORCH_CHECK(outputLists.size() == static_cast<size_t>(getSize()),
+                "zccl backend: allgather_coalesced: one output list per rank expected");
+    std::vector<at::Tensor> outputs;
+    for (const auto& list : outputLists) outputs.insert(outputs.end(), list.begin(), list.end());
+    const std::vector<std::vector<at::Tensor>> lists = outputLists;
+    return run(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", outputs, false,
+               [this, inputs, lists](Launched* l) {
+                 at::Tensor flatInput = flatCat(inputs);
+                 at::Tensor flat = at::empty({flatInput.numel() * getSize()}, flatInput.options());
+                 startAllGather(l, flat, flatInput);
+                 l->keep.push_back(flatInput);
+                 l->finish = [this, flat, flatInput, lists] {
+                   for (int rank = 0; rank < getSize(); ++rank) {
+                     copyOut(flat.narrow(0, rank * flatInput.numel(), flatInput.numel()),
+                             lists[static_cast<size_t>(rank)]);
+                   }
+                 };
+               });
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  TORCH_CHECK(outputs.size() == inputs.size(),
-              "zccl backend: allgather_into_tensor_coalesced: ", outputs.size(), " outputs for ",
-              inputs.size(), " inputs");
-  std::vector<c10::intrusive_ptr<c10d::Work>> works;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    works.push_back(_allgather_base(outputs[i], inputs[i], opts));
-  }
-  return joined(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, std::move(works));
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    TORCH_CHECK(outputs.size() == inputs.size(),
+                "zccl backend: allgather_into_tensor_coalesced: ", outputs.size(), " outputs for ",
+                inputs.size(), " inputs");
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      works.push_back(_allgather_base(outputs[i], inputs[i], opts));
+    }
+    return joined(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, std::move(works));
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
-  checkTensor(input, "reduce_scatter_tensor", "input");
-  checkTensor(output, "reduce_scatter_tensor", "output");
-  TORCH_CHECK(input.numel() == output.numel() * getSize(),
-              "zccl backend: reduce_scatter_tensor: input has ", input.numel(),
-              " elements, expected output's ", output.numel(), " x ", getSize(), " ranks");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(),
-              "zccl backend: reduce_scatter_tensor: input is ", input.scalar_type(), ", output ",
-              output.scalar_type());
-  const Reduction reduction = reductionOf(input, opts.reduceOp, "reduce_scatter_tensor");
-  const c10d::ReduceOp reduceOp = opts.reduceOp;
-  return run(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output}, false,
-             [this, output, input, reduction, reduceOp](Launched* l) {
-               const OnDeviceOf on(input);
-               const at::Tensor source = premultiplied(input, reduceOp);
-               l->keep.push_back(source);
-               zcclCollOptions queued = l->queued();
-               if (on.stream() == nullptr) {
-                 states_->forReduction(false, source.numel(), reduction.type, &queued);
-               }
-               ZCCL_TORCH_CHECK(
-                   zcclReduceScatterEx(source.data_ptr(), output.data_ptr(), output.numel(),
-                                       reduction.type, reduction.op, comm_, on.stream(), &queued),
-                   "reduce_scatter_tensor");
-             });
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    checkTensor(input, "reduce_scatter_tensor", "input");
+    checkTensor(output, "reduce_scatter_tensor", "output");
+    TORCH_CHECK(input.numel() == output.numel() * getSize(),
+                "zccl backend: reduce_scatter_tensor: input has ", input.numel(),
+                " elements, expected output's ", output.numel(), " x ", getSize(), " ranks");
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(),
+                "zccl backend: reduce_scatter_tensor: input is ", input.scalar_type(), ", output ",
+                output.scalar_type());
+    const Reduction reduction = reductionOf(input, opts.reduceOp, "reduce_scatter_tensor");
+    const c10d::ReduceOp reduceOp = opts.reduceOp;
+    return run(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output}, false,
+               [this, output, input, reduction, reduceOp](Launched* l) {
+                 const OnDeviceOf on(input);
+                 const at::Tensor source = premultiplied(input, reduceOp);
+                 l->keep.push_back(source);
+                 zcclCollOptions queued = l->queued();
+                 if (on.stream() == nullptr) {
+                   states_->forReduction(false, source.numel(), reduction.type, &queued);
+                 }
+                 ZCCL_TORCH_CHECK(
+                     zcclReduceScatterEx(source.data_ptr(), output.data_ptr(), output.numel(),
+                                         reduction.type, reduction.op, comm_, on.stream(), &queued),
+                     "reduce_scatter_tensor");
+               });
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  at::Tensor output = single(outputs, "reduce_scatter", "output");
-  TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
-              "zccl backend: reduce_scatter: input_list must hold one tensor per rank (", getSize(),
-              ")");
-  bool even = true;
-  for (const auto& input : inputs[0]) {
-    checkTensor(input, "reduce_scatter", "input_list");
-    TORCH_CHECK(input.scalar_type() == output.scalar_type(), "zccl backend: reduce_scatter: an ",
-                "input is ", input.scalar_type(), ", the output ", output.scalar_type());
-    even = even && input.numel() == output.numel();
-  }
-  TORCH_CHECK(inputs[0][getRank()].numel() == output.numel(),
-              "zccl backend: reduce_scatter: ", "this rank's input holds ",
-              inputs[0][getRank()].numel(), " elements, its output ", output.numel());
-  if (!even) return unevenReduceScatter(output, inputs[0], opts.reduceOp);
-  at::Tensor flat = flatCat(inputs[0]);
-  at::Tensor result = output.view({-1});  // contiguous: the same storage
-  return _reduce_scatter_base(result, flat, opts);
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    at::Tensor output = single(outputs, "reduce_scatter", "output");
+    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
+                "zccl backend: reduce_scatter: input_list must hold one tensor per rank (",
+                getSize(), ")");
+    bool even = true;
+    for (const auto& input : inputs[0]) {
+      checkTensor(input, "reduce_scatter", "input_list");
+      TORCH_CHECK(input.scalar_type() == output.scalar_type(), "zccl backend: reduce_scatter: an ",
+                  "input is ", input.scalar_type(), ", the output ", output.scalar_type());
+      even = even && input.numel() == output.numel();
+    }
+    TORCH_CHECK(inputs[0][getRank()].numel() == output.numel(),
+                "zccl backend: reduce_scatter: ", "this rank's input holds ",
+                inputs[0][getRank()].numel(), " elements, its output ", output.numel());
+    if (!even) return unevenReduceScatter(output, inputs[0], opts.reduceOp);
+    at::Tensor flat = flatCat(inputs[0]);
+    at::Tensor result = output.view({-1});  // contiguous: the same storage
+    return _reduce_scatter_base(result, flat, opts);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  TORCH_CHECK(outputs.size() == inputs.size(),
-              "zccl backend: reduce_scatter_tensor_coalesced: ", outputs.size(), " outputs for ",
-              inputs.size(), " inputs");
-  std::vector<c10::intrusive_ptr<c10d::Work>> works;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    works.push_back(_reduce_scatter_base(outputs[i], inputs[i], opts));
-  }
-  return joined(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, std::move(works));
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    TORCH_CHECK(outputs.size() == inputs.size(),
+                "zccl backend: reduce_scatter_tensor_coalesced: ", outputs.size(), " outputs for ",
+                inputs.size(), " inputs");
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      works.push_back(_reduce_scatter_base(outputs[i], inputs[i], opts));
+    }
+    return joined(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, std::move(works));
+  });
 }
 
 // Equal splits are zccl's all-to-all; uneven ones are one group of sends and receives.
@@ -664,60 +718,65 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall_base(at::Tensor& output, at
                                                           std::vector<int64_t>& outputSplitSizes,
                                                           std::vector<int64_t>& inputSplitSizes,
                                                           const c10d::AllToAllOptions&) {
-  checkTensor(input, "all_to_all_single", "input");
-  checkTensor(output, "all_to_all_single", "output");
-  const int ranks = getSize();
-  const int64_t rowBytes = input.dim() == 0
-                               ? input.element_size()
-                               : byteCount(input) / std::max<int64_t>(1, input.size(0));
-  auto offsets = [&](const std::vector<int64_t>& splits, const at::Tensor& tensor,
-                     const char* argument) {
-    std::vector<int64_t> sizes = splits;
-    if (sizes.empty()) {
-      TORCH_CHECK(tensor.dim() > 0 && tensor.size(0) % ranks == 0,
-                  "zccl backend: all_to_all_single: ", argument, " of ",
-                  tensor.dim() > 0 ? tensor.size(0) : 0, " rows does not divide by ", ranks,
-                  " ranks (pass split sizes)");
-      sizes.assign(ranks, tensor.size(0) / ranks);
-    }
-    TORCH_CHECK(static_cast<int>(sizes.size()) == ranks,
-                "zccl backend: all_to_all_single: ", argument, " split sizes has ", sizes.size(),
-                " entries for ", ranks, " ranks");
-    TORCH_CHECK(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == tensor.size(0),
-                "zccl backend: all_to_all_single: ", argument, " split sizes do not sum to its ",
-                tensor.size(0), " rows");
-    return sizes;
-  };
-  const std::vector<int64_t> sendRows = offsets(inputSplitSizes, input, "input");
-  const std::vector<int64_t> recvRows = offsets(outputSplitSizes, output, "output");
-  const bool equal = inputSplitSizes.empty() && outputSplitSizes.empty();
-  return run(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {output}, false,
-             [this, output, input, sendRows, recvRows, rowBytes, equal](Launched* l) {
-               if (equal) {
-                 const OnDeviceOf on(input);
-                 const zcclCollOptions queued = l->queued();
-                 ZCCL_TORCH_CHECK(
-                     zcclAllToAllEx(input.data_ptr(), output.data_ptr(), sendRows[0] * rowBytes,
-                                    zcclUint8, comm_, on.stream(), &queued),
-                     "all_to_all_single");
-                 return;
-               }
-               // Uneven: each peer's rows, as views of the two tensors, in one group.
-               exchange(input.split_with_sizes(sendRows), output.split_with_sizes(recvRows),
-                        "all_to_all_single");
-             });
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    checkTensor(input, "all_to_all_single", "input");
+    checkTensor(output, "all_to_all_single", "output");
+    const int ranks = getSize();
+    const int64_t rowBytes = input.dim() == 0
+                                 ? input.element_size()
+                                 : byteCount(input) / std::max<int64_t>(1, input.size(0));
+    auto offsets = [&](const std::vector<int64_t>& splits, const at::Tensor& tensor,
+                       const char* argument) {
+      std::vector<int64_t> sizes = splits;
+      if (sizes.empty()) {
+        TORCH_CHECK(tensor.dim() > 0 && tensor.size(0) % ranks == 0,
+                    "zccl backend: all_to_all_single: ", argument, " of ",
+                    tensor.dim() > 0 ? tensor.size(0) : 0, " rows does not divide by ", ranks,
+                    " ranks (pass split sizes)");
+        sizes.assign(ranks, tensor.size(0) / ranks);
+      }
+      TORCH_CHECK(static_cast<int>(sizes.size()) == ranks,
+                  "zccl backend: all_to_all_single: ", argument, " split sizes has ", sizes.size(),
+                  " entries for ", ranks, " ranks");
+      TORCH_CHECK(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == tensor.size(0),
+                  "zccl backend: all_to_all_single: ", argument, " split sizes do not sum to its ",
+                  tensor.size(0), " rows");
+      return sizes;
+    };
+    const std::vector<int64_t> sendRows = offsets(inputSplitSizes, input, "input");
+    const std::vector<int64_t> recvRows = offsets(outputSplitSizes, output, "output");
+    const bool equal = inputSplitSizes.empty() && outputSplitSizes.empty();
+    return run(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {output}, false,
+               [this, output, input, sendRows, recvRows, rowBytes, equal](Launched* l) {
+                 if (equal) {
+                   const OnDeviceOf on(input);
+                   const zcclCollOptions queued = l->queued();
+                   ZCCL_TORCH_CHECK(
+                       zcclAllToAllEx(input.data_ptr(), output.data_ptr(), sendRows[0] * rowBytes,
+                                      zcclUint8, comm_, on.stream(), &queued),
+                       "all_to_all_single");
+                   return;
+                 }
+                 // Uneven: each peer's rows, as views of the two tensors, in one group.
+                 exchange(input.split_with_sizes(sendRows), output.split_with_sizes(recvRows),
+                          "all_to_all_single");
+               });
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::alltoall(std::vector<at::Tensor>& outputs,
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::AllToAllOptions&) {
-  TORCH_CHECK(
-      static_cast<int>(outputs.size()) == getSize() && static_cast<int>(inputs.size()) == getSize(),
-      "zccl backend: all_to_all: one input and one output tensor per rank (", getSize(), ")");
-  for (const auto& tensor : inputs) checkTensor(tensor, "all_to_all", "input_tensor_list");
-  for (const auto& tensor : outputs) checkTensor(tensor, "all_to_all", "output_tensor_list");
-  return run(c10d::OpType::ALLTOALL, "all_to_all", outputs, false,
-             [this, outputs, inputs](Launched*) { exchange(inputs, outputs, "all_to_all"); });
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    TORCH_CHECK(static_cast<int>(outputs.size()) == getSize() &&
+                    static_cast<int>(inputs.size()) == getSize(),
+                "zccl backend: all_to_all: one input and one output tensor per rank (", getSize(),
+                ")");
+    for (const auto& tensor : inputs) checkTensor(tensor, "all_to_all", "input_tensor_list");
+    for (const auto& tensor : outputs) checkTensor(tensor, "all_to_all", "output_tensor_list");
+    return run(c10d::OpType::ALLTOALL, "all_to_all", outputs, false,
+               [this, outputs, inputs](Launched*) { exchange(inputs, outputs, "all_to_all"); });
+  });
 }
 
 // As torch's NCCL backend, each rank's output of its own size: every rank sends each peer its
@@ -758,45 +817,49 @@ void ZcclBackend::exchange(const std::vector<at::Tensor>& sends,
 c10::intrusive_ptr<c10d::Work> ZcclBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                    std::vector<at::Tensor>& inputs,
                                                    const c10d::GatherOptions& opts) {
-  at::Tensor input = single(inputs, "gather", "tensor");
-  const int root = static_cast<int>(opts.rootRank);
-  std::vector<at::Tensor> targets =
-      rootList(outputs, getRank() == root, getSize(), input, "gather", "gather_list");
-  // zccl gathers into one buffer at the root, split into gather_list afterwards.
-  return run(c10d::OpType::GATHER, "gather", targets, true,
-             [this, input, targets, root](Launched* l) {
-               const OnDeviceOf on(input);
-               const bool isRoot = getRank() == root;
-               at::Tensor flat =
-                   isRoot ? at::empty({input.numel() * getSize()}, input.options()) : at::Tensor();
-               const zcclCollOptions queued = l->queued();
-               ZCCL_TORCH_CHECK(
-                   zcclGatherEx(input.data_ptr(), isRoot ? flat.data_ptr() : nullptr,
-                                byteCount(input), zcclUint8, root, comm_, on.stream(), &queued),
-                   "gather");
-               if (isRoot) l->finish = [flat, targets] { copyOut(flat, targets); };
-             });
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    at::Tensor input = single(inputs, "gather", "tensor");
+    const int root = static_cast<int>(opts.rootRank);
+    std::vector<at::Tensor> targets =
+        rootList(outputs, getRank() == root, getSize(), input, "gather", "gather_list");
+    // zccl gathers into one buffer at the root, split into gather_list afterwards.
+    return run(
+        c10d::OpType::GATHER, "gather", targets, true, [this, input, targets, root](Launched* l) {
+          const OnDeviceOf on(input);
+          const bool isRoot = getRank() == root;
+          at::Tensor flat =
+              isRoot ? at::empty({input.numel() * getSize()}, input.options()) : at::Tensor();
+          const zcclCollOptions queued = l->queued();
+          ZCCL_TORCH_CHECK(
+              zcclGatherEx(input.data_ptr(), isRoot ? flat.data_ptr() : nullptr, byteCount(input),
+                           zcclUint8, root, comm_, on.stream(), &queued),
+              "gather");
+          if (isRoot) l->finish = [flat, targets] { copyOut(flat, targets); };
+        });
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::scatter(std::vector<at::Tensor>& outputs,
                                                     std::vector<std::vector<at::Tensor>>& inputs,
                                                     const c10d::ScatterOptions& opts) {
-  at::Tensor output = single(outputs, "scatter", "tensor");
-  const int root = static_cast<int>(opts.rootRank);
-  const std::vector<at::Tensor> sources =
-      rootList(inputs, getRank() == root, getSize(), output, "scatter", "scatter_list");
-  // zccl scatters from one buffer: the root's scatter_list joined.
-  return run(c10d::OpType::SCATTER, "scatter", {output}, true,
-             [this, output, sources, root](Launched* l) {
-               const OnDeviceOf on(output);
-               const at::Tensor flat = getRank() == root ? flatCat(sources) : at::Tensor();
-               l->keep.push_back(flat);
-               const zcclCollOptions queued = l->queued();
-               ZCCL_TORCH_CHECK(
-                   zcclScatterEx(flat.defined() ? flat.data_ptr() : nullptr, output.data_ptr(),
-                                 byteCount(output), zcclUint8, root, comm_, on.stream(), &queued),
-                   "scatter");
-             });
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    at::Tensor output = single(outputs, "scatter", "tensor");
+    const int root = static_cast<int>(opts.rootRank);
+    const std::vector<at::Tensor> sources =
+        rootList(inputs, getRank() == root, getSize(), output, "scatter", "scatter_list");
+    // zccl scatters from one buffer: the root's scatter_list joined.
+    return run(c10d::OpType::SCATTER, "scatter", {output}, true,
+               [this, output, sources, root](Launched* l) {
+                 const OnDeviceOf on(output);
+                 const at::Tensor flat = getRank() == root ? flatCat(sources) : at::Tensor();
+                 l->keep.push_back(flat);
+                 const zcclCollOptions queued = l->queued();
+                 ZCCL_TORCH_CHECK(
+                     zcclScatterEx(flat.defined() ? flat.data_ptr() : nullptr, output.data_ptr(),
+                                   byteCount(output), zcclUint8, root, comm_, on.stream(), &queued),
+                     "scatter");
+               });
+  });
 }
 
 // Tags are not matched: messages between two ranks arrive in the order they were posted.
@@ -822,8 +885,7 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::recv(std::vector<at::Tensor>& tensor
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ZcclBackend::recvAnysource(std::vector<at::Tensor>& tensors,
-                                                          int) {
+c10::intrusive_ptr<c10d::Work> ZcclBackend::recvAnysource(std::vector<at::Tensor>& tensors, int) {
   at::Tensor tensor = single(tensors, "recv from any source", "tensor");
   TORCH_CHECK(tensor.is_cpu(),
               "zccl backend: recv from any source (src=None) takes CPU tensors, as gloo's; "
@@ -880,13 +942,15 @@ void ZcclBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAl
 }
 
 c10::intrusive_ptr<c10d::Work> ZcclBackend::barrier(const c10d::BarrierOptions&) {
-  return run(c10d::OpType::BARRIER, "barrier", {}, false, [this](Launched* l) {
-    at::Tensor token = at::zeros({1}, at::kInt);
-    l->keep.push_back(token);
-    const zcclCollOptions queued = l->queued();
-    ZCCL_TORCH_CHECK(zcclAllReduceEx(token.data_ptr(), token.data_ptr(), 1, zcclInt32, zcclSum,
-                                     comm_, nullptr, &queued),
-                     "barrier");
+  return collective([&]() -> c10::intrusive_ptr<c10d::Work> {
+    return run(c10d::OpType::BARRIER, "barrier", {}, false, [this](Launched* l) {
+      at::Tensor token = at::zeros({1}, at::kInt);
+      l->keep.push_back(token);
+      const zcclCollOptions queued = l->queued();
+      ZCCL_TORCH_CHECK(zcclAllReduceEx(token.data_ptr(), token.data_ptr(), 1, zcclInt32, zcclSum,
+                                       comm_, nullptr, &queued),
+                       "barrier");
+    });
   });
 }
 

@@ -90,8 +90,7 @@ class ZcclBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
                                       int tag) override;
   // recv(src=None): CPU tensors, as gloo's; the work's sourceRank() names the sender.
-  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
-                                               int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
   // batch_isend_irecv and torch's coalescing manager: what is issued between these runs at
@@ -126,6 +125,11 @@ class ZcclBackend : public c10d::Backend {
                                      std::vector<at::Tensor> outputs, bool pointToPoint,
                                      Launch launch);
   Launched start(const Launch& launch);
+  // A collective's checks and start (`body`): where this rank's own checks reject its
+  // arguments, its peers are told (zcclCommRejectCollective) and their calls fail at once
+  // instead of waiting for it until the timeout.
+  template <typename Body>
+  c10::intrusive_ptr<c10d::Work> collective(const Body& body);
   c10::intrusive_ptr<c10d::Work> joined(c10d::OpType type, std::vector<at::Tensor> outputs,
                                         std::vector<c10::intrusive_ptr<c10d::Work>> works);
   void startAllReduce(Launched* l, const at::Tensor& tensor, const c10d::ReduceOp& reduceOp,

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <memory>
 #include <string>
 
 #include "common/log.h"
@@ -166,6 +167,7 @@ class MpiTransport final : public Transport, public EngineCollectives {
     // After MPI_Finalize no MPI call is allowed; the communicator went with MPI.
     if (mpiFinalized()) return;
     if (!requests_.empty()) abandon();
+    settleNotices();
     // A communicator abandoned with messages in flight may receive more its peers sent
     // after it gave up; freed, its context id could be reused by a later communicator. It
     // is kept instead (one context id per such failure).
@@ -174,7 +176,7 @@ class MpiTransport final : public Transport, public EngineCollectives {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  int maxTag() const override { return maxTag_; }
+  int maxTag() const override { return maxTag_ - 1; }  // MPI's bound is the notices' tag
   bool allowsOtherThreads() const override {
     int provided = MPI_THREAD_SINGLE;
     MPI_Query_thread(&provided);
@@ -212,6 +214,33 @@ class MpiTransport final : public Transport, public EngineCollectives {
     ZCCL_CHECK(post(Kind::kReceive, static_cast<char*>(data) + firstPart, bytes - firstPart,
                     *source, tag, &ticket));
     return waitAll();
+  }
+
+  void sendNotice(const CallNotice& notice) override {
+    WorldErrorsReturn errorsReturn;
+    noticesOut_.push_back(std::make_unique<CallNotice>(notice));
+    for (int peer = 0; peer < size_; ++peer) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      if (peer == rank_ || MPI_Isend(noticesOut_.back().get(), sizeof(CallNotice), MPI_BYTE, peer,
+                                     maxTag_, comm_, &request) != MPI_SUCCESS) {
+        continue;  // best effort: a peer that cannot be told waits for its timeout
+      }
+      noticeSends_.push_back(request);
+    }
+  }
+
+  // One receive from any member stays posted; MPI_Test nulls it once complete.
+  bool takeNotice(CallNotice* notice) override {
+    WorldErrorsReturn errorsReturn;
+    if (noticeReceive_ == MPI_REQUEST_NULL &&
+        MPI_Irecv(noticeIn_.get(), sizeof(CallNotice), MPI_BYTE, MPI_ANY_SOURCE, maxTag_, comm_,
+                  &noticeReceive_) != MPI_SUCCESS) {
+      return false;
+    }
+    int done = 0;
+    if (MPI_Test(&noticeReceive_, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) return false;
+    *notice = *noticeIn_;
+    return true;
   }
 
   // Any call into MPI progresses its engine; a probe touches no request.
@@ -362,6 +391,28 @@ class MpiTransport final : public Transport, public EngineCollectives {
  private:
   using Kind = TicketBook::Kind;
 
+  // Before the communicator goes: the notice receive is cancelled, and the notices sent get
+  // the abandon grace to leave. What MPI still holds keeps its memory (a few hundred bytes).
+  void settleNotices() {
+    WorldErrorsReturn errorsReturn;
+    if (noticeReceive_ != MPI_REQUEST_NULL) {
+      MPI_Cancel(&noticeReceive_);
+      MPI_Wait(&noticeReceive_, MPI_STATUS_IGNORE);  // a cancelled receive completes at once
+    }
+    const auto start = Clock::now();
+    int done = noticeSends_.empty() ? 1 : 0;
+    while (!done && secondsSince(start) < kAbandonGraceSeconds) {
+      MPI_Testall(static_cast<int>(noticeSends_.size()), noticeSends_.data(), &done,
+                  MPI_STATUSES_IGNORE);
+      if (!done) sched_yield();
+    }
+    if (done) return;
+    for (MPI_Request& request : noticeSends_) {
+      if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+    }
+    for (std::unique_ptr<CallNotice>& notice : noticesOut_) notice.release();
+  }
+
   // Posts `bytes` as messages of at most kMaxMessageBytes, which MPI keeps in order.
   Status post(Kind kind, void* data, size_t bytes, int peer, int tag, Ticket* ticket) {
     ZCCL_CHECK(tickets_.open(*this, peer, kind, requests_.size(), ticket));
@@ -469,6 +520,10 @@ class MpiTransport final : public Transport, public EngineCollectives {
   int rank_ = 0;
   int size_ = 0;
   int maxTag_ = 32767;
+  std::unique_ptr<CallNotice> noticeIn_ = std::make_unique<CallNotice>();
+  MPI_Request noticeReceive_ = MPI_REQUEST_NULL;
+  std::vector<std::unique_ptr<CallNotice>> noticesOut_;
+  std::vector<MPI_Request> noticeSends_;
   bool abandoned_ = false;
   Clock::time_point abandonedAt_;
   std::vector<MPI_Request> requests_;

@@ -23,6 +23,7 @@ constexpr int kTagBits = 24;
 constexpr int kRankBits = 24;
 constexpr int kContextBits = 16;
 constexpr int kControlTag = (1 << kTagBits) - 1;  // allGatherControl's messages
+constexpr int kNoticeTag = kControlTag - 1;       // peer_notices.h
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 constexpr double kAbandonGraceSeconds = 1.0;
 constexpr double kCloseGraceSeconds = 2.0;
@@ -196,7 +197,8 @@ class UcxTransport final : public Transport {
     traffic_.resize(members_.size());
   }
   ~UcxTransport() override {
-    if (!requests_.empty() && !abandon()) {
+    const bool noticesSettled = settleNotices();
+    if ((!requests_.empty() && !abandon()) || !noticesSettled) {
       // UCX may still write or read what is pending: its worker stays, unreachable.
       new std::shared_ptr<Fabric>(fabric_);
     }
@@ -204,7 +206,7 @@ class UcxTransport final : public Transport {
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_.size()); }
-  int maxTag() const override { return kControlTag - 1; }
+  int maxTag() const override { return kNoticeTag - 1; }
 
   Status postSend(const void* data, size_t bytes, int peer, int tag, Ticket* ticket) override {
     ZCCL_CHECK(begin(peer, Kind::kSend, ticket));
@@ -253,6 +255,40 @@ class UcxTransport final : public Transport {
                   bytes, receivedFromAny_.length, peerRank(*source));
     }
     return Status::kSuccess;
+  }
+
+  void sendNotice(const CallNotice& notice) override {
+    noticesOut_.push_back(std::make_unique<CallNotice>(notice));
+    std::lock_guard<std::mutex> guard(fabric_->lock);
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer == rank_) continue;
+      ucp_request_param_t params{};
+      void* request = ucp_tag_send_nbx(endpoint(peer), noticesOut_.back().get(), sizeof(CallNotice),
+                                       makeTag(context_, rank_, kNoticeTag), &params);
+      // Best effort: a peer that cannot be told waits for its timeout.
+      if (UCS_PTR_IS_PTR(request)) noticeSends_.push_back(request);
+    }
+  }
+
+  // One receive from any member stays posted (the waits progress the worker).
+  bool takeNotice(CallNotice* notice) override {
+    std::lock_guard<std::mutex> guard(fabric_->lock);
+    if (noticeReceive_ == nullptr) {
+      ucp_request_param_t params{};
+      params.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+      void* request =
+          ucp_tag_recv_nbx(fabric_->worker, noticeIn_.get(), sizeof(CallNotice),
+                           makeTag(context_, 0, kNoticeTag), kFullMask & ~kSourceBits, &params);
+      if (!UCS_PTR_IS_PTR(request)) return false;
+      noticeReceive_ = request;
+    }
+    const ucs_status_t status = ucp_request_check_status(noticeReceive_);
+    if (status == UCS_INPROGRESS) return false;
+    ucp_request_free(noticeReceive_);
+    noticeReceive_ = nullptr;
+    if (status != UCS_OK) return false;
+    *notice = *noticeIn_;
+    return true;
   }
 
   void progress() override {
@@ -338,7 +374,7 @@ class UcxTransport final : public Transport {
       abandoned_ = true;
       abandonedAt_ = Clock::now();
       for (const TicketBook::Entry& entry : tickets_.entries()) {
-        if (entry.kind != Kind::kReceive) continue;
+        if (entry.kind != Kind::kReceive && entry.kind != Kind::kReceiveFromAny) continue;
         for (size_t i = entry.first; i < entry.last; ++i) {
           if (requests_[i] != nullptr) ucp_request_cancel(fabric_->worker, requests_[i]);
         }
@@ -366,6 +402,36 @@ class UcxTransport final : public Transport {
 
  private:
   using Kind = TicketBook::Kind;
+
+  // The notice receive is cancelled and the notices sent get the abandon grace to leave;
+  // true when UCX holds none of them (else their memory stays UCX's).
+  bool settleNotices() {
+    std::lock_guard<std::mutex> guard(fabric_->lock);
+    std::vector<void*> pending = noticeSends_;
+    if (noticeReceive_ != nullptr) {
+      ucp_request_cancel(fabric_->worker, noticeReceive_);
+      pending.push_back(noticeReceive_);
+    }
+    const auto start = Clock::now();
+    size_t left = 0;
+    do {
+      ucp_worker_progress(fabric_->worker);
+      left = 0;
+      for (void*& request : pending) {
+        if (request == nullptr) continue;
+        if (ucp_request_check_status(request) == UCS_INPROGRESS) {
+          ++left;
+        } else {
+          ucp_request_free(request);
+          request = nullptr;
+        }
+      }
+    } while (left > 0 && secondsSince(start) < kAbandonGraceSeconds);
+    if (left == 0) return true;
+    noticeIn_.release();
+    for (std::unique_ptr<CallNotice>& notice : noticesOut_) notice.release();
+    return false;
+  }
 
   ucp_ep_h endpoint(int peer) const {
     return fabric_->endpoints[static_cast<size_t>(members_[static_cast<size_t>(peer)])];
@@ -463,6 +529,10 @@ class UcxTransport final : public Transport {
   std::vector<void*> requests_;              // nullptr: complete
   size_t receiveFromAnyRequest_ = SIZE_MAX;  // in requests_, while one is pending
   ucp_tag_recv_info_t receivedFromAny_{};
+  std::unique_ptr<CallNotice> noticeIn_ = std::make_unique<CallNotice>();
+  void* noticeReceive_ = nullptr;
+  std::vector<std::unique_ptr<CallNotice>> noticesOut_;
+  std::vector<void*> noticeSends_;
   TicketBook tickets_;
 };
 
