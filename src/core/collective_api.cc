@@ -346,9 +346,8 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
     // A rank whose framework rejected the call (zcclCommRejectCollective) sends a notice
     // instead of its part of the exchange.
     comm->enterCollective();
-    const Status agreed = agreeOnCall(comm, entry, call, checked.options, checked.inPlace, valid);
-    comm->leaveCollective();
-    ZCCL_CHECK(agreed);
+    ZCCL_CHECK(comm->leaveCollective(
+        agreeOnCall(comm, entry, call, checked.options, checked.inPlace, valid)));
   }
   if (valid != Status::kSuccess) {
     // ZCCL_CHECK's exchange told the peers already. A device call's number is taken when its
@@ -388,10 +387,9 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   const auto work = [comm, collective, args, options, residual, reference] {
     Context ctx = comm->nextCollective(comm->hostKernels());
     ctx.residual = residual;
-    const Status status = reference != nullptr ? allGatherDifferences(ctx, args, options, reference)
-                                               : runCollective(ctx, collective, args, options);
-    comm->leaveCollective();
-    return status;
+    return comm->leaveCollective(reference != nullptr
+                                     ? allGatherDifferences(ctx, args, options, reference)
+                                     : runCollective(ctx, collective, args, options));
   };
   if (handover.queued) {
     return handOver(handover, [&](std::function<void(const JobOutcome&)> done) {

@@ -71,8 +71,11 @@ void zcclComm::enterCollective() {
   if (notices != nullptr) notices->enter(collectiveSequence);
 }
 
-void zcclComm::leaveCollective() {
-  if (notices != nullptr) notices->leave();
+zccl::Status zcclComm::leaveCollective(zccl::Status outcome) {
+  if (notices == nullptr) return outcome;
+  const zccl::Status explained = notices->explain(outcome);
+  notices->leave();
+  return explained;
 }
 
 void zcclComm::tellPeersRejected(const std::string& reason) {

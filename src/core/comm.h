@@ -73,7 +73,8 @@ struct zcclComm {
   // may fail until leaveCollective().
   zccl::Context nextCollective(zccl::Kernels& kernels);
   void enterCollective();  // the next collective, before it takes its tag
-  void leaveCollective();
+  // Its end, with how it ended: a failure a peer's notice explains becomes that notice's.
+  zccl::Status leaveCollective(zccl::Status outcome);
   // A collective this rank rejected for `reason`: it takes the collective's number as one
   // that ran would, and its peers are told, so that their calls to it fail at once instead of
   // waiting for this rank until the timeout. The thread's error is kept.

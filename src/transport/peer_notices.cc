@@ -2,11 +2,18 @@
 #include "transport/peer_notices.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "transport/transport.h"
 
 namespace zccl {
+namespace {
+
+constexpr std::chrono::milliseconds kExplainGrace{200};
+
+}  // namespace
 
 void PeerNotices::enter(uint64_t call) {
   std::lock_guard<std::mutex> guard(mutex_);
@@ -35,6 +42,18 @@ Status PeerNotices::check() {
                 source_.peerRank(n.rank), static_cast<int>(sizeof(n.reason)), n.reason);
   }
   return Status::kSuccess;
+}
+
+Status PeerNotices::explain(Status failure) {
+  if (failure != Status::kRemoteError) return failure;
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    source_.progress();
+    const Status rejected = check();
+    if (rejected != Status::kSuccess) return rejected;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  } while (std::chrono::steady_clock::now() - start < kExplainGrace);
+  return failure;
 }
 
 void PeerNotices::tellPeers(uint64_t call, const std::string& reason) {

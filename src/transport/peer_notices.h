@@ -34,6 +34,10 @@ class PeerNotices {
   void leave();
   // kInvalidUsage naming the rank that rejected the current collective, once its notice came.
   Status check();
+  // The current collective's failure: a peer that rejected it and then left (aborted) makes
+  // the others' messages to it fail as "gone" before its notice is read; the notice, which
+  // says why, is looked for a moment and given instead.
+  Status explain(Status failure);
   // Tells every peer that this rank rejected collective `call` because of `reason`.
   void tellPeers(uint64_t call, const std::string& reason);
 
