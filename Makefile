@@ -15,7 +15,7 @@ mpi_flags = $(if $(shell command -v mpicc.$(1)),-DMPI_C_COMPILER=mpicc.$(1) \
 	-DMPIEXEC_EXECUTABLE=$(shell command -v mpiexec.$(1)))
 
 .PHONY: all deps configure build demo test check docs test-second-mpi test-second-mpi-long \
-	test-sanitizers test-fuzz torch \
+	test-sanitizers test-fuzz torch torch-suite \
 	bench-link bench-zero bench-fidelity sim-validate sim-zeropp carry install clean format tidy
 
 all: build
@@ -57,6 +57,13 @@ TORCH_VENV ?= .venv-torch
 torch: build
 	ZCCL_DEPS_EXTRA=torch ./scripts/install-deps.sh
 	./scripts/torch-env.sh $(TORCH_VENV) $(TORCH_VERSION) $(BUILD_DIR)
+
+# A selection of torch's own distributed test suite (collectives, point-to-point, groups) over
+# zccl and over gloo, at 2 and 3 processes; zccl must pass what gloo passes but the known
+# differences (tests/torch/torch_suite.py). About an hour on 2 cores: docs/figures/torch_suite.md.
+torch-suite: torch
+	$(TORCH_VENV)/bin/python -m pip install -q --disable-pip-version-check expecttest
+	$(TORCH_VENV)/bin/python tests/torch/torch_suite.py --markdown docs/figures/torch_suite.md
 
 # The library and its multi-rank suites built and run against the second MPI.
 SECOND_MPI_TESTS = -L mpi -LE long

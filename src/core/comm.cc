@@ -80,6 +80,8 @@ zccl::Status zcclComm::leaveCollective(zccl::Status outcome) {
 
 void zcclComm::tellPeersRejected(const std::string& reason) {
   if (notices == nullptr) return;
+  // A copy: draining may set the thread's error again.
+  // NOLINTNEXTLINE(performance-unnecessary-copy-initialization)
   const std::string error = zccl::lastThreadError();
   // In order: the work queued before this call takes its numbers first.
   const zccl::Status drained = zccl::drainQueuedWork(this);

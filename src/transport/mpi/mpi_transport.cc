@@ -410,7 +410,7 @@ class MpiTransport final : public Transport, public EngineCollectives {
     for (MPI_Request& request : noticeSends_) {
       if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
     }
-    for (std::unique_ptr<CallNotice>& notice : noticesOut_) notice.release();
+    for (std::unique_ptr<CallNotice>& notice : noticesOut_) static_cast<void>(notice.release());
   }
 
   // Posts `bytes` as messages of at most kMaxMessageBytes, which MPI keeps in order.

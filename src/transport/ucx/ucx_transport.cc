@@ -428,8 +428,8 @@ class UcxTransport final : public Transport {
       }
     } while (left > 0 && secondsSince(start) < kAbandonGraceSeconds);
     if (left == 0) return true;
-    noticeIn_.release();
-    for (std::unique_ptr<CallNotice>& notice : noticesOut_) notice.release();
+    static_cast<void>(noticeIn_.release());
+    for (std::unique_ptr<CallNotice>& notice : noticesOut_) static_cast<void>(notice.release());
     return false;
   }
 
