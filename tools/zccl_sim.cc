@@ -93,8 +93,9 @@ bool parseSize(const char* text, size_t* value) {
                "[--node-gbps B]\n"
                "                [--machine gpus-per-node=8,intra-gbps=150,nics=8,nic-gbps=100,"
                "oversubscription=1,\n"
-               "                 intra-latency-us=2,inter-latency-us=5,kernel-gbps=1000,"
-               "compute-scale=0]\n"
+               "                 nodes-per-leaf=0,rail-optimized=0,intra-latency-us=2,"
+               "inter-latency-us=5,kernel-gbps=1000,\n"
+               "                 compute-scale=0]\n"
                "                [--wire none|int8|int4] [--algo auto|ring|direct] "
                "[--dtype float32|bfloat16] [--json FILE]\n");
   std::exit(2);

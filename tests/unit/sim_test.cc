@@ -149,6 +149,72 @@ TEST(Simulation, RingAllGatherTakesTheLinkModelsTime) {
   EXPECT_LE(totals.latest, (ranks - 1) * (machine.interLatencySeconds + onNic + intraHop));
 }
 
+// When the one message from `source` (its clock at 0) to `destination` arrives, in virtual time.
+double arrivalOf(SimFabric& fabric, int source, int destination, size_t bytes) {
+  std::vector<unsigned char> sent(bytes), received(bytes);
+  double departed = 0;
+  fabric.send(1, source, destination, 0, sent.data(), bytes, &departed);
+  SimFabric::Receive receive;
+  receive.buffer = received.data();
+  receive.bytes = bytes;
+  fabric.post(1, destination, source, 0, &receive);
+  EXPECT_TRUE(receive.done);
+  return receive.arrival;
+}
+
+// A fat tree of 2-node leaves whose uplinks are oversubscribed 4:1 (each carries 2 NICs' worth
+// over 4, half a NIC): a message within a leaf goes at the NIC's rate, one across leaves at
+// the uplink's, and two across at once share it.
+TEST(Simulation, FatTreeUplinksSetThePaceAcrossLeaves) {
+  SimMachine machine;
+  machine.gpusPerNode = 1;
+  machine.nicsPerNode = 1;
+  machine.nicGbps = 100;
+  machine.nodesPerLeaf = 2;
+  machine.oversubscription = 4;
+  const size_t bytes = 50 << 20;
+  const double nic = machine.nicGbps / 8 * 1e9, uplink = 2 * nic / 4;
+  const double latency = machine.interLatencySeconds;
+  SimFabric withinLeaf(4, machine, 10);
+  EXPECT_NEAR(arrivalOf(withinLeaf, 0, 1, bytes), bytes / nic + latency, 1e-9);
+  SimFabric acrossLeaves(4, machine, 10);
+  EXPECT_NEAR(arrivalOf(acrossLeaves, 0, 2, bytes), bytes / uplink + latency, 1e-9);
+  EXPECT_NEAR(arrivalOf(acrossLeaves, 1, 3, bytes), 2 * bytes / uplink + latency, 1e-9);
+}
+
+// Rail-optimized, 2 nodes of 2 GPUs with 2 NICs, a switch per rail, uplinks oversubscribed
+// 4:1: GPU 0 to the other node's GPU 0 stays on its rail (the NIC's rate); GPU 0 to GPU 1
+// crosses rails through the spine (the uplink's rate). On a fat tree of the same 2-node leaf
+// both go at the NIC's rate.
+TEST(Simulation, RailOptimizedFabricKeepsARailOffTheSpine) {
+  SimMachine machine;
+  machine.gpusPerNode = 2;
+  machine.nicsPerNode = 2;
+  machine.nicGbps = 100;
+  machine.nodesPerLeaf = 2;
+  machine.oversubscription = 4;
+  machine.railOptimized = true;
+  const size_t bytes = 50 << 20;
+  const double nic = machine.nicGbps / 8 * 1e9, uplink = 2 * nic / 4;
+  const double latency = machine.interLatencySeconds;
+  SimFabric sameRail(4, machine, 10), otherRail(4, machine, 10);
+  EXPECT_NEAR(arrivalOf(sameRail, 0, 2, bytes), bytes / nic + latency, 1e-9);
+  EXPECT_NEAR(arrivalOf(otherRail, 0, 3, bytes), bytes / uplink + latency, 1e-9);
+  machine.railOptimized = false;
+  SimFabric fatTree(4, machine, 10);
+  EXPECT_NEAR(arrivalOf(fatTree, 0, 3, bytes), bytes / nic + latency, 1e-9);
+}
+
+TEST(Simulation, MachineTextNamesTheFabric) {
+  SimMachine machine;
+  ASSERT_EQ(parseSimMachine("nodes-per-leaf=16,rail-optimized=1,oversubscription=2", &machine),
+            Status::kSuccess);
+  EXPECT_EQ(machine.nodesPerLeaf, 16);
+  EXPECT_TRUE(machine.railOptimized);
+  EXPECT_NE(describeSimMachine(machine).find("rail-optimized"), std::string::npos);
+  EXPECT_EQ(parseSimMachine("nodes-per-leaf=-1", &machine), Status::kInvalidArgument);
+}
+
 // On nodes of 8 GPUs with 8 NICs the planner's choice is no slower, simulated, than the flat
 // ring: its model sees the NICs as rails (a ring crosses through one, two-level through all).
 TEST(Simulation, PlannerChoiceNoSlowerThanTheRingOnRailedNodes) {

@@ -18,6 +18,7 @@ struct Field {
 
 Status parseSimMachine(const std::string& text, SimMachine* machine) {
   double gpus = machine->gpusPerNode, nics = machine->nicsPerNode;
+  double nodesPerLeaf = machine->nodesPerLeaf, rails = machine->railOptimized ? 1 : 0;
   double intraLatencyUs = machine->intraLatencySeconds * 1e6;
   double interLatencyUs = machine->interLatencySeconds * 1e6;
   const Field fields[] = {{"gpus-per-node", &gpus, 1},
@@ -26,6 +27,8 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
                           {"nics", &nics, 1},
                           {"nic-gbps", &machine->nicGbps, 1},
                           {"inter-latency-us", &interLatencyUs, 1},
+                          {"nodes-per-leaf", &nodesPerLeaf, 1},
+                          {"rail-optimized", &rails, 1},
                           {"oversubscription", &machine->oversubscription, 1},
                           {"kernel-gbps", &machine->kernelGBps, 1},
                           {"compute-scale", &machine->computeScale, 1}};
@@ -41,17 +44,21 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
     const double value =
         equals == std::string::npos ? 0 : std::strtod(item.c_str() + equals + 1, &end);
     if (field == nullptr || equals == std::string::npos || end == nullptr || *end != '\0' ||
-        !(value > 0 || (value == 0 && name == "compute-scale"))) {
+        !(value > 0 || (value == 0 && (name == "compute-scale" || name == "nodes-per-leaf" ||
+                                       name == "rail-optimized")))) {
       return fail(Status::kInvalidArgument,
                   "machine: '%s': expected NAME=POSITIVE with NAME one of gpus-per-node, "
                   "intra-gbps, intra-latency-us, nics, nic-gbps, inter-latency-us, "
-                  "oversubscription, kernel-gbps, compute-scale",
+                  "nodes-per-leaf (0: one switch), rail-optimized (0|1), oversubscription, "
+                  "kernel-gbps, compute-scale",
                   item.c_str());
     }
     *field->value = value * field->unit;
   }
   machine->gpusPerNode = static_cast<int>(gpus);
   machine->nicsPerNode = static_cast<int>(nics);
+  machine->nodesPerLeaf = static_cast<int>(nodesPerLeaf);
+  machine->railOptimized = rails != 0;
   machine->intraLatencySeconds = intraLatencyUs * 1e-6;
   machine->interLatencySeconds = interLatencyUs * 1e-6;
   if (machine->nicsPerNode > machine->gpusPerNode) machine->nicsPerNode = machine->gpusPerNode;
@@ -63,7 +70,13 @@ std::string describeSimMachine(const SimMachine& m) {
   text << m.gpusPerNode << " GPUs per node at " << m.intraGBps << " GB/s each ("
        << m.intraLatencySeconds * 1e6 << " us), " << m.nicsPerNode << " NICs of " << m.nicGbps
        << " Gbit/s (" << m.interLatencySeconds * 1e6 << " us)";
-  if (m.oversubscription != 1) text << ", fabric oversubscribed " << m.oversubscription << ":1";
+  if (m.nodesPerLeaf > 0) {
+    text << (m.railOptimized ? ", rail-optimized: a switch per rail for every "
+                             : ", fat tree: a leaf for every ")
+         << m.nodesPerLeaf << " nodes, spine uplinks oversubscribed " << m.oversubscription << ":1";
+  } else if (m.oversubscription != 1) {
+    text << ", fabric oversubscribed " << m.oversubscription << ":1";
+  }
   text << ", kernels at " << m.kernelGBps << " GB/s";
   if (m.computeScale != 0) text << ", CPU time x" << m.computeScale;
   return text.str();
@@ -79,6 +92,10 @@ SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds
   const int nodes = (ranks + machine.gpusPerNode - 1) / machine.gpusPerNode;
   nicOut_.resize(static_cast<size_t>(nodes) * static_cast<size_t>(machine.nicsPerNode));
   nicIn_.resize(nicOut_.size());
+  if (machine.nodesPerLeaf > 0) {
+    switchUp_.resize(static_cast<size_t>(switchOf(static_cast<int>(nicOut_.size()) - 1) + 1));
+    switchDown_.resize(switchUp_.size());
+  }
 }
 
 double SimFabric::clock(int rank) {
@@ -91,23 +108,44 @@ void SimFabric::advance(int rank, double seconds) {
   clocks_[static_cast<size_t>(rank)] += seconds;
 }
 
-void SimFabric::route(int source, int destination, Port* out, Port* in, double* latency) {
+int SimFabric::switchOf(int nic) const {
+  const int nics = machine_.nicsPerNode;
+  const int group = nic / nics / machine_.nodesPerLeaf;
+  return machine_.railOptimized ? group * nics + nic % nics : group;
+}
+
+double SimFabric::uplinkBytesPerSecond() const {
+  const int nicsOnSwitch =
+      machine_.nodesPerLeaf * (machine_.railOptimized ? 1 : machine_.nicsPerNode);
+  return nicsOnSwitch * machine_.nicGbps / 8 * 1e9 / machine_.oversubscription;
+}
+
+SimFabric::Route SimFabric::route(int source, int destination) {
+  Route route;
   const int perNode = machine_.gpusPerNode;
   if (source / perNode == destination / perNode) {
     const double rate = machine_.intraGBps * 1e9;
-    *out = {&gpuOut_[static_cast<size_t>(source)], rate};
-    *in = {&gpuIn_[static_cast<size_t>(destination)], rate};
-    *latency = machine_.intraLatencySeconds;
-    return;
+    route.ports[route.count++] = {&gpuOut_[static_cast<size_t>(source)], rate};
+    route.ports[route.count++] = {&gpuIn_[static_cast<size_t>(destination)], rate};
+    route.latency = machine_.intraLatencySeconds;
+    return route;
   }
   const int nics = machine_.nicsPerNode;
   auto nicOf = [&](int rank) {
     return (rank / perNode) * nics + (rank % perNode) * nics / perNode;
   };
-  const double rate = machine_.nicGbps / 8 * 1e9 / machine_.oversubscription;
-  *out = {&nicOut_[static_cast<size_t>(nicOf(source))], rate};
-  *in = {&nicIn_[static_cast<size_t>(nicOf(destination))], rate};
-  *latency = machine_.interLatencySeconds;
+  const int from = nicOf(source), to = nicOf(destination);
+  const bool twoLevels = machine_.nodesPerLeaf > 0;
+  const double rate = machine_.nicGbps / 8 * 1e9 / (twoLevels ? 1 : machine_.oversubscription);
+  route.latency = machine_.interLatencySeconds;
+  route.ports[route.count++] = {&nicOut_[static_cast<size_t>(from)], rate};
+  if (twoLevels && switchOf(from) != switchOf(to)) {
+    const double uplink = uplinkBytesPerSecond();
+    route.ports[route.count++] = {&switchUp_[static_cast<size_t>(switchOf(from))], uplink};
+    route.ports[route.count++] = {&switchDown_[static_cast<size_t>(switchOf(to))], uplink};
+  }
+  route.ports[route.count++] = {&nicIn_[static_cast<size_t>(to)], rate};
+  return route;
 }
 
 double SimFabric::reserve(Timeline* busy, double ready, double duration) {
@@ -148,17 +186,24 @@ void SimFabric::deliver(const Message& message, Receive* receive) {
 void SimFabric::send(uint64_t context, int source, int destination, int tag, const void* data,
                      size_t bytes, double* departedAt) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Port out{}, in{};
-  double latency = 0;
   const double now = clocks_[static_cast<size_t>(source)];
   double arrival = now;
   double leaves = now;
   if (source != destination) {
-    route(source, destination, &out, &in, &latency);
-    const double onWire = static_cast<double>(bytes) / out.bytesPerSecond;
-    leaves = reserve(out.busy, now, onWire);
-    // The receiving port takes one message at a time too.
-    arrival = reserve(in.busy, leaves - onWire + latency, onWire);
+    // Cut through: each port takes the bytes at its own rate from when the one before began,
+    // but cannot finish before it did (a slower port on the way, an oversubscribed uplink,
+    // sets the pace), later where it is busy; the receiving port after the latency.
+    const Route path = route(source, destination);
+    double start = now, end = now;
+    for (int hop = 0; hop < path.count; ++hop) {
+      const Port& port = path.ports[hop];
+      const double duration = static_cast<double>(bytes) / port.bytesPerSecond;
+      const double delay = hop == path.count - 1 ? path.latency : 0;
+      end = reserve(port.busy, std::max(start, end - duration) + delay, duration);
+      start = end - duration;
+      if (hop == 0) leaves = end;
+    }
+    arrival = end;
   }
   *departedAt = leaves;
   Message message{std::vector<unsigned char>(static_cast<const unsigned char*>(data),

@@ -32,7 +32,14 @@ struct SimMachine {
   int nicsPerNode = 8;   // GPU g uses NIC g * nics / gpusPerNode
   double nicGbps = 100;  // each NIC, gigabits per second
   double interLatencySeconds = 5e-6;
-  double oversubscription = 1;  // fabric: each NIC gets nicGbps / oversubscription
+  // The fabric. nodesPerLeaf = 0: one switch for every node, each NIC getting nicGbps /
+  // oversubscription. Else two levels, leaves under a non-blocking spine, whose uplinks carry
+  // what their NICs can over oversubscription: a fat tree (a leaf per nodesPerLeaf nodes, all
+  // their NICs on it), or rail-optimized (a switch per rail, NIC r of nodesPerLeaf nodes each),
+  // where messages between NICs of one switch do not touch the spine.
+  int nodesPerLeaf = 0;
+  bool railOptimized = false;
+  double oversubscription = 1;
   // A rank's kernels (copies, reductions, quantization) take the bytes they touch over this
   // rate, GB/s (a GPU's memory-bound kernels: about 1000).
   double kernelGBps = 1000;
@@ -114,7 +121,18 @@ class SimFabric {
   // The end of the first interval of `duration` from `ready` on that `busy` leaves free; it is
   // then busy.
   static double reserve(Timeline* busy, double ready, double duration);
-  void route(int source, int destination, Port* out, Port* in, double* latency);
+  // The ports a message between two ranks takes, in order (2, or 4 through the spine), and
+  // its latency.
+  struct Route {
+    Port ports[4];
+    int count = 0;
+    double latency = 0;
+  };
+  Route route(int source, int destination);
+  // The leaf (or rail switch) NIC `nic` (of every node's NICs) hangs from, and its uplink's
+  // bytes per second.
+  int switchOf(int nic) const;
+  double uplinkBytesPerSecond() const;
   static void deliver(const Message& message, Receive* receive);
 
   const int ranks_;
@@ -123,8 +141,9 @@ class SimFabric {
   std::mutex mutex_;
   std::condition_variable controlChanged_;
   std::vector<double> clocks_;
-  std::vector<Timeline> gpuOut_, gpuIn_;  // per rank
-  std::vector<Timeline> nicOut_, nicIn_;  // per node x NIC
+  std::vector<Timeline> gpuOut_, gpuIn_;         // per rank
+  std::vector<Timeline> nicOut_, nicIn_;         // per node x NIC
+  std::vector<Timeline> switchUp_, switchDown_;  // per leaf (or rail switch), to the spine
   std::map<Key, Mailbox> mailboxes_;
   std::map<std::tuple<uint64_t, uint64_t>, Control> controls_;
   std::map<std::tuple<uint64_t, uint64_t, int>, uint64_t> children_;
