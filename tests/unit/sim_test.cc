@@ -162,16 +162,24 @@ double arrivalOf(SimFabric& fabric, int source, int destination, size_t bytes) {
   return receive.arrival;
 }
 
+// Nodes of `gpus` GPUs and as many 100 Gbit/s NICs, under switches of 2 nodes each whose
+// uplinks are oversubscribed 4:1 (2 switch ports' worth over 4).
+SimMachine twoLevelFabric(int gpus, bool railOptimized) {
+  SimMachine machine;
+  machine.gpusPerNode = gpus;
+  machine.nicsPerNode = gpus;
+  machine.nicGbps = 100;
+  machine.nodesPerLeaf = 2;
+  machine.oversubscription = 4;
+  machine.railOptimized = railOptimized;
+  return machine;
+}
+
 // A fat tree of 2-node leaves whose uplinks are oversubscribed 4:1 (each carries 2 NICs' worth
 // over 4, half a NIC): a message within a leaf goes at the NIC's rate, one across leaves at
 // the uplink's, and two across at once share it.
 TEST(Simulation, FatTreeUplinksSetThePaceAcrossLeaves) {
-  SimMachine machine;
-  machine.gpusPerNode = 1;
-  machine.nicsPerNode = 1;
-  machine.nicGbps = 100;
-  machine.nodesPerLeaf = 2;
-  machine.oversubscription = 4;
+  const SimMachine machine = twoLevelFabric(1, false);
   const size_t bytes = 50 << 20;
   const double nic = machine.nicGbps / 8 * 1e9, uplink = 2 * nic / 4;
   const double latency = machine.interLatencySeconds;
@@ -187,13 +195,7 @@ TEST(Simulation, FatTreeUplinksSetThePaceAcrossLeaves) {
 // crosses rails through the spine (the uplink's rate). On a fat tree of the same 2-node leaf
 // both go at the NIC's rate.
 TEST(Simulation, RailOptimizedFabricKeepsARailOffTheSpine) {
-  SimMachine machine;
-  machine.gpusPerNode = 2;
-  machine.nicsPerNode = 2;
-  machine.nicGbps = 100;
-  machine.nodesPerLeaf = 2;
-  machine.oversubscription = 4;
-  machine.railOptimized = true;
+  SimMachine machine = twoLevelFabric(2, true);
   const size_t bytes = 50 << 20;
   const double nic = machine.nicGbps / 8 * 1e9, uplink = 2 * nic / 4;
   const double latency = machine.interLatencySeconds;

@@ -380,20 +380,7 @@ class UcxTransport final : public Transport {
         }
       }
     }
-    size_t left = 0;
-    do {
-      ucp_worker_progress(fabric_->worker);
-      left = 0;
-      for (void*& request : requests_) {
-        if (request == nullptr) continue;
-        if (ucp_request_check_status(request) == UCS_INPROGRESS) {
-          ++left;
-        } else {
-          ucp_request_free(request);
-          request = nullptr;
-        }
-      }
-    } while (left > 0 && secondsSince(abandonedAt_) < kAbandonGraceSeconds);
+    const size_t left = freeWhenDone(&requests_, abandonedAt_);
     if (!settleAbandoned(*this, "UCX", left)) return false;
     requests_.clear();
     tickets_.clear();
@@ -402,6 +389,26 @@ class UcxTransport final : public Transport {
 
  private:
   using Kind = TicketBook::Kind;
+
+  // Progresses the worker until every request of `requests` has completed (each then freed and
+  // nulled) or the abandon grace from `since` has passed; how many are left. Under the lock.
+  size_t freeWhenDone(std::vector<void*>* requests, Clock::time_point since) {
+    size_t left = 0;
+    do {
+      ucp_worker_progress(fabric_->worker);
+      left = 0;
+      for (void*& request : *requests) {
+        if (request == nullptr) continue;
+        if (ucp_request_check_status(request) == UCS_INPROGRESS) {
+          ++left;
+        } else {
+          ucp_request_free(request);
+          request = nullptr;
+        }
+      }
+    } while (left > 0 && secondsSince(since) < kAbandonGraceSeconds);
+    return left;
+  }
 
   // The notice receive is cancelled and the notices sent get the abandon grace to leave;
   // true when UCX holds none of them (else their memory stays UCX's).
@@ -412,22 +419,7 @@ class UcxTransport final : public Transport {
       ucp_request_cancel(fabric_->worker, noticeReceive_);
       pending.push_back(noticeReceive_);
     }
-    const auto start = Clock::now();
-    size_t left = 0;
-    do {
-      ucp_worker_progress(fabric_->worker);
-      left = 0;
-      for (void*& request : pending) {
-        if (request == nullptr) continue;
-        if (ucp_request_check_status(request) == UCS_INPROGRESS) {
-          ++left;
-        } else {
-          ucp_request_free(request);
-          request = nullptr;
-        }
-      }
-    } while (left > 0 && secondsSince(start) < kAbandonGraceSeconds);
-    if (left == 0) return true;
+    if (freeWhenDone(&pending, Clock::now()) == 0) return true;
     static_cast<void>(noticeIn_.release());
     for (std::unique_ptr<CallNotice>& notice : noticesOut_) static_cast<void>(notice.release());
     return false;
