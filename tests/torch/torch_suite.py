@@ -1,7 +1,8 @@
 """A selection of torch's own distributed test suite (torch.testing._internal.distributed.
-distributed_test, the tests behind torch's test_distributed_spawn.py) run over zccl and over
-gloo, at 2 and 3 processes: zccl must pass every test gloo passes, except those listed in
-KNOWN_DIFFERENCES with the reason.
+distributed_test, the tests behind torch's test_distributed_spawn.py) run over gloo and then over
+zccl, at 2 and 3 processes, zccl running every test gloo ran (those torch gates to gloo by name
+included): zccl must pass every test gloo passes, except those listed in KNOWN_DIFFERENCES
+with the reason.
 
   python torch_suite.py [--world-sizes 2,3] [--backends gloo,zccl] [--json FILE]
 
@@ -38,13 +39,15 @@ def zccl_is_a_plugin() -> None:
         DistTestCases.backend_feature[feature].add("zccl")
 
 
-def ungate_gloo_tests(suite: type) -> None:
-    """Tests the suite runs for gloo alone (by name: "requires backend ... one of {'gloo'}",
-    "Only gloo backend supports ...") run over zccl too: zccl is to pass what gloo passes."""
-    for name in dir(suite):
-        test = getattr(suite, name)
-        why = getattr(test, "__unittest_skip_why__", "")
-        if getattr(test, "__unittest_skip__", False) and "gloo" in why.lower():
+def ungate_what_gloo_ran(suite: type, gloo_outcomes: str) -> None:
+    """Tests torch gates to gloo by name ("requires backend ... one of {'gloo'}", "Only gloo
+    backend supports ...") run over zccl too, where gloo ran them (`gloo_outcomes`: its run's
+    JSON): zccl is to pass what gloo passes."""
+    with open(gloo_outcomes) as f:
+        ran = {name for name, outcome in json.load(f).items() if outcome != "skip"}
+    for name in ran:
+        test = getattr(suite, name, None)
+        if getattr(test, "__unittest_skip__", False):
             test.__unittest_skip__ = False
 
 
@@ -59,8 +62,8 @@ if "BACKEND" in os.environ:  # the runner (and the ranks it spawns) import the s
             super().setUp()
             self._spawn_processes()
 
-    if os.environ["BACKEND"] == "zccl":
-        ungate_gloo_tests(TestSuite)
+    if os.environ["BACKEND"] == "zccl" and os.environ.get("ZCCL_TORCH_SUITE_GLOO"):
+        ungate_what_gloo_ran(TestSuite, os.environ["ZCCL_TORCH_SUITE_GLOO"])
 
 
 def selected_names() -> list:
@@ -92,7 +95,8 @@ def run_backend(backend: str, world_size: int, scratch: str) -> dict:
     out = os.path.join(scratch, f"{backend}_{world_size}.json")
     temp = os.path.join(scratch, f"temp_{backend}_{world_size}")
     os.makedirs(temp, exist_ok=True)
-    env = dict(os.environ, BACKEND=backend, WORLD_SIZE=str(world_size), TEMP_DIR=temp)
+    env = dict(os.environ, BACKEND=backend, WORLD_SIZE=str(world_size), TEMP_DIR=temp,
+               ZCCL_TORCH_SUITE_GLOO=os.path.join(scratch, f"gloo_{world_size}.json"))
     log = os.path.join(scratch, f"{backend}_{world_size}.log")
     with open(log, "w") as f:
         subprocess.run([sys.executable, os.path.abspath(__file__), "--run", out], env=env,
@@ -128,6 +132,17 @@ def write_markdown(path: str, lines: list, report: dict) -> None:
             f.write(f"| `{name}` | {', '.join(outcomes)} | {why} |\n")
 
 
+def gloo_outcomes(earlier: str, world_size: int, scratch: str) -> dict:
+    """gloo's run, or an earlier one's outcomes (copied where the zccl run looks for them)."""
+    if not earlier:
+        return run_backend("gloo", world_size, scratch)
+    with open(os.path.join(earlier, f"gloo_{world_size}.json")) as f:
+        outcomes = json.load(f)
+    with open(os.path.join(scratch, f"gloo_{world_size}.json"), "w") as f:
+        json.dump(outcomes, f)
+    return outcomes
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--run", metavar="OUT", help=argparse.SUPPRESS)
@@ -135,6 +150,8 @@ def main() -> int:
     parser.add_argument("--json", help="write every outcome here")
     parser.add_argument("--markdown", help="write the comparison here as a Markdown table")
     parser.add_argument("--from-json", help="compare the outcomes of an earlier --json run")
+    parser.add_argument("--gloo-from", metavar="DIR",
+                        help="gloo's outcomes from an earlier run's logs folder (gloo_N.json)")
     args = parser.parse_args()
     if args.run:
         run_selection(args.run)
@@ -149,7 +166,7 @@ def main() -> int:
         if earlier:
             gloo, zccl = earlier[world_size]["gloo"], earlier[world_size]["zccl"]
         else:
-            gloo = run_backend("gloo", world_size, scratch)
+            gloo = gloo_outcomes(args.gloo_from, world_size, scratch)
             zccl = run_backend("zccl", world_size, scratch)
         report[world_size] = {"gloo": gloo, "zccl": zccl}
         count = {b: {o: sum(v == o for v in r.values()) for o in ("pass", "fail", "skip")}

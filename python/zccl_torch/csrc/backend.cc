@@ -19,12 +19,11 @@ namespace zccl_torch {
 
 // One check for every zccl call: a failure becomes a Python RuntimeError carrying zccl's own
 // message (which names the argument, or the peers a timeout waited for).
-#define ZCCL_TORCH_CHECK(call, operation)                                                      \
-  do {                                                                                         \
-    const zcclResult_t zcclTorchResult = (call);                                               \
-    TORCH_CHECK(zcclTorchResult == zcclSuccess, timedOutPrefix(zcclTorchResult),               \
-                "zccl backend: ", operation, " failed (", zcclGetErrorString(zcclTorchResult), \
-                "): ", zcclGetLastError(comm_));                                               \
+#define ZCCL_TORCH_CHECK(call, operation)                                             \
+  do {                                                                                \
+    const zcclResult_t zcclTorchResult = (call);                                      \
+    TORCH_CHECK(zcclTorchResult == zcclSuccess,                                       \
+                failureMessage(zcclTorchResult, operation, zcclGetLastError(comm_))); \
   } while (0)
 
 namespace {
@@ -919,18 +918,26 @@ void ZcclBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAl
   }
   const auto deadline = Clock::now() + timeout;
   std::vector<int> missing;
+  bool outOfTime = false;  // as gloo's: rank 0's time ran out before it could wait for a rank
   for (int rank = 1; rank < getSize() && (waitAllRanks || missing.empty()); ++rank) {
     const auto left =
-        std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
-                 std::chrono::milliseconds(1));
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (!waitAllRanks && left.count() <= 0) {
+      outOfTime = true;
+      break;
+    }
     try {
-      store_->wait({round + "/arrived/" + std::to_string(rank)}, left);
+      store_->wait({round + "/arrived/" + std::to_string(rank)},
+                   std::max(left, std::chrono::milliseconds(1)));
     } catch (const std::exception&) {
       missing.push_back(rank);
     }
   }
   std::string failure;
-  if (!missing.empty()) {
+  if (outOfTime) {
+    failure = "Rank 0 timed out in monitoredBarrier after " + std::to_string(timeout.count()) +
+              " ms (zccl backend, group " + groupName_ + ")";
+  } else if (!missing.empty()) {
     std::string ranks;
     for (int rank : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
     failure = (missing.size() == 1 ? "Rank " : "Ranks ") + ranks +

@@ -55,13 +55,22 @@ void Completer::drain() {
   changed_.wait(lock, [this] { return entries_.empty() && !busy_; });
 }
 
+std::string failureMessage(zcclResult_t result, const std::string& operation,
+                           const char* zcclMessage) {
+  if (result == zcclTimeout) {
+    return "Timed out: zccl backend: " + operation +
+           " failed: Timed out waiting for its peers: " + zcclMessage;
+  }
+  return "zccl backend: " + operation + " failed (" + zcclGetErrorString(result) +
+         "): " + zcclMessage;
+}
+
 namespace {
 
 // A failed call's error.
 std::exception_ptr failureOf(const std::string& operation, zcclResult_t result) {
-  return std::make_exception_ptr(std::runtime_error(
-      std::string(timedOutPrefix(result)) + "zccl backend: " + operation + " failed (" +
-      zcclGetErrorString(result) + "): " + zcclGetLastError(nullptr)));
+  return std::make_exception_ptr(
+      std::runtime_error(failureMessage(result, operation, zcclGetLastError(nullptr))));
 }
 
 }  // namespace

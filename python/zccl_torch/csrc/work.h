@@ -18,11 +18,12 @@
 
 namespace zccl_torch {
 
-// "Timed out: " for a timeout, else nothing: the start of a failure's message, so that it reads
-// as torch's own backends' timeouts do and code that recognises theirs recognises zccl's.
-inline const char* timedOutPrefix(zcclResult_t result) {
-  return result == zcclTimeout ? "Timed out: " : "";
-}
+// A failed zccl call's message: "zccl backend: OPERATION failed (RESULT): zccl's message". A
+// timeout's starts "Timed out: " and says " Timed out " again, so that it reads as torch's own
+// backends' do and what recognises theirs (torch's tests match " (Timed out|closed|timeout) ")
+// recognises zccl's.
+std::string failureMessage(zcclResult_t result, const std::string& operation,
+                           const char* zcclMessage);
 
 // What an operation started: the requests of its queued calls (a call without one had
 // finished when it returned), and what runs once they all completed (copying results out;
