@@ -4,7 +4,8 @@ zccl, at 2 and 3 processes, zccl running every test gloo ran (those torch gates 
 included): zccl must pass every test gloo passes, except those listed in KNOWN_DIFFERENCES
 with the reason.
 
-  python torch_suite.py [--world-sizes 2,3] [--backends gloo,zccl] [--json FILE]
+  python torch_suite.py [--world-sizes 2,3] [--only REGEX] [--json FILE] [--markdown FILE]
+                        [--gloo-from DIR] [--from-json FILE]
 
 Each (backend, world size) runs in a process of its own, since torch's suite reads BACKEND
 and WORLD_SIZE when it is imported; that process spawns the ranks of every test."""
@@ -67,8 +68,9 @@ if "BACKEND" in os.environ:  # the runner (and the ranks it spawns) import the s
 
 
 def selected_names() -> list:
+    only = re.compile(os.environ.get("ZCCL_TORCH_SUITE_ONLY", ""))
     return sorted(name for name in dir(TestSuite)
-                  if SELECTED.match(name) and not LEFT_OUT.search(name))
+                  if SELECTED.match(name) and not LEFT_OUT.search(name) and only.search(name))
 
 
 def outcome_of(result: unittest.TestResult) -> dict:
@@ -147,6 +149,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--run", metavar="OUT", help=argparse.SUPPRESS)
     parser.add_argument("--world-sizes", default="2,3")
+    parser.add_argument("--only", metavar="REGEX", help="the selected tests whose names match")
     parser.add_argument("--json", help="write every outcome here")
     parser.add_argument("--markdown", help="write the comparison here as a Markdown table")
     parser.add_argument("--from-json", help="compare the outcomes of an earlier --json run")
@@ -156,6 +159,8 @@ def main() -> int:
     if args.run:
         run_selection(args.run)
         return 0
+    if args.only:
+        os.environ["ZCCL_TORCH_SUITE_ONLY"] = args.only
     scratch = tempfile.mkdtemp(prefix="zccl_torch_suite_")
     earlier = {}
     if args.from_json:
@@ -168,6 +173,7 @@ def main() -> int:
         else:
             gloo = gloo_outcomes(args.gloo_from, world_size, scratch)
             zccl = run_backend("zccl", world_size, scratch)
+            gloo = {name: o for name, o in gloo.items() if re.search(args.only or "", name)}
         report[world_size] = {"gloo": gloo, "zccl": zccl}
         count = {b: {o: sum(v == o for v in r.values()) for o in ("pass", "fail", "skip")}
                  for b, r in (("gloo", gloo), ("zccl", zccl))}

@@ -913,7 +913,10 @@ void ZcclBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAl
     // Rank 0 answers within its timeout; the margin covers its reporting.
     store_->wait({outcome}, timeout + std::chrono::seconds(5));
     const std::vector<uint8_t> failure = store_->get(outcome);
-    TORCH_CHECK(failure.empty(), std::string(failure.begin(), failure.end()));
+    TORCH_CHECK(failure.empty(), "Rank ", getRank(),
+                " successfully reached monitoredBarrier, but received errors while waiting for "
+                "send/recv from rank 0: ",
+                std::string(failure.begin(), failure.end()));
     return;
   }
   const auto deadline = Clock::now() + timeout;

@@ -106,7 +106,7 @@ class ZcclBackend : public c10d::Backend {
   c10::intrusive_ptr<Options> getBackendOptions() override { return options_; }
   // Like gloo's: rank 0 waits for every rank's arrival, noted in the group's store, for the
   // timeout, and names the ranks that did not arrive (the first, or all with waitAllRanks);
-  // every rank that arrived gets the same error.
+  // every other rank that arrived gets gloo's words for it, with rank 0's error.
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
                                           const std::vector<int>& ranks,
