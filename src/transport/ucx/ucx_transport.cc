@@ -450,10 +450,14 @@ class UcxTransport final : public Transport {
 
   // A request posted to or from `peer`; one that failed at once names the peer too (a send to
   // a peer that is gone fails there).
+  // "rank 3" for a member, "any rank" for a receive from any source.
+  std::string nameOf(int peer) const {
+    return peer < 0 ? "any rank" : "rank " + std::to_string(peerRank(peer));
+  }
+
   Status track(void* request, const char* call, int peer) {
     if (UCS_PTR_IS_ERR(request)) {
-      const std::string what =
-          std::string(call) + (peer < 0 ? " any rank" : " rank " + std::to_string(peerRank(peer)));
+      const std::string what = std::string(call) + " " + nameOf(peer);
       const Status failure = ucxFailure(what.c_str(), UCS_PTR_STATUS(request));
       markBroken();
       return failure;
@@ -504,8 +508,7 @@ class UcxTransport final : public Transport {
 
   Status failed(ucs_status_t status, size_t request) {
     const TicketBook::Entry* entry = tickets_.entryOf(request);
-    const std::string with =
-        "UCX, with rank " + std::to_string(peerRank(entry != nullptr ? entry->peer : -1));
+    const std::string with = "UCX, with " + nameOf(entry != nullptr ? entry->peer : -1);
     const Status result = ucxFailure(with.c_str(), status);
     abandon();
     return result;
