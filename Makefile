@@ -96,11 +96,11 @@ test-sanitizers: deps
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 UCX_MEM_EVENTS=no \
 		ctest --output-on-failure -j 1 -R "^reliability_test_ucx_np|^bootstrap$$|^staged_test_2x2$$"
 
-# zccl-sim on the shapes of make bench-link's table (docs/testbed.md), side by side with the
-# measured figures: docs/figures/sim_testbed.md.
+# zccl-sim on the shapes of make bench-link's table (docs/testbed.md) and of make bench-zero's
+# steps (where it has run), side by side with the measured figures: docs/figures/sim_testbed.md.
 sim-validate: build
 	./scripts/sim-validate.py $(BUILD_DIR)/zccl-sim > docs/figures/sim_testbed.md
-	@tail -1 docs/figures/sim_testbed.md
+	@grep -E '^- |^\| ZeRO' docs/figures/sim_testbed.md
 
 # ZeRO-3 against ZeRO++ simulated at the ZeRO++ paper's scales (64-384 GPUs, two clusters):
 # docs/figures/sim_zeropp.md, the runs' JSON under bench/sim.

@@ -1,5 +1,5 @@
 // Quantization throughput in GB/s of (unquantized) input, with memcpy of the same bytes
-// measured in the same run as the baseline. Single core.
+// measured in the same run as the baseline, and a reduction's. Single core.
 //   quant_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "kernels/kernels.h"
 #include "quant/quantize.h"
 
 namespace zccl {
@@ -117,6 +118,38 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetLabel(std::string("memcpy of ") + dataTypeName(type) + " input bytes");
 }
 
+// A reduction's rate, in bytes of one input (what the simulator prices reductions by).
+void BM_ReduceInto(benchmark::State& state) {
+  const DataType type = static_cast<DataType>(state.range(0));
+  const auto in = input(type);
+  auto inout = in;
+  for (auto _ : state) {
+    if (hostKernels().reduceInto(inout.data(), in.data(), kElements, type, RedOp::kSum) !=
+        Status::kSuccess) {
+      state.SkipWithError("reduceInto failed");
+    }
+    benchmark::DoNotOptimize(inout.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * in.size()));
+  state.SetLabel(std::string("sum into ") + dataTypeName(type) + " bytes");
+}
+
+// Work on a float32 accumulator (here adding `type` values into it), in its bytes.
+void BM_AccumulateAsFloat(benchmark::State& state) {
+  const DataType type = static_cast<DataType>(state.range(0));
+  const auto in = input(type);
+  std::vector<float> accumulator(kElements, 0.0f);
+  for (auto _ : state) {
+    if (hostKernels().accumulateAsFloat(in.data(), type, kElements, accumulator.data()) !=
+        Status::kSuccess) {
+      state.SkipWithError("accumulateAsFloat failed");
+    }
+    benchmark::DoNotOptimize(accumulator.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kElements * sizeof(float)));
+  state.SetLabel(std::string(dataTypeName(type)) + " into float32 bytes");
+}
+
 constexpr int kF32 = static_cast<int>(DataType::kFloat32);
 constexpr int kF16 = static_cast<int>(DataType::kFloat16);
 constexpr int kBf16 = static_cast<int>(DataType::kBfloat16);
@@ -132,6 +165,8 @@ void groupSizes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_Memcpy)->Arg(kF32)->Arg(kBf16)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReduceInto)->Arg(kF32)->Arg(kBf16)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AccumulateAsFloat)->Arg(kF32)->Arg(kBf16)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Quantize)->Apply(formats)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Dequantize)->Apply(formats)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DequantizeAccumulate)

@@ -5,7 +5,7 @@
 //            [--wire none|int8|int4] [--algo auto|ring|direct] [--dtype float32|bfloat16]
 //            [--json FILE]
 //   zccl-sim --ranks N --zero 3|++|both --params P --layers L [--tokens T] [--tflops F]
-//            [--scale K] [machine options] [--json FILE]
+//            [--compute-ms C] [--scale K] [machine options] [--json FILE]
 // Every rank is a thread of this process running the unchanged library over the simulated
 // transport (src/transport/sim); each message takes the modelled link's latency and
 // bandwidth, and each kernel the bytes it touches over the machine's kernel rate.
@@ -16,7 +16,8 @@
 // (forward all-gather, forward compute, backward all-gather, backward compute, gradient
 // reduce-scatter; no overlap) or as ZeRO++ does (INT8 weights, the backward's all-gather
 // inside the node from the secondary copy, INT4 gradients over the 2-hop path); compute is
-// 2 x params x tokens FLOPs forward and twice that backward at F TFLOP/s. A model too large
+// 2 x params x tokens FLOPs forward and twice that backward at F TFLOP/s, or (--compute-ms) a
+// step's compute as measured, a third forward and two thirds backward. A model too large
 // to hold in this machine's memory is simulated with its bytes and every bandwidth divided
 // by K (--scale, chosen when absent), kernel rates included, which leaves the bandwidth terms
 // as they are; the latencies are not scaled.
@@ -56,9 +57,10 @@ struct Settings {
   std::string zero;  // "", "3", "++" or "both"
   double params = 0;
   int layers = 0;
-  double tokens = 2048;  // per rank per step
-  double tflops = 100;   // per rank, sustained
-  double scale = 0;      // 0: chosen
+  double tokens = 2048;       // per rank per step
+  double tflops = 100;        // per rank, sustained
+  double computeSeconds = 0;  // per step, when given: instead of tokens and tflops
+  double scale = 0;           // 0: chosen
 };
 
 struct Row {
@@ -95,9 +97,14 @@ bool parseSize(const char* text, size_t* value) {
                "oversubscription=1,\n"
                "                 nodes-per-leaf=0,rail-optimized=0,intra-latency-us=2,"
                "inter-latency-us=5,kernel-gbps=1000,\n"
-               "                 compute-scale=0]\n"
+               "                 copy-gbps=0,reduce-gbps=0,quantize-gbps=0,dequantize-gbps=0,"
+               "compute-scale=0,\n"
+               "                 stack-gbps=0,shm-gbps=0]\n"
                "                [--wire none|int8|int4] [--algo auto|ring|direct] "
-               "[--dtype float32|bfloat16] [--json FILE]\n");
+               "[--dtype float32|bfloat16] [--json FILE]\n"
+               "       zccl-sim --ranks N --zero 3|++|both --params P --layers L [--tokens T] "
+               "[--tflops F]\n"
+               "                [--compute-ms C] [--scale K] [machine options] [--json FILE]\n");
   std::exit(2);
 }
 
@@ -151,16 +158,18 @@ Settings parse(int argc, char** argv) {
                                 {"layers", required_argument, nullptr, 'L'},
                                 {"tokens", required_argument, nullptr, 'T'},
                                 {"tflops", required_argument, nullptr, 'F'},
+                                {"compute-ms", required_argument, nullptr, 'C'},
                                 {"scale", required_argument, nullptr, 'K'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
-  double ranks = 0, layers = 0, gpus = s.machine.gpusPerNode, nodeGbps = 0;
-  const std::map<int, NumberOption> numbers = {
-      {'n', {&ranks, 2}},       {'f', {&s.factor, 1.0001}}, {'g', {&gpus, 1}},
-      {'B', {&nodeGbps, 1e-9}}, {'P', {&s.params, 1}},      {'L', {&layers, 1}},
-      {'T', {&s.tokens, 1}},    {'F', {&s.tflops, 1e-9}},   {'K', {&s.scale, 1}}};
+  double ranks = 0, layers = 0, gpus = s.machine.gpusPerNode, nodeGbps = 0, computeMs = 0;
+  const std::map<int, NumberOption> numbers = {{'n', {&ranks, 2}},    {'f', {&s.factor, 1.0001}},
+                                               {'g', {&gpus, 1}},     {'B', {&nodeGbps, 1e-9}},
+                                               {'P', {&s.params, 1}}, {'L', {&layers, 1}},
+                                               {'T', {&s.tokens, 1}}, {'F', {&s.tflops, 1e-9}},
+                                               {'K', {&s.scale, 1}},  {'C', {&computeMs, 0}}};
   int opt = 0;
-  while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:t:m:q:a:d:J:z:P:L:T:F:K:h", longOptions,
+  while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:t:m:q:a:d:J:z:P:L:T:F:C:K:h", longOptions,
                             nullptr)) != -1) {
     bool ok = true;
     const auto number = numbers.find(opt);
@@ -207,6 +216,7 @@ Settings parse(int argc, char** argv) {
   }
   s.ranks = static_cast<int>(ranks);
   s.layers = static_cast<int>(layers);
+  s.computeSeconds = computeMs * 1e-3;
   s.machine.gpusPerNode = static_cast<int>(gpus);
   if (s.ranks < 2) usage("--ranks is required (at least 2)");
   if (!s.zero.empty() && (s.params <= 0 || s.layers <= 0)) {
@@ -348,12 +358,18 @@ Step simulateStep(const Settings& s, bool plus, double scale) {
   zccl::SimMachine machine = s.machine;
   machine.intraGBps /= scale;
   machine.nicGbps /= scale;
-  machine.kernelGBps /= scale;
+  for (double* rate :
+       {&machine.kernelGBps, &machine.copyGBps, &machine.reduceGBps, &machine.accumulateGBps,
+        &machine.quantizeGBps, &machine.dequantizeGBps, &machine.stackGBps, &machine.shmGBps}) {
+    *rate /= scale;
+  }
   machine.computeScale *= scale;
   const size_t perRank = std::max<size_t>(
       1, static_cast<size_t>(s.params / s.layers / scale) / static_cast<size_t>(s.ranks));
   const size_t layer = perRank * static_cast<size_t>(s.ranks);
-  const double forwardSeconds = 2 * s.params / s.layers * s.tokens / (s.tflops * 1e12);
+  const double forwardSeconds = s.computeSeconds > 0
+                                    ? s.computeSeconds / 3 / s.layers
+                                    : 2 * s.params / s.layers * s.tokens / (s.tflops * 1e12);
   auto fabric = std::make_shared<zccl::SimFabric>(s.ranks, machine, 600);
   std::mutex mutex;
   Step step;
@@ -446,10 +462,17 @@ int simulateZero(const Settings& s) {
     return 2;
   }
   const double scale = chosenScale(s);
+  char compute[96];
+  if (s.computeSeconds > 0) {
+    std::snprintf(compute, sizeof(compute), "compute %.2f ms a step", s.computeSeconds * 1e3);
+  } else {
+    std::snprintf(compute, sizeof(compute), "%.0f tokens per rank, %.0f TFLOP/s per rank", s.tokens,
+                  s.tflops);
+  }
   std::printf(
-      "# zccl-sim: ZeRO step of %.3g parameters in %d layers, %.0f tokens per rank, "
-      "%.0f TFLOP/s per rank; %d ranks (%d nodes), %s; bytes and bandwidths / %.0f\n",
-      s.params, s.layers, s.tokens, s.tflops, s.ranks,
+      "# zccl-sim: ZeRO step of %.3g parameters in %d layers, %s; %d ranks (%d nodes), %s; "
+      "bytes and bandwidths / %.0f\n",
+      s.params, s.layers, compute, s.ranks,
       (s.ranks + s.machine.gpusPerNode - 1) / s.machine.gpusPerNode,
       zccl::describeSimMachine(s.machine).c_str(), scale);
   std::vector<std::pair<std::string, Step>> steps;

@@ -3,7 +3,8 @@
 # against ZeRO++ on an MLP of about 30 M parameters in bfloat16 with a small batch (modulus 7:
 # it learns within the 80 steps), so that
 # ZeRO-3's step is dominated by communication. Every step's loss and wall-clock time go to
-# OUT (bench/zero); then the table and the loss-against-time plot.
+# OUT (bench/zero), rank 0's report to OUT/mlp_1gbit.node0.log (make sim-validate reads its
+# compute and collective times); then the table and the loss-against-time plot.
 #   scripts/testbed/bench-zero.sh BUILD_DIR [OUT] [STEPS]   (BENCH_ZERO_PARTS="demo fsdp")
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -19,10 +20,11 @@ run() {
     "$TESTBED_EXEC" "$i" env ZCCL_INTER_NODE_GBPS=0.125 "$BUILD/zcclrun" -n 2 --nnodes 2 \
       --node-rank "$i" --root "${addrs[0]}:29600" --timeout 3600 "$BUILD/examples/zero_demo" \
       --model mlp --hidden 2048 --layers 7 --batch 16 --modulus 7 --lr 5e-4 --steps "$STEPS" --print-every 10 \
-      --log "$OUT/mlp_1gbit.csv" &
+      --log "$OUT/mlp_1gbit.csv" >"$OUT/mlp_1gbit.node$i.log" &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
+  cat "$OUT/mlp_1gbit.node0.log"
 }
 # The FSDP2 example over the torch backend, where `make torch` has made its environment:
 # torchrun on each node, ZeRO-3 against ZeRO++ on a decoder of about 20 M parameters over zccl,

@@ -15,76 +15,78 @@ namespace zccl {
 namespace {
 
 // The host's kernels, each call priced in the rank's virtual time by the bytes it touches over
-// the machine's kernel rate: what a GPU's memory-bound kernels would take.
+// its family's rate on the machine: what a GPU's memory-bound kernels (or a host's cores) take.
 class PricedKernels final : public Kernels {
  public:
-  PricedKernels(Transport* transport, double bytesPerSecond)
-      : transport_(transport), bytesPerSecond_(bytesPerSecond) {}
+  using Family = SimMachine::KernelFamily;
+
+  PricedKernels(Transport* transport, const SimMachine& machine)
+      : transport_(transport), machine_(machine) {}
 
   MemoryKind memory() const override { return inner_.memory(); }
   Status copy(void* to, const void* from, size_t bytes) override {
-    charge(bytes);
+    charge(Family::kCopy, bytes);
     return inner_.copy(to, from, bytes);
   }
   Status zeroFloats(float* data, size_t count) override {
-    charge(count * sizeof(float));
+    charge(Family::kAccumulate, count * sizeof(float));
     return inner_.zeroFloats(data, count);
   }
   Status reduceInto(void* inout, const void* in, size_t count, DataType type, RedOp op) override {
-    charge(count * elementSize(type));
+    charge(Family::kReduce, count * elementSize(type));
     return inner_.reduceInto(inout, in, count, type, op);
   }
   Status reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count,
                        DataType type, RedOp op) override {
-    charge(static_cast<size_t>(numInputs) * count * elementSize(type));
+    charge(Family::kReduce, static_cast<size_t>(numInputs) * count * elementSize(type));
     return inner_.reduceOrdered(out, inputs, numInputs, count, type, op);
   }
   Status divideByCount(void* data, size_t count, DataType type, int divisor) override {
-    charge(count * elementSize(type));
+    charge(Family::kReduce, count * elementSize(type));
     return inner_.divideByCount(data, count, type, divisor);
   }
   Status quantize(const void* in, DataType type, size_t count, const QuantParams& params, void* out,
                   size_t capacity) override {
-    charge(count * elementSize(type));
+    charge(Family::kQuantize, count * elementSize(type));
     return inner_.quantize(in, type, count, params, out, capacity);
   }
   Status dequantize(const void* message, size_t bytes, const QuantParams& format, void* out,
                     DataType type, size_t count) override {
-    charge(count * elementSize(type));
+    charge(Family::kDequantize, count * elementSize(type));
     return inner_.dequantize(message, bytes, format, out, type, count);
   }
   Status dequantizeAccumulate(const void* message, size_t bytes, const QuantParams& format,
                               float* accumulator, size_t count) override {
-    charge(count * sizeof(float));
+    charge(Family::kDequantize, count * sizeof(float));
     return inner_.dequantizeAccumulate(message, bytes, format, accumulator, count);
   }
   Status accumulateAsFloat(const void* x, DataType type, size_t count,
                            float* accumulator) override {
-    charge(count * sizeof(float));
+    charge(Family::kAccumulate, count * sizeof(float));
     return inner_.accumulateAsFloat(x, type, count, accumulator);
   }
   Status convertToFloat(const void* x, DataType type, size_t count, float* out) override {
-    charge(count * sizeof(float));
+    charge(Family::kAccumulate, count * sizeof(float));
     return inner_.convertToFloat(x, type, count, out);
   }
   Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out) override {
-    charge(count * sizeof(float));
+    charge(Family::kAccumulate, count * sizeof(float));
     return inner_.storeFloatAs(values, count, divisor, type, out);
   }
   Status negateFloats(float* data, size_t count) override {
-    charge(count * sizeof(float));
+    charge(Family::kAccumulate, count * sizeof(float));
     return inner_.negateFloats(data, count);
   }
   size_t pipelineElements() const override { return inner_.pipelineElements(); }
 
  private:
-  void charge(size_t bytes) {
-    simulateCompute(*transport_, static_cast<double>(bytes) / bytesPerSecond_);
+  void charge(Family family, size_t bytes) {
+    simulateKernel(*transport_, static_cast<double>(bytes) / machine_.kernelBytesPerSecond(family));
   }
 
   Kernels& inner_ = zccl::hostKernels();
   Transport* transport_;
-  const double bytesPerSecond_;
+  const SimMachine& machine_;
 };
 
 }  // namespace
@@ -120,8 +122,7 @@ Status runSimulated(const std::shared_ptr<SimFabric>& fabric, const zcclConfig* 
       result = createComm(createSimTransport(fabric, r), resolved, Status::kSuccess, &comm, links);
       std::unique_ptr<PricedKernels> kernels;
       if (result == Status::kSuccess) {
-        kernels = std::make_unique<PricedKernels>(comm->transport.get(),
-                                                  fabric->machine().kernelGBps * 1e9);
+        kernels = std::make_unique<PricedKernels>(comm->transport.get(), fabric->machine());
         comm->simulatedKernels = kernels.get();
         result = static_cast<Status>(body(r, comm));
         if (result != Status::kSuccess) errors[static_cast<size_t>(r)] = zcclGetLastError(comm);

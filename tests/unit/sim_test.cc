@@ -215,6 +215,65 @@ TEST(Simulation, MachineTextNamesTheFabric) {
   EXPECT_TRUE(machine.railOptimized);
   EXPECT_NE(describeSimMachine(machine).find("rail-optimized"), std::string::npos);
   EXPECT_EQ(parseSimMachine("nodes-per-leaf=-1", &machine), Status::kInvalidArgument);
+  ASSERT_EQ(parseSimMachine("host-cores=2,host-ranks=4,stack-gbps=3,shm-gbps=12,quantize-gbps=5",
+                            &machine),
+            Status::kSuccess);
+  EXPECT_DOUBLE_EQ(machine.cpuShare(), 0.5);
+  const std::string text = describeSimMachine(machine);
+  EXPECT_NE(text.find("4 ranks on 2 cores"), std::string::npos) << text;
+  EXPECT_NE(text.find("network stack at 3 GB/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("quantization at 5 GB/s"), std::string::npos) << text;
+  EXPECT_EQ(parseSimMachine("host-cores=-2", &machine), Status::kInvalidArgument);
+}
+
+// Two ranks of a host on one core (half of it each, as busy-polling processes get), a node
+// each, a 100 Gbit/s NIC and a network stack of 2 GB/s a core: a message crosses at the CPU's
+// pace, 1 GB/s, not the NIC's, and a second one sent at once waits for the sender's CPU.
+SimMachine sharedHost() {
+  SimMachine machine;
+  machine.gpusPerNode = 1;
+  machine.nicsPerNode = 1;
+  machine.nicGbps = 100;
+  machine.hostCores = 1;
+  machine.hostRanks = 2;
+  machine.stackGBps = 2;
+  return machine;
+}
+
+TEST(Simulation, NetworkStackPacesMessagesOnTheHostsCores) {
+  const SimMachine machine = sharedHost();
+  const size_t bytes = 50 << 20;
+  const double cpu = 1e9, latency = machine.interLatencySeconds;
+  SimFabric fabric(2, machine, 10);
+  EXPECT_NEAR(arrivalOf(fabric, 0, 1, bytes), bytes / cpu + latency, 1e-9);
+  EXPECT_NEAR(arrivalOf(fabric, 0, 1, bytes), 2 * bytes / cpu + latency, 1e-9);
+  SimMachine offloaded = machine;
+  offloaded.stackGBps = 0;
+  SimFabric rdma(2, offloaded, 10);
+  EXPECT_NEAR(arrivalOf(rdma, 0, 1, bytes), bytes / (machine.nicGbps / 8 * 1e9) + latency, 1e-9);
+}
+
+// A kernel runs on its rank's share of a core where that is free of the CPU work a message
+// already holds it for (the receiving side of the stack), and each family at its own rate.
+TEST(Simulation, KernelsWaitForTheirRanksCpu) {
+  const SimMachine machine = sharedHost();
+  const size_t bytes = 50 << 20;
+  const double cpu = 1e9, latency = machine.interLatencySeconds;
+  SimFabric fabric(2, machine, 10);
+  fabric.runKernel(0, 1.0);
+  EXPECT_NEAR(fabric.clock(0), 2.0, 1e-9);  // half a core
+  const double received = arrivalOf(fabric, 0, 1, bytes);
+  EXPECT_NEAR(received, 2.0 + bytes / cpu + latency, 1e-9);
+  // From rank 1's clock 0: 3 s of its CPU do not fit before the stack's work for the message
+  // (from 2 s on), so they follow it.
+  fabric.runKernel(1, 1.5);
+  EXPECT_NEAR(fabric.clock(1), received + 3.0, 1e-9);
+
+  SimMachine rates;
+  rates.kernelGBps = 4;
+  rates.copyGBps = 12;
+  EXPECT_EQ(rates.kernelBytesPerSecond(SimMachine::KernelFamily::kCopy), 12e9);
+  EXPECT_EQ(rates.kernelBytesPerSecond(SimMachine::KernelFamily::kReduce), 4e9);
 }
 
 // On nodes of 8 GPUs with 8 NICs the planner's choice is no slower, simulated, than the flat

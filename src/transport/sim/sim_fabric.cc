@@ -19,6 +19,7 @@ struct Field {
 Status parseSimMachine(const std::string& text, SimMachine* machine) {
   double gpus = machine->gpusPerNode, nics = machine->nicsPerNode;
   double nodesPerLeaf = machine->nodesPerLeaf, rails = machine->railOptimized ? 1 : 0;
+  double hostCores = machine->hostCores, hostRanks = machine->hostRanks;
   double intraLatencyUs = machine->intraLatencySeconds * 1e6;
   double interLatencyUs = machine->interLatencySeconds * 1e6;
   const Field fields[] = {{"gpus-per-node", &gpus, 1},
@@ -31,7 +32,21 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
                           {"rail-optimized", &rails, 1},
                           {"oversubscription", &machine->oversubscription, 1},
                           {"kernel-gbps", &machine->kernelGBps, 1},
-                          {"compute-scale", &machine->computeScale, 1}};
+                          {"copy-gbps", &machine->copyGBps, 1},
+                          {"reduce-gbps", &machine->reduceGBps, 1},
+                          {"accumulate-gbps", &machine->accumulateGBps, 1},
+                          {"quantize-gbps", &machine->quantizeGBps, 1},
+                          {"dequantize-gbps", &machine->dequantizeGBps, 1},
+                          {"compute-scale", &machine->computeScale, 1},
+                          {"host-cores", &hostCores, 1},
+                          {"host-ranks", &hostRanks, 1},
+                          {"stack-gbps", &machine->stackGBps, 1},
+                          {"shm-gbps", &machine->shmGBps, 1}};
+  // Fields for which 0 means "off" rather than a mistake.
+  const char* const mayBeZero[] = {"compute-scale",   "nodes-per-leaf", "rail-optimized",
+                                   "host-cores",      "host-ranks",     "stack-gbps",
+                                   "shm-gbps",        "copy-gbps",      "reduce-gbps",
+                                   "accumulate-gbps", "quantize-gbps",  "dequantize-gbps"};
   std::stringstream items(text);
   std::string item;
   while (std::getline(items, item, ',')) {
@@ -43,14 +58,18 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
     char* end = nullptr;
     const double value =
         equals == std::string::npos ? 0 : std::strtod(item.c_str() + equals + 1, &end);
+    const bool zeroAllowed = std::any_of(std::begin(mayBeZero), std::end(mayBeZero),
+                                         [&](const char* allowed) { return name == allowed; });
     if (field == nullptr || equals == std::string::npos || end == nullptr || *end != '\0' ||
-        !(value > 0 || (value == 0 && (name == "compute-scale" || name == "nodes-per-leaf" ||
-                                       name == "rail-optimized")))) {
+        !(value > 0 || (value == 0 && zeroAllowed))) {
       return fail(Status::kInvalidArgument,
                   "machine: '%s': expected NAME=POSITIVE with NAME one of gpus-per-node, "
                   "intra-gbps, intra-latency-us, nics, nic-gbps, inter-latency-us, "
                   "nodes-per-leaf (0: one switch), rail-optimized (0|1), oversubscription, "
-                  "kernel-gbps, compute-scale",
+                  "kernel-gbps, copy-gbps, reduce-gbps, accumulate-gbps, quantize-gbps, "
+                  "dequantize-gbps, "
+                  "compute-scale, host-cores, host-ranks (0: a node's), "
+                  "stack-gbps, shm-gbps",
                   item.c_str());
     }
     *field->value = value * field->unit;
@@ -59,6 +78,8 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
   machine->nicsPerNode = static_cast<int>(nics);
   machine->nodesPerLeaf = static_cast<int>(nodesPerLeaf);
   machine->railOptimized = rails != 0;
+  machine->hostCores = static_cast<int>(hostCores);
+  machine->hostRanks = static_cast<int>(hostRanks);
   machine->intraLatencySeconds = intraLatencyUs * 1e-6;
   machine->interLatencySeconds = interLatencyUs * 1e-6;
   if (machine->nicsPerNode > machine->gpusPerNode) machine->nicsPerNode = machine->gpusPerNode;
@@ -78,8 +99,34 @@ std::string describeSimMachine(const SimMachine& m) {
     text << ", fabric oversubscribed " << m.oversubscription << ":1";
   }
   text << ", kernels at " << m.kernelGBps << " GB/s";
+  const std::pair<const char*, double> families[] = {{"copies", m.copyGBps},
+                                                     {"reductions", m.reduceGBps},
+                                                     {"float32 accumulation", m.accumulateGBps},
+                                                     {"quantization", m.quantizeGBps},
+                                                     {"dequantization", m.dequantizeGBps}};
+  for (const auto& [family, rate] : families) {
+    if (rate > 0) text << ", " << family << " at " << rate << " GB/s";
+  }
   if (m.computeScale != 0) text << ", CPU time x" << m.computeScale;
+  if (m.hostCores > 0) {
+    text << ", " << (m.hostRanks > 0 ? m.hostRanks : m.gpusPerNode) << " ranks on " << m.hostCores
+         << " cores";
+  }
+  if (m.stackGBps > 0) text << ", network stack at " << m.stackGBps << " GB/s a core";
+  if (m.shmGBps > 0) text << ", shared-memory copies at " << m.shmGBps << " GB/s a core";
   return text.str();
+}
+
+double SimMachine::kernelBytesPerSecond(KernelFamily family) const {
+  const double rates[] = {copyGBps, reduceGBps, accumulateGBps, quantizeGBps, dequantizeGBps};
+  const double rate = rates[static_cast<int>(family)];
+  return (rate > 0 ? rate : kernelGBps) * 1e9;
+}
+
+double SimMachine::cpuShare() const {
+  if (hostCores <= 0) return 1;
+  const int sharing = hostRanks > 0 ? hostRanks : gpusPerNode;
+  return std::min(1.0, static_cast<double>(hostCores) / sharing);
 }
 
 SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds)
@@ -88,12 +135,13 @@ SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds
       timeout_(timeoutSeconds),
       clocks_(static_cast<size_t>(ranks), 0.0),
       gpuOut_(static_cast<size_t>(ranks)),
-      gpuIn_(static_cast<size_t>(ranks)) {
+      gpuIn_(static_cast<size_t>(ranks)),
+      cpu_(static_cast<size_t>(ranks)) {
   const int nodes = (ranks + machine.gpusPerNode - 1) / machine.gpusPerNode;
   nicOut_.resize(static_cast<size_t>(nodes) * static_cast<size_t>(machine.nicsPerNode));
   nicIn_.resize(nicOut_.size());
   if (machine.nodesPerLeaf > 0) {
-    switchUp_.resize(static_cast<size_t>(switchOf(static_cast<int>(nicOut_.size()) - 1) + 1));
+    switchUp_.resize(static_cast<size_t>(switchOf(static_cast<int>(nicOut_.size()) - 1)) + 1);
     switchDown_.resize(switchUp_.size());
   }
 }
@@ -106,6 +154,12 @@ double SimFabric::clock(int rank) {
 void SimFabric::advance(int rank, double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   clocks_[static_cast<size_t>(rank)] += seconds;
+}
+
+void SimFabric::runKernel(int rank, double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  double& clock = clocks_[static_cast<size_t>(rank)];
+  clock = reserve(&cpu_[static_cast<size_t>(rank)], clock, seconds / machine_.cpuShare());
 }
 
 int SimFabric::switchOf(int nic) const {
@@ -123,13 +177,26 @@ double SimFabric::uplinkBytesPerSecond() const {
 SimFabric::Route SimFabric::route(int source, int destination) {
   Route route;
   const int perNode = machine_.gpusPerNode;
-  if (source / perNode == destination / perNode) {
+  const bool sameNode = source / perNode == destination / perNode;
+  const double cpuGBps = sameNode ? machine_.shmGBps : machine_.stackGBps;
+  const double cpuRate = cpuGBps * 1e9 * machine_.cpuShare();
+  if (cpuGBps > 0) route.ports[route.count++] = {&cpu_[static_cast<size_t>(source)], cpuRate};
+  route.departure = route.count;
+  if (sameNode) {
     const double rate = machine_.intraGBps * 1e9;
     route.ports[route.count++] = {&gpuOut_[static_cast<size_t>(source)], rate};
     route.ports[route.count++] = {&gpuIn_[static_cast<size_t>(destination)], rate};
     route.latency = machine_.intraLatencySeconds;
-    return route;
+  } else {
+    routeBetweenNodes(source, destination, &route);
   }
+  route.landing = route.count - 1;
+  if (cpuGBps > 0) route.ports[route.count++] = {&cpu_[static_cast<size_t>(destination)], cpuRate};
+  return route;
+}
+
+void SimFabric::routeBetweenNodes(int source, int destination, Route* route) {
+  const int perNode = machine_.gpusPerNode;
   const int nics = machine_.nicsPerNode;
   auto nicOf = [&](int rank) {
     return (rank / perNode) * nics + (rank % perNode) * nics / perNode;
@@ -137,15 +204,14 @@ SimFabric::Route SimFabric::route(int source, int destination) {
   const int from = nicOf(source), to = nicOf(destination);
   const bool twoLevels = machine_.nodesPerLeaf > 0;
   const double rate = machine_.nicGbps / 8 * 1e9 / (twoLevels ? 1 : machine_.oversubscription);
-  route.latency = machine_.interLatencySeconds;
-  route.ports[route.count++] = {&nicOut_[static_cast<size_t>(from)], rate};
+  route->latency = machine_.interLatencySeconds;
+  route->ports[route->count++] = {&nicOut_[static_cast<size_t>(from)], rate};
   if (twoLevels && switchOf(from) != switchOf(to)) {
     const double uplink = uplinkBytesPerSecond();
-    route.ports[route.count++] = {&switchUp_[static_cast<size_t>(switchOf(from))], uplink};
-    route.ports[route.count++] = {&switchDown_[static_cast<size_t>(switchOf(to))], uplink};
+    route->ports[route->count++] = {&switchUp_[static_cast<size_t>(switchOf(from))], uplink};
+    route->ports[route->count++] = {&switchDown_[static_cast<size_t>(switchOf(to))], uplink};
   }
-  route.ports[route.count++] = {&nicIn_[static_cast<size_t>(to)], rate};
-  return route;
+  route->ports[route->count++] = {&nicIn_[static_cast<size_t>(to)], rate};
 }
 
 double SimFabric::reserve(Timeline* busy, double ready, double duration) {
@@ -190,18 +256,23 @@ void SimFabric::send(uint64_t context, int source, int destination, int tag, con
   double arrival = now;
   double leaves = now;
   if (source != destination) {
-    // Cut through: each port takes the bytes at its own rate from when the one before began,
-    // but cannot finish before it did (a slower port on the way, an oversubscribed uplink,
-    // sets the pace), later where it is busy; the receiving port after the latency.
+    // Cut through: the bytes stream through every port from when the first began (the
+    // receiving side a latency later), each port at its own rate but finishing no earlier
+    // than the one before (a slower port on the way, an oversubscribed uplink, a CPU, sets the
+    // pace); a busy port holds the stream back until it is free.
     const Route path = route(source, destination);
-    double start = now, end = now;
+    double flow = now, end = now;
     for (int hop = 0; hop < path.count; ++hop) {
       const Port& port = path.ports[hop];
       const double duration = static_cast<double>(bytes) / port.bytesPerSecond;
-      const double delay = hop == path.count - 1 ? path.latency : 0;
-      end = reserve(port.busy, std::max(start, end - duration) + delay, duration);
-      start = end - duration;
-      if (hop == 0) leaves = end;
+      if (hop == path.landing) {
+        flow += path.latency;
+        end += path.latency;
+      }
+      const double ready = std::max(flow, end - duration);
+      end = reserve(port.busy, ready, duration);
+      flow = std::max(flow, end - duration > ready ? end - duration : flow);
+      if (hop == path.departure) leaves = end;
     }
     arrival = end;
   }

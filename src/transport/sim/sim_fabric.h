@@ -41,12 +41,34 @@ struct SimMachine {
   bool railOptimized = false;
   double oversubscription = 1;
   // A rank's kernels (copies, reductions, quantization) take the bytes they touch over this
-  // rate, GB/s (a GPU's memory-bound kernels: about 1000).
+  // rate, GB/s (a GPU's memory-bound kernels: about 1000), or over their family's where given
+  // (> 0): copies (bytes copied), reductions (bytes of one input), work on a float32
+  // accumulator (its bytes), quantization (bytes of unquantized input), dequantization (bytes
+  // of unquantized output).
   double kernelGBps = 1000;
+  double copyGBps = 0;
+  double reduceGBps = 0;
+  double accumulateGBps = 0;
+  double quantizeGBps = 0;
+  double dequantizeGBps = 0;
   // Besides, the CPU time between a rank's transport calls counts times this factor (1: this
   // host's speed, kernels and library alike; 0: not counted). Measured on a thread of a
   // process that runs every rank, it carries the simulator's own scheduling noise.
   double computeScale = 0;
+  // Ranks on CPUs rather than GPUs (a host's processes, as the emulated testbed's): each rank's
+  // kernels and network stack run on its CPU, which is busy one thing at a time. hostCores > 0:
+  // hostRanks ranks (0: a node's) share that many cores, each at min(1, cores / ranks) of one,
+  // because waiting ranks busy-poll and keep every core's run queue full. stackGBps > 0: a
+  // message between nodes costs its sender's and its receiver's CPU its bytes over this rate
+  // (TCP copies); shmGBps > 0: one within a node does (copies through shared memory).
+  int hostCores = 0;
+  int hostRanks = 0;
+  double stackGBps = 0;
+  double shmGBps = 0;
+  enum class KernelFamily { kCopy, kReduce, kAccumulate, kQuantize, kDequantize };
+  double kernelBytesPerSecond(KernelFamily family) const;
+  // The part of a core each rank's CPU work gets.
+  double cpuShare() const;
 };
 
 // Reads "gpus-per-node=8,intra-gbps=1200,nics=8,nic-gbps=100,oversubscription=2,..." (bytes
@@ -65,6 +87,9 @@ class SimFabric {
   // Rank `rank`'s virtual clock (seconds since the fabric began).
   double clock(int rank);
   void advance(int rank, double seconds);
+  // Runs `seconds` of a rank's kernel work (at a whole core's speed) on its CPU, from its clock
+  // on, when its CPU is free; the clock moves to its end.
+  void runKernel(int rank, double seconds);
 
   // A receive posted by a rank: filled by the matching send, in posting order per
   // (context, source, tag).
@@ -121,14 +146,18 @@ class SimFabric {
   // The end of the first interval of `duration` from `ready` on that `busy` leaves free; it is
   // then busy.
   static double reserve(Timeline* busy, double ready, double duration);
-  // The ports a message between two ranks takes, in order (2, or 4 through the spine), and
-  // its latency.
+  // The ports a message between two ranks takes, in order (2, or 4 through the spine; the
+  // CPUs at either end where they carry it), the one whose end completes the send, the one
+  // the latency comes before (the receiving GPU's or NIC's), and the latency.
   struct Route {
-    Port ports[4];
+    Port ports[6];
     int count = 0;
+    int departure = 0;
+    int landing = 0;
     double latency = 0;
   };
   Route route(int source, int destination);
+  void routeBetweenNodes(int source, int destination, Route* route);
   // The leaf (or rail switch) NIC `nic` (of every node's NICs) hangs from, and its uplink's
   // bytes per second.
   int switchOf(int nic) const;
@@ -142,6 +171,7 @@ class SimFabric {
   std::condition_variable controlChanged_;
   std::vector<double> clocks_;
   std::vector<Timeline> gpuOut_, gpuIn_;         // per rank
+  std::vector<Timeline> cpu_;                    // per rank
   std::vector<Timeline> nicOut_, nicIn_;         // per node x NIC
   std::vector<Timeline> switchUp_, switchDown_;  // per leaf (or rail switch), to the spine
   std::map<Key, Mailbox> mailboxes_;

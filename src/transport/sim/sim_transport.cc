@@ -132,6 +132,12 @@ class SimTransport final : public Transport {
     resumeCompute();
   }
 
+  void runKernel(double seconds) {
+    chargeCompute();
+    fabric_->runKernel(global(me_), seconds);
+    resumeCompute();
+  }
+
   double clock() {
     chargeCompute();
     const double now = fabric_->clock(global(me_));
@@ -235,6 +241,11 @@ double simulatedClock(Transport& transport) {
 void simulateCompute(Transport& transport, double seconds) {
   auto* sim = dynamic_cast<SimTransport*>(&transport);
   if (sim != nullptr) sim->compute(seconds);
+}
+
+void simulateKernel(Transport& transport, double seconds) {
+  auto* sim = dynamic_cast<SimTransport*>(&transport);
+  if (sim != nullptr) sim->runKernel(seconds);
 }
 
 }  // namespace zccl

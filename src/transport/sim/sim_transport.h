@@ -18,5 +18,7 @@ std::unique_ptr<Transport> createSimTransport(std::shared_ptr<SimFabric> fabric,
 double simulatedClock(Transport& transport);
 // Moves that rank's clock on by `seconds` of modelled compute (a layer's matrix products).
 void simulateCompute(Transport& transport, double seconds);
+// Runs `seconds` of that rank's kernel work on its CPU (sim_fabric.h: SimFabric::runKernel).
+void simulateKernel(Transport& transport, double seconds);
 
 }  // namespace zccl
