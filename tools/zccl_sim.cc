@@ -60,6 +60,7 @@ struct Settings {
   double tokens = 2048;       // per rank per step
   double tflops = 100;        // per rank, sustained
   double computeSeconds = 0;  // per step, when given: instead of tokens and tflops
+  int prefetch = 0;           // modules gathered ahead (and gradients left behind): overlap
   double scale = 0;           // 0: chosen
 };
 
@@ -159,17 +160,19 @@ Settings parse(int argc, char** argv) {
                                 {"tokens", required_argument, nullptr, 'T'},
                                 {"tflops", required_argument, nullptr, 'F'},
                                 {"compute-ms", required_argument, nullptr, 'C'},
+                                {"prefetch", required_argument, nullptr, 'p'},
                                 {"scale", required_argument, nullptr, 'K'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
   double ranks = 0, layers = 0, gpus = s.machine.gpusPerNode, nodeGbps = 0, computeMs = 0;
-  const std::map<int, NumberOption> numbers = {{'n', {&ranks, 2}},    {'f', {&s.factor, 1.0001}},
-                                               {'g', {&gpus, 1}},     {'B', {&nodeGbps, 1e-9}},
-                                               {'P', {&s.params, 1}}, {'L', {&layers, 1}},
-                                               {'T', {&s.tokens, 1}}, {'F', {&s.tflops, 1e-9}},
-                                               {'K', {&s.scale, 1}},  {'C', {&computeMs, 0}}};
+  double prefetch = 0;
+  const std::map<int, NumberOption> numbers = {
+      {'n', {&ranks, 2}},       {'f', {&s.factor, 1.0001}}, {'g', {&gpus, 1}},
+      {'B', {&nodeGbps, 1e-9}}, {'P', {&s.params, 1}},      {'L', {&layers, 1}},
+      {'T', {&s.tokens, 1}},    {'F', {&s.tflops, 1e-9}},   {'K', {&s.scale, 1}},
+      {'C', {&computeMs, 0}},   {'p', {&prefetch, 0}}};
   int opt = 0;
-  while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:t:m:q:a:d:J:z:P:L:T:F:C:K:h", longOptions,
+  while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:t:m:q:a:d:J:z:P:L:T:F:C:p:K:h", longOptions,
                             nullptr)) != -1) {
     bool ok = true;
     const auto number = numbers.find(opt);
@@ -217,6 +220,7 @@ Settings parse(int argc, char** argv) {
   s.ranks = static_cast<int>(ranks);
   s.layers = static_cast<int>(layers);
   s.computeSeconds = computeMs * 1e-3;
+  s.prefetch = static_cast<int>(prefetch);
   s.machine.gpusPerNode = static_cast<int>(gpus);
   if (s.ranks < 2) usage("--ranks is required (at least 2)");
   if (!s.zero.empty() && (s.params <= 0 || s.layers <= 0)) {
@@ -346,6 +350,63 @@ struct Step {
 };
 const char* const kPhases[5] = {"forward all-gather", "forward compute", "backward all-gather",
                                 "backward compute", "gradient reduce-scatter"};
+enum Phase {
+  kForwardGather,
+  kForwardCompute,
+  kBackwardGather,
+  kBackwardCompute,
+  kGradientReduceScatter
+};
+
+// One rank's step on two streams, as the ZeRO layer runs it: its collectives in the order it
+// issues them on the communicator (the rank's clock: each starts once the compute stream has
+// reached the point that issues it), its compute on a stream of its own that waits only for
+// what it uses. With depth 0 the two take turns: nothing overlaps.
+class RankStep {
+ public:
+  RankStep(zcclComm_t comm, int depth, double (*phases)[5])
+      : comm_(comm),
+        depth_(static_cast<size_t>(depth)),
+        phases_(*phases),
+        computed_(zccl::simulatedSeconds(comm)) {}
+
+  size_t depth() const { return depth_; }
+  bool ok() const { return result_ == zcclSuccess; }
+  zcclResult_t result() const { return result_; }
+
+  // Runs a collective issued where the compute stream is now; returns when it completed.
+  template <typename Run>
+  double collective(Phase phase, Run&& run) {
+    if (!ok()) return 0;
+    waitClockFor(computed_);
+    const double issued = zccl::simulatedSeconds(comm_);
+    result_ = run();
+    const double done = zccl::simulatedSeconds(comm_);
+    phases_[phase] += done - issued;
+    return done;
+  }
+  // Compute that needs what completed at `ready`.
+  void compute(Phase phase, double ready, double seconds) {
+    computed_ = std::max(computed_, ready) + seconds;
+    phases_[phase] += seconds;
+  }
+  // The compute stream waits for a collective that completed at `done`.
+  void waitFor(double done) { computed_ = std::max(computed_, done); }
+  // The step ends when both streams have.
+  void finish() { waitClockFor(computed_); }
+
+ private:
+  void waitClockFor(double time) {
+    const double now = zccl::simulatedSeconds(comm_);
+    if (time > now) zccl::simulateCompute(comm_, time - now);
+  }
+
+  zcclComm_t comm_;
+  const size_t depth_;
+  double (&phases_)[5];
+  double computed_;  // when the compute stream is free
+  zcclResult_t result_ = zcclSuccess;
+};
 
 // The scale that keeps a layer's gathered weights near 8 MiB per rank.
 double chosenScale(const Settings& s) {
@@ -388,43 +449,43 @@ Step simulateStep(const Settings& s, bool plus, double scale) {
     zcclCollOptions gradients = ZCCL_COLL_OPTIONS_INITIALIZER;
     weights.wireFormat = plus ? zcclWireInt8 : zcclWireNone;
     gradients.wireFormat = plus ? zcclWireInt4 : zcclWireNone;
-    double mine[5] = {0, 0, 0, 0, 0};
     const double start = zccl::simulatedSeconds(comm);
-    auto timed = [&](int phase, auto&& run) {
-      const double before = zccl::simulatedSeconds(comm);
-      const zcclResult_t result = run();
-      mine[phase] += zccl::simulatedSeconds(comm) - before;
-      return result;
-    };
-    for (int l = 0; l < s.layers; ++l) {
-      zcclResult_t r = timed(0, [&] {
-        return zcclAllGatherEx(shard.data(), full.data(), perRank, zcclBfloat16, comm, nullptr,
-                               &weights);
-      });
-      if (r != zcclSuccess) return r;
-      timed(1, [&] {
-        zccl::simulateCompute(comm, forwardSeconds);
-        return zcclSuccess;
-      });
+    double mine[5] = {0, 0, 0, 0, 0};
+    RankStep rank(comm, s.prefetch, &mine);
+    const size_t n = static_cast<size_t>(s.layers);
+    // Forward: module i's weights gathered `prefetch` modules ahead of its compute.
+    std::vector<double> gathered(n);
+    for (size_t i = 0, issued = 0; i < n; ++i) {
+      for (; issued < n && issued <= i + rank.depth(); ++issued) {
+        gathered[issued] = rank.collective(kForwardGather, [&] {
+          return zcclAllGatherEx(shard.data(), full.data(), perRank, zcclBfloat16, comm, nullptr,
+                                 &weights);
+        });
+      }
+      rank.compute(kForwardCompute, gathered[i], forwardSeconds);
     }
-    for (int l = 0; l < s.layers; ++l) {
-      zcclResult_t r = timed(2, [&] {
-        return plus
-                   ? zcclAllGather(secondary.data(), full.data(), secondary.size(), zcclBfloat16,
-                                   node, nullptr)
-                   : zcclAllGather(shard.data(), full.data(), perRank, zcclBfloat16, comm, nullptr);
-      });
-      if (r != zcclSuccess) return r;
-      timed(3, [&] {
-        zccl::simulateCompute(comm, 2 * forwardSeconds);
-        return zcclSuccess;
-      });
-      r = timed(4, [&] {
+    // Backward, from the last module: gathers as ahead, each module's gradient reduce-scatter
+    // behind its compute, at most `prefetch` of them outstanding.
+    std::vector<double> reduced(n);
+    for (size_t i = n, next = n; i-- > 0;) {
+      for (; next > 0 && next - 1 + rank.depth() >= i; --next) {
+        gathered[next - 1] = rank.collective(kBackwardGather, [&] {
+          return plus ? zcclAllGather(secondary.data(), full.data(), secondary.size(), zcclBfloat16,
+                                      node, nullptr)
+                      : zcclAllGather(shard.data(), full.data(), perRank, zcclBfloat16, comm,
+                                      nullptr);
+        });
+      }
+      rank.compute(kBackwardCompute, gathered[i], 2 * forwardSeconds);
+      if (i + rank.depth() + 1 < n) rank.waitFor(reduced[i + rank.depth() + 1]);
+      reduced[i] = rank.collective(kGradientReduceScatter, [&] {
         return zcclReduceScatterEx(grads.data(), gradShard.data(), perRank, zcclBfloat16, zcclAvg,
                                    comm, nullptr, &gradients);
       });
-      if (r != zcclSuccess) return r;
+      if (rank.depth() == 0) rank.waitFor(reduced[i]);
     }
+    if (!rank.ok()) return rank.result();
+    rank.finish();
     const double took = zccl::simulatedSeconds(comm) - start;
     zcclStats stats;
     zcclCommGetStats(comm, &stats);
@@ -462,13 +523,17 @@ int simulateZero(const Settings& s) {
     return 2;
   }
   const double scale = chosenScale(s);
-  char compute[96];
-  if (s.computeSeconds > 0) {
-    std::snprintf(compute, sizeof(compute), "compute %.2f ms a step", s.computeSeconds * 1e3);
-  } else {
-    std::snprintf(compute, sizeof(compute), "%.0f tokens per rank, %.0f TFLOP/s per rank", s.tokens,
-                  s.tflops);
-  }
+  char compute[128];
+  const int wrote =
+      s.computeSeconds > 0
+          ? std::snprintf(compute, sizeof(compute), "compute %.2f ms a step",
+                          s.computeSeconds * 1e3)
+          : std::snprintf(compute, sizeof(compute), "%.0f tokens per rank, %.0f TFLOP/s per rank",
+                          s.tokens, s.tflops);
+  const std::string overlap =
+      s.prefetch > 0 ? "prefetch " + std::to_string(s.prefetch) : std::string("no overlap");
+  std::snprintf(compute + wrote, sizeof(compute) - static_cast<size_t>(wrote), ", %s",
+                overlap.c_str());
   std::printf(
       "# zccl-sim: ZeRO step of %.3g parameters in %d layers, %s; %d ranks (%d nodes), %s; "
       "bytes and bandwidths / %.0f\n",
@@ -489,8 +554,9 @@ int simulateZero(const Settings& s) {
     if (out == nullptr) return 1;
     std::fprintf(out,
                  "{\"ranks\": %d, \"params\": %.6g, \"layers\": %d, \"scale\": %.6g, "
-                 "\"machine\": \"%s\", \"steps\": {",
-                 s.ranks, s.params, s.layers, scale, zccl::describeSimMachine(s.machine).c_str());
+                 "\"prefetch\": %d, \"machine\": \"%s\", \"steps\": {",
+                 s.ranks, s.params, s.layers, scale, s.prefetch,
+                 zccl::describeSimMachine(s.machine).c_str());
     for (size_t i = 0; i < steps.size(); ++i) {
       const Step& st = steps[i].second;
       std::fprintf(out,

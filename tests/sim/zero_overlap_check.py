@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""zccl-sim's ZeRO step with the ZeRO layer's prefetch against the same step without overlap,
+in virtual time: the same collectives (the same cross-node bytes) and compute, a step that
+never takes longer than without overlap nor less than its compute, and, where compute and
+communication are of a size, a step well under their sum.
+usage: zero_overlap_check.py ZCCL_SIM"""
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def step(tool: str, prefetch: int, folder: Path) -> dict:
+    out = folder / f"prefetch{prefetch}.json"
+    # 8 ranks in 2 nodes; compute about as long as ZeRO-3's collectives.
+    subprocess.run([tool, "--ranks", "8", "--zero", "both", "--params", "4e7", "--layers", "6",
+                    "--tokens", "4096", "--tflops", "10", "--prefetch", str(prefetch),
+                    "--machine", "gpus-per-node=4,nics=1,nic-gbps=10", "--json", str(out)],
+                   check=True, capture_output=True)
+    return json.loads(out.read_text())["steps"]
+
+
+def main() -> int:
+    tool = sys.argv[1]
+    failures = []
+    with tempfile.TemporaryDirectory() as folder:
+        runs = {p: step(tool, p, Path(folder)) for p in (0, 1, 2)}
+    for name in ("ZeRO-3", "ZeRO++"):
+        base = runs[0][name]
+        compute = base["forward compute"] + base["backward compute"]
+        communication = sum(base[p] for p in ("forward all-gather", "backward all-gather",
+                                              "gradient reduce-scatter"))
+        print(f"{name}: compute {compute * 1e3:.2f} ms, collectives {communication * 1e3:.2f} ms; "
+              "step " + ", ".join(f"prefetch {p}: {runs[p][name]['seconds'] * 1e3:.2f} ms"
+                                  for p in runs))
+        if not compute <= base["seconds"] <= (compute + communication) * 1.0001:
+            failures.append(f"{name} without overlap: step outside [compute, compute + collectives]")
+        for p in (1, 2):
+            run = runs[p][name]
+            if run["cross_node_bytes_per_rank"] != base["cross_node_bytes_per_rank"]:
+                failures.append(f"{name} prefetch {p}: other cross-node bytes than without overlap")
+            if not compute * 0.9999 <= run["seconds"] <= base["seconds"] * 1.0001:
+                failures.append(f"{name} prefetch {p}: step outside [compute, step without overlap]")
+    zero3 = runs[1]["ZeRO-3"]
+    if zero3["seconds"] > 0.85 * runs[0]["ZeRO-3"]["seconds"]:
+        failures.append("ZeRO-3 prefetch 1: the step did not shrink where compute and "
+                        "collectives are of a size")
+    for failure in failures:
+        print("FAILED:", failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
