@@ -63,36 +63,38 @@ def measured_host(tool: str) -> str:
     return ",".join(f"{field}={value:.3g}" for field, value in fields.items())
 
 
-def simulate(tool: str, gbit: int, per_node: int, collective: str, mib: int, wire: str,
-             host: str) -> float:
+def testbed(tool: str, gbit: int, per_node: int, host: str, *args: str) -> str:
+    """zccl-sim's output for 2 testbed nodes of `per_node` ranks behind a `gbit` link."""
     machine = f"gpus-per-node={per_node},nics=1,nic-gbps={gbit},intra-gbps=10,inter-latency-us=50,"
     machine += "kernel-gbps=4" if host == "none" else f"{host},host-ranks={2 * per_node}"
-    out = subprocess.run([tool, "--ranks", str(2 * per_node), "--collective", collective,
-                          "--bytes", f"{mib}M", "--dtype", "bfloat16", "--wire", wire,
-                          "--machine", machine], capture_output=True, text=True, check=True)
-    row = [line for line in out.stdout.splitlines() if line and not line.startswith("#")][0]
+    return subprocess.run([tool, "--ranks", str(2 * per_node), "--machine", machine, *args],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def simulate(tool: str, gbit: int, per_node: int, collective: str, mib: int, wire: str,
+             host: str) -> float:
+    out = testbed(tool, gbit, per_node, host, "--collective", collective, "--bytes", f"{mib}M",
+                  "--dtype", "bfloat16", "--wire", wire)
+    row = [line for line in out.splitlines() if line and not line.startswith("#")][0]
     return float(row.split()[5])  # busbw
 
 
 ZERO_LOG = "bench/zero/mlp_1gbit.node0.log"
 ZERO_LAYERS = 7  # bench-zero.sh's MLP: --layers 7 of --hidden 2048
+ZERO_RANKS_PER_NODE = 2  # on 2 nodes at 1 Gbit/s
 ZERO_RUN = re.compile(r"^(\w+): (ZeRO-3|ZeRO\+\+ \(qwZ\+hpZ\+qgZ\)) overlap efficiency [\d.]+ "
                       r"\(step ([\d.]+) ms, compute ([\d.]+) ms, collectives alone ([\d.]+) ms\)")
 ZERO_SIZE = re.compile(r"^(\w+)\s+(ZeRO-3|ZeRO\+\+ \(qwZ\+hpZ\+qgZ\))\s+(\d+)\s+[\d.]+\s+[\d.]+\s+(\d+)\s")
 
 
 def simulate_zero(tool: str, plus: bool, params: int, compute_ms: float, host: str) -> dict:
-    machine = "gpus-per-node=2,nics=1,nic-gbps=1,intra-gbps=10,inter-latency-us=50,"
-    machine += "kernel-gbps=4" if host == "none" else f"{host},host-ranks=4"
-    out = subprocess.run([tool, "--ranks", "4", "--zero", "++" if plus else "3", "--params",
-                          str(params), "--layers", str(ZERO_LAYERS), "--compute-ms",
-                          str(compute_ms), "--scale", "1", "--machine", machine],
-                         capture_output=True, text=True, check=True)
-    phases = {m[1]: float(m[2]) for m in re.finditer(r"^  (\S.*?)\s+([\d.]+) (?:ms|GB)",
-                                                     out.stdout, re.M)}
+    out = testbed(tool, 1, ZERO_RANKS_PER_NODE, host, "--zero", "++" if plus else "3",
+                  "--params", str(params), "--layers", str(ZERO_LAYERS), "--compute-ms",
+                  str(compute_ms), "--scale", "1")
+    phases = {m[1]: float(m[2]) for m in re.finditer(r"^  (\S.*?)\s+([\d.]+) (?:ms|GB)", out, re.M)}
     return {"step": phases["step"],
             "collectives": sum(v for k, v in phases.items() if "all-gather" in k or "scatter" in k),
-            "cross": phases["cross-node bytes"] * 4e9}
+            "cross": phases["cross-node bytes"] * 1e9 * 2 * ZERO_RANKS_PER_NODE}
 
 
 def zero_steps(tool: str, host: str, log: Path) -> None:
@@ -100,14 +102,14 @@ def zero_steps(tool: str, host: str, log: Path) -> None:
     if not log.exists():
         print(f"\n(no {log}: run make bench-zero for the ZeRO steps' comparison)")
         return
-    sizes = {m[2]: (int(m[3]), int(m[4])) for line in log.read_text().splitlines()
-             if (m := ZERO_SIZE.match(line))}
+    lines = log.read_text().splitlines()
+    sizes = {m[2]: (int(m[3]), int(m[4])) for line in lines if (m := ZERO_SIZE.match(line))}
     print("\nZeRO steps of make bench-zero (MLP, 2 x 2 ranks, 1 Gbit/s), measured / simulated with "
           "the compute each measured (the simulation overlaps nothing):\n")
     print("| configuration | compute ms | collectives alone ms | compute + collectives ms "
           "| step ms | cross-node MB/step |")
     print("|---|---|---|---|---|---|")
-    for line in log.read_text().splitlines():
+    for line in lines:
         m = ZERO_RUN.match(line)
         if not m:
             continue

@@ -5,7 +5,7 @@
 //            [--wire none|int8|int4] [--algo auto|ring|direct] [--dtype float32|bfloat16]
 //            [--json FILE]
 //   zccl-sim --ranks N --zero 3|++|both --params P --layers L [--tokens T] [--tflops F]
-//            [--compute-ms C] [--scale K] [machine options] [--json FILE]
+//            [--compute-ms C] [--prefetch D] [--scale K] [machine options] [--json FILE]
 // Every rank is a thread of this process running the unchanged library over the simulated
 // transport (src/transport/sim); each message takes the modelled link's latency and
 // bandwidth, and each kernel the bytes it touches over the machine's kernel rate.
@@ -98,14 +98,16 @@ bool parseSize(const char* text, size_t* value) {
                "oversubscription=1,\n"
                "                 nodes-per-leaf=0,rail-optimized=0,intra-latency-us=2,"
                "inter-latency-us=5,kernel-gbps=1000,\n"
-               "                 copy-gbps=0,reduce-gbps=0,quantize-gbps=0,dequantize-gbps=0,"
-               "compute-scale=0,\n"
-               "                 stack-gbps=0,shm-gbps=0]\n"
+               "                 copy-gbps=0,reduce-gbps=0,accumulate-gbps=0,quantize-gbps=0,"
+               "dequantize-gbps=0,\n"
+               "                 compute-scale=0,host-cores=0,host-ranks=0,stack-gbps=0,"
+               "shm-gbps=0]\n"
                "                [--wire none|int8|int4] [--algo auto|ring|direct] "
                "[--dtype float32|bfloat16] [--json FILE]\n"
                "       zccl-sim --ranks N --zero 3|++|both --params P --layers L [--tokens T] "
                "[--tflops F]\n"
-               "                [--compute-ms C] [--scale K] [machine options] [--json FILE]\n");
+               "                [--compute-ms C] [--prefetch D] [--scale K] [machine options] "
+               "[--json FILE]\n");
   std::exit(2);
 }
 
@@ -416,15 +418,7 @@ double chosenScale(const Settings& s) {
 }
 
 Step simulateStep(const Settings& s, bool plus, double scale) {
-  zccl::SimMachine machine = s.machine;
-  machine.intraGBps /= scale;
-  machine.nicGbps /= scale;
-  for (double* rate :
-       {&machine.kernelGBps, &machine.copyGBps, &machine.reduceGBps, &machine.accumulateGBps,
-        &machine.quantizeGBps, &machine.dequantizeGBps, &machine.stackGBps, &machine.shmGBps}) {
-    *rate /= scale;
-  }
-  machine.computeScale *= scale;
+  const zccl::SimMachine machine = s.machine.slowedBy(scale);
   const size_t perRank = std::max<size_t>(
       1, static_cast<size_t>(s.params / s.layers / scale) / static_cast<size_t>(s.ranks));
   const size_t layer = perRank * static_cast<size_t>(s.ranks);
@@ -523,21 +517,19 @@ int simulateZero(const Settings& s) {
     return 2;
   }
   const double scale = chosenScale(s);
-  char compute[128];
-  const int wrote =
-      s.computeSeconds > 0
-          ? std::snprintf(compute, sizeof(compute), "compute %.2f ms a step",
-                          s.computeSeconds * 1e3)
-          : std::snprintf(compute, sizeof(compute), "%.0f tokens per rank, %.0f TFLOP/s per rank",
-                          s.tokens, s.tflops);
+  char compute[96];
+  if (s.computeSeconds > 0) {
+    std::snprintf(compute, sizeof(compute), "compute %.2f ms a step", s.computeSeconds * 1e3);
+  } else {
+    std::snprintf(compute, sizeof(compute), "%.0f tokens per rank, %.0f TFLOP/s per rank", s.tokens,
+                  s.tflops);
+  }
   const std::string overlap =
       s.prefetch > 0 ? "prefetch " + std::to_string(s.prefetch) : std::string("no overlap");
-  std::snprintf(compute + wrote, sizeof(compute) - static_cast<size_t>(wrote), ", %s",
-                overlap.c_str());
   std::printf(
-      "# zccl-sim: ZeRO step of %.3g parameters in %d layers, %s; %d ranks (%d nodes), %s; "
+      "# zccl-sim: ZeRO step of %.3g parameters in %d layers, %s, %s; %d ranks (%d nodes), %s; "
       "bytes and bandwidths / %.0f\n",
-      s.params, s.layers, compute, s.ranks,
+      s.params, s.layers, compute, overlap.c_str(), s.ranks,
       (s.ranks + s.machine.gpusPerNode - 1) / s.machine.gpusPerNode,
       zccl::describeSimMachine(s.machine).c_str(), scale);
   std::vector<std::pair<std::string, Step>> steps;

@@ -11,8 +11,20 @@ namespace {
 struct Field {
   const char* name;
   double* value;
-  double unit;  // what one unit of the text is in the struct's units
+  const char* zeroMeans = nullptr;  // what 0 asks for; null: the field must be positive
 };
+
+// "gpus-per-node, ..., nodes-per-leaf (0: one switch), ...": what the text may name.
+template <size_t N>
+std::string fieldNames(const Field (&fields)[N]) {
+  std::string names;
+  for (const Field& field : fields) {
+    if (!names.empty()) names += ", ";
+    names += field.name;
+    if (field.zeroMeans != nullptr) names += std::string(" (0: ") + field.zeroMeans + ")";
+  }
+  return names;
+}
 
 }  // namespace
 
@@ -22,31 +34,26 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
   double hostCores = machine->hostCores, hostRanks = machine->hostRanks;
   double intraLatencyUs = machine->intraLatencySeconds * 1e6;
   double interLatencyUs = machine->interLatencySeconds * 1e6;
-  const Field fields[] = {{"gpus-per-node", &gpus, 1},
-                          {"intra-gbps", &machine->intraGBps, 1},
-                          {"intra-latency-us", &intraLatencyUs, 1},
-                          {"nics", &nics, 1},
-                          {"nic-gbps", &machine->nicGbps, 1},
-                          {"inter-latency-us", &interLatencyUs, 1},
-                          {"nodes-per-leaf", &nodesPerLeaf, 1},
-                          {"rail-optimized", &rails, 1},
-                          {"oversubscription", &machine->oversubscription, 1},
-                          {"kernel-gbps", &machine->kernelGBps, 1},
-                          {"copy-gbps", &machine->copyGBps, 1},
-                          {"reduce-gbps", &machine->reduceGBps, 1},
-                          {"accumulate-gbps", &machine->accumulateGBps, 1},
-                          {"quantize-gbps", &machine->quantizeGBps, 1},
-                          {"dequantize-gbps", &machine->dequantizeGBps, 1},
-                          {"compute-scale", &machine->computeScale, 1},
-                          {"host-cores", &hostCores, 1},
-                          {"host-ranks", &hostRanks, 1},
-                          {"stack-gbps", &machine->stackGBps, 1},
-                          {"shm-gbps", &machine->shmGBps, 1}};
-  // Fields for which 0 means "off" rather than a mistake.
-  const char* const mayBeZero[] = {"compute-scale",   "nodes-per-leaf", "rail-optimized",
-                                   "host-cores",      "host-ranks",     "stack-gbps",
-                                   "shm-gbps",        "copy-gbps",      "reduce-gbps",
-                                   "accumulate-gbps", "quantize-gbps",  "dequantize-gbps"};
+  const Field fields[] = {{"gpus-per-node", &gpus},
+                          {"intra-gbps", &machine->intraGBps},
+                          {"intra-latency-us", &intraLatencyUs},
+                          {"nics", &nics},
+                          {"nic-gbps", &machine->nicGbps},
+                          {"inter-latency-us", &interLatencyUs},
+                          {"nodes-per-leaf", &nodesPerLeaf, "one switch"},
+                          {"rail-optimized", &rails, "a fat tree"},
+                          {"oversubscription", &machine->oversubscription},
+                          {"kernel-gbps", &machine->kernelGBps},
+                          {"copy-gbps", &machine->copyGBps, "kernel-gbps"},
+                          {"reduce-gbps", &machine->reduceGBps, "kernel-gbps"},
+                          {"accumulate-gbps", &machine->accumulateGBps, "kernel-gbps"},
+                          {"quantize-gbps", &machine->quantizeGBps, "kernel-gbps"},
+                          {"dequantize-gbps", &machine->dequantizeGBps, "kernel-gbps"},
+                          {"compute-scale", &machine->computeScale, "not counted"},
+                          {"host-cores", &hostCores, "a processor per rank"},
+                          {"host-ranks", &hostRanks, "a node's"},
+                          {"stack-gbps", &machine->stackGBps, "no CPU"},
+                          {"shm-gbps", &machine->shmGBps, "no CPU"}};
   std::stringstream items(text);
   std::string item;
   while (std::getline(items, item, ',')) {
@@ -58,21 +65,13 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
     char* end = nullptr;
     const double value =
         equals == std::string::npos ? 0 : std::strtod(item.c_str() + equals + 1, &end);
-    const bool zeroAllowed = std::any_of(std::begin(mayBeZero), std::end(mayBeZero),
-                                         [&](const char* allowed) { return name == allowed; });
     if (field == nullptr || equals == std::string::npos || end == nullptr || *end != '\0' ||
-        !(value > 0 || (value == 0 && zeroAllowed))) {
+        !(value > 0 || (value == 0 && field->zeroMeans != nullptr))) {
       return fail(Status::kInvalidArgument,
-                  "machine: '%s': expected NAME=POSITIVE with NAME one of gpus-per-node, "
-                  "intra-gbps, intra-latency-us, nics, nic-gbps, inter-latency-us, "
-                  "nodes-per-leaf (0: one switch), rail-optimized (0|1), oversubscription, "
-                  "kernel-gbps, copy-gbps, reduce-gbps, accumulate-gbps, quantize-gbps, "
-                  "dequantize-gbps, "
-                  "compute-scale, host-cores, host-ranks (0: a node's), "
-                  "stack-gbps, shm-gbps",
-                  item.c_str());
+                  "machine: '%s': expected NAME=POSITIVE with NAME one of %s", item.c_str(),
+                  fieldNames(fields).c_str());
     }
-    *field->value = value * field->unit;
+    *field->value = value;
   }
   machine->gpusPerNode = static_cast<int>(gpus);
   machine->nicsPerNode = static_cast<int>(nics);
@@ -99,34 +98,48 @@ std::string describeSimMachine(const SimMachine& m) {
     text << ", fabric oversubscribed " << m.oversubscription << ":1";
   }
   text << ", kernels at " << m.kernelGBps << " GB/s";
-  const std::pair<const char*, double> families[] = {{"copies", m.copyGBps},
-                                                     {"reductions", m.reduceGBps},
-                                                     {"float32 accumulation", m.accumulateGBps},
-                                                     {"quantization", m.quantizeGBps},
-                                                     {"dequantization", m.dequantizeGBps}};
-  for (const auto& [family, rate] : families) {
-    if (rate > 0) text << ", " << family << " at " << rate << " GB/s";
+  const char* const families[] = {"copies", "reductions", "float32 accumulation", "quantization",
+                                  "dequantization"};
+  for (int family = 0; family < SimMachine::kKernelFamilies; ++family) {
+    const double rate = m.familyGBps(static_cast<SimMachine::KernelFamily>(family));
+    if (rate > 0) text << ", " << families[family] << " at " << rate << " GB/s";
   }
   if (m.computeScale != 0) text << ", CPU time x" << m.computeScale;
   if (m.hostCores > 0) {
-    text << ", " << (m.hostRanks > 0 ? m.hostRanks : m.gpusPerNode) << " ranks on " << m.hostCores
-         << " cores";
+    text << ", " << m.ranksSharingCores() << " ranks on " << m.hostCores << " cores";
   }
   if (m.stackGBps > 0) text << ", network stack at " << m.stackGBps << " GB/s a core";
   if (m.shmGBps > 0) text << ", shared-memory copies at " << m.shmGBps << " GB/s a core";
   return text.str();
 }
 
+double SimMachine::familyGBps(KernelFamily family) const {
+  const double rates[kKernelFamilies] = {copyGBps, reduceGBps, accumulateGBps, quantizeGBps,
+                                         dequantizeGBps};
+  return rates[static_cast<int>(family)];
+}
+
 double SimMachine::kernelBytesPerSecond(KernelFamily family) const {
-  const double rates[] = {copyGBps, reduceGBps, accumulateGBps, quantizeGBps, dequantizeGBps};
-  const double rate = rates[static_cast<int>(family)];
+  const double rate = familyGBps(family);
   return (rate > 0 ? rate : kernelGBps) * 1e9;
 }
 
+SimMachine SimMachine::slowedBy(double factor) const {
+  SimMachine slower = *this;
+  for (double* rate : {&slower.intraGBps, &slower.nicGbps, &slower.kernelGBps, &slower.copyGBps,
+                       &slower.reduceGBps, &slower.accumulateGBps, &slower.quantizeGBps,
+                       &slower.dequantizeGBps, &slower.stackGBps, &slower.shmGBps}) {
+    *rate /= factor;
+  }
+  slower.computeScale *= factor;
+  return slower;
+}
+
+int SimMachine::ranksSharingCores() const { return hostRanks > 0 ? hostRanks : gpusPerNode; }
+
 double SimMachine::cpuShare() const {
   if (hostCores <= 0) return 1;
-  const int sharing = hostRanks > 0 ? hostRanks : gpusPerNode;
-  return std::min(1.0, static_cast<double>(hostCores) / sharing);
+  return std::min(1.0, static_cast<double>(hostCores) / ranksSharingCores());
 }
 
 SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds)
@@ -271,7 +284,7 @@ void SimFabric::send(uint64_t context, int source, int destination, int tag, con
       }
       const double ready = std::max(flow, end - duration);
       end = reserve(port.busy, ready, duration);
-      flow = std::max(flow, end - duration > ready ? end - duration : flow);
+      if (end - duration > ready) flow = end - duration;  // the port was busy: held back
       if (hop == path.departure) leaves = end;
     }
     arrival = end;

@@ -66,9 +66,17 @@ struct SimMachine {
   double stackGBps = 0;
   double shmGBps = 0;
   enum class KernelFamily { kCopy, kReduce, kAccumulate, kQuantize, kDequantize };
+  static constexpr int kKernelFamilies = 5;
+  // The family's own rate, GB/s (0: none given).
+  double familyGBps(KernelFamily family) const;
+  // The rate the family's kernels run at, bytes per second.
   double kernelBytesPerSecond(KernelFamily family) const;
-  // The part of a core each rank's CPU work gets.
+  // The ranks that share the host's cores, and the part of a core each one's CPU work gets.
+  int ranksSharingCores() const;
   double cpuShare() const;
+  // The same machine with every bandwidth and rate divided by `factor` (and measured CPU time
+  // counted that many times): a model `factor` times smaller takes as long on it.
+  SimMachine slowedBy(double factor) const;
 };
 
 // Reads "gpus-per-node=8,intra-gbps=1200,nics=8,nic-gbps=100,oversubscription=2,..." (bytes

@@ -448,13 +448,13 @@ class UcxTransport final : public Transport {
     return tickets_.open(*this, peer, kind, requests_.size(), ticket);
   }
 
-  // A request posted to or from `peer`; one that failed at once names the peer too (a send to
-  // a peer that is gone fails there).
   // "rank 3" for a member, "any rank" for a receive from any source.
   std::string nameOf(int peer) const {
     return peer < 0 ? "any rank" : "rank " + std::to_string(peerRank(peer));
   }
 
+  // A request posted to or from `peer`; one that failed at once names the peer too (a send to
+  // a peer that is gone fails there).
   Status track(void* request, const char* call, int peer) {
     if (UCS_PTR_IS_ERR(request)) {
       const std::string what = std::string(call) + " " + nameOf(peer);
