@@ -4,6 +4,9 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "quant/kernels.h"
 
 namespace zccl {
@@ -11,60 +14,102 @@ namespace {
 
 const QuantKernels& scalar() { return scalarQuantKernels(); }
 
+// As the AVX-512 kernel: two sets of running min / max, absmax from the larger magnitude of
+// min and max, and v - v, NaN exactly for NaN and +-Inf, or-ed into one poison register.
 void stats(const float* x, size_t n, GroupStats* s) {
-  if (n < 8) return scalar().stats(x, n, s);
-  const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256i expMask = _mm256_set1_epi32(0x7f800000);
-  __m256 absmax = _mm256_setzero_ps(), lo = _mm256_loadu_ps(x), hi = lo;
-  __m256i nonFinite = _mm256_setzero_si256();
+  if (n < 16) return scalar().stats(x, n, s);
+  __m256 lo0 = _mm256_loadu_ps(x), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+  __m256 poison = _mm256_setzero_ps();
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256i exponent = _mm256_and_si256(_mm256_castps_si256(v), expMask);
-    nonFinite = _mm256_or_si256(nonFinite, _mm256_cmpeq_epi32(exponent, expMask));
-    absmax = _mm256_max_ps(absmax, _mm256_and_ps(v, absMask));
-    lo = _mm256_min_ps(lo, v);
-    hi = _mm256_max_ps(hi, v);
+  for (; i + 16 <= n; i += 16) {
+    const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+    poison = _mm256_or_ps(poison, _mm256_or_ps(_mm256_sub_ps(v0, v0), _mm256_sub_ps(v1, v1)));
+    lo0 = _mm256_min_ps(lo0, v0);
+    hi0 = _mm256_max_ps(hi0, v0);
+    lo1 = _mm256_min_ps(lo1, v1);
+    hi1 = _mm256_max_ps(hi1, v1);
   }
-  alignas(32) float a[8], l[8], h[8];
-  _mm256_store_ps(a, absmax);
-  _mm256_store_ps(l, lo);
-  _mm256_store_ps(h, hi);
-  GroupStats tail{0.0f, l[0], h[0], !_mm256_testz_si256(nonFinite, nonFinite)};
+  alignas(32) float l[8], h[8];
+  _mm256_store_ps(l, _mm256_min_ps(lo0, lo1));
+  _mm256_store_ps(h, _mm256_max_ps(hi0, hi1));
+  GroupStats result{0.0f, l[0], h[0],
+                    _mm256_movemask_ps(_mm256_cmp_ps(poison, poison, _CMP_UNORD_Q)) != 0};
+  for (int k = 1; k < 8; ++k) {
+    result.min = std::min(result.min, l[k]);
+    result.max = std::max(result.max, h[k]);
+  }
   if (i < n) {
     GroupStats rest;
     scalar().stats(x + i, n - i, &rest);
-    tail = GroupStats{rest.absmax, rest.min, rest.max, tail.nonFinite || rest.nonFinite};
+    result = GroupStats{0.0f, std::min(result.min, rest.min), std::max(result.max, rest.max),
+                        result.nonFinite || rest.nonFinite};
   }
-  for (int k = 0; k < 8; ++k) {
-    tail.absmax = a[k] > tail.absmax ? a[k] : tail.absmax;
-    tail.min = l[k] < tail.min ? l[k] : tail.min;
-    tail.max = h[k] > tail.max ? h[k] : tail.max;
-  }
-  *s = tail;
+  result.absmax = std::max(std::fabs(result.min), std::fabs(result.max));
+  *s = result;
 }
 
-// Clamps eight rounded values and stores them as eight bytes.
-inline void storeCodes(__m256 rounded, __m256 lo, __m256 hi, bool isSigned, uint8_t* out) {
-  const __m256i ints = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(rounded, lo), hi));
-  const __m128i words =
-      _mm_packs_epi32(_mm256_castsi256_si128(ints), _mm256_extracti128_si256(ints, 1));
-  const __m128i bytes = isSigned ? _mm_packs_epi16(words, words) : _mm_packus_epi16(words, words);
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), bytes);
+// Clamping before rounding equals rounding before clamping (integer bounds, monotonic
+// rounding), so the conversion rounds, in the current mode as rintf does.
+struct CodeRange {
+  __m256 lo, hi;
+  bool isSigned;
+  __m256i convert(__m256 v) const {
+    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+  }
+  __m256i narrow(__m256i words01, __m256i words23) const {
+    return isSigned ? _mm256_packs_epi16(words01, words23) : _mm256_packus_epi16(words01, words23);
+  }
+};
+
+// Stores the codes of valueAt(i) (eight values ready to convert) for every whole eight of n;
+// returns where the tail begins. Thirty-two at a time, the in-lane packs leave each eight's
+// halves four bytes apart, which one permutation puts back in order.
+template <typename ValueAt>
+size_t storeCodes(size_t n, ValueAt valueAt, const CodeRange& range, uint8_t* codes) {
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i words01 =
+        _mm256_packs_epi32(range.convert(valueAt(i)), range.convert(valueAt(i + 8)));
+    const __m256i words23 =
+        _mm256_packs_epi32(range.convert(valueAt(i + 16)), range.convert(valueAt(i + 24)));
+    const __m256i bytes = _mm256_permutevar8x32_epi32(range.narrow(words01, words23), order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), bytes);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256i ints = range.convert(valueAt(i));
+    const __m128i words =
+        _mm_packs_epi32(_mm256_castsi256_si128(ints), _mm256_extracti128_si256(ints, 1));
+    const __m128i bytes =
+        range.isSigned ? _mm_packs_epi16(words, words) : _mm_packus_epi16(words, words);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + i), bytes);
+  }
+  return i;
+}
+
+CodeRange codeRange(int lo, int hi) {
+  return CodeRange{_mm256_set1_ps(static_cast<float>(lo)), _mm256_set1_ps(static_cast<float>(hi)),
+                   lo < 0};
 }
 
 void codesNearest(const float* x, size_t n, float offset, float inv, float center, int lo, int hi,
                   uint8_t* codes) {
   const __m256 vOffset = _mm256_set1_ps(offset), vInv = _mm256_set1_ps(inv);
   const __m256 vCenter = _mm256_set1_ps(center);
-  const __m256 vLo = _mm256_set1_ps(static_cast<float>(lo)),
-               vHi = _mm256_set1_ps(static_cast<float>(hi));
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v =
-        _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vOffset), vInv), vCenter);
-    storeCodes(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vLo, vHi, lo < 0,
-               codes + i);
+  const CodeRange range = codeRange(lo, hi);
+  size_t i;
+  if (offset == 0.0f && center == 0.0f) {
+    // Symmetric codes: subtracting and adding zero are exact, so they are left out.
+    i = storeCodes(
+        n, [&](size_t j) { return _mm256_mul_ps(_mm256_loadu_ps(x + j), vInv); }, range, codes);
+  } else {
+    i = storeCodes(
+        n,
+        [&](size_t j) {
+          return _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vOffset), vInv),
+                               vCenter);
+        },
+        range, codes);
   }
   scalar().codesNearest(x + i, n - i, offset, inv, center, lo, hi, codes + i);
 }
@@ -83,21 +128,18 @@ void codesStochastic(const float* x, size_t n, float offset, float inv, float ce
                      int hi, uint32_t seed, uint32_t index0, uint8_t* codes) {
   const __m256 vOffset = _mm256_set1_ps(offset), vInv = _mm256_set1_ps(inv);
   const __m256 vCenter = _mm256_set1_ps(center);
-  const __m256 vLo = _mm256_set1_ps(static_cast<float>(lo)),
-               vHi = _mm256_set1_ps(static_cast<float>(hi));
   const __m256i vSeed = _mm256_set1_epi32(static_cast<int>(seed));
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 unit = _mm256_set1_ps(0x1p-24f);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
+  const auto valueAt = [&](size_t j) {
     const __m256i index = _mm256_add_epi32(
-        _mm256_set1_epi32(static_cast<int>(index0 + static_cast<uint32_t>(i))), lanes);
+        _mm256_set1_epi32(static_cast<int>(index0 + static_cast<uint32_t>(j))), lanes);
     const __m256 u =
         _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(hash8(index, vSeed), 8)), unit);
-    const __m256 scaled = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vOffset), vInv);
-    const __m256 v = _mm256_add_ps(_mm256_add_ps(scaled, vCenter), u);
-    storeCodes(_mm256_floor_ps(v), vLo, vHi, lo < 0, codes + i);
-  }
+    const __m256 scaled = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vOffset), vInv);
+    return _mm256_floor_ps(_mm256_add_ps(_mm256_add_ps(scaled, vCenter), u));
+  };
+  const size_t i = storeCodes(n, valueAt, codeRange(lo, hi), codes);
   scalar().codesStochastic(x + i, n - i, offset, inv, center, lo, hi, seed,
                            index0 + static_cast<uint32_t>(i), codes + i);
 }

@@ -3,6 +3,9 @@
 // chosen at run time from cpuid.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "quant/kernels.h"
 
 namespace zccl {
@@ -14,42 +17,44 @@ constexpr int kFloor = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
 
 const QuantKernels& scalar() { return scalarQuantKernels(); }
 
+// Two sets of running min / max halve the loop's dependency chains. A group's absmax is the
+// larger magnitude of its min and max, and x * 0 is NaN exactly for NaN and +-Inf, so one
+// fused multiply-add a step finds the non-finite values (an exact product: contraction-free
+// results are unchanged).
 void stats(const float* x, size_t n, GroupStats* s) {
-  if (n < kLanes) return scalar().stats(x, n, s);
-  const __m512i expMask = _mm512_set1_epi32(0x7f800000);
-  __m512 absmax = _mm512_setzero_ps(), lo = _mm512_loadu_ps(x), hi = lo;
-  __mmask16 nonFinite = 0;
+  if (n < 2 * kLanes) return scalar().stats(x, n, s);
+  const __m512 zero = _mm512_setzero_ps();
+  __m512 lo0 = _mm512_loadu_ps(x), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+  __m512 poison0 = zero, poison1 = zero;
   size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const __m512 v = _mm512_loadu_ps(x + i);
-    const __m512i exponent = _mm512_and_si512(_mm512_castps_si512(v), expMask);
-    nonFinite |= _mm512_cmpeq_epi32_mask(exponent, expMask);
-    absmax = _mm512_max_ps(absmax, _mm512_abs_ps(v));
-    lo = _mm512_min_ps(lo, v);
-    hi = _mm512_max_ps(hi, v);
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + kLanes);
+    poison0 = _mm512_fmadd_ps(v0, zero, poison0);
+    poison1 = _mm512_fmadd_ps(v1, zero, poison1);
+    lo0 = _mm512_min_ps(lo0, v0);
+    hi0 = _mm512_max_ps(hi0, v0);
+    lo1 = _mm512_min_ps(lo1, v1);
+    hi1 = _mm512_max_ps(hi1, v1);
   }
-  alignas(64) float a[kLanes], l[kLanes], h[kLanes];
-  _mm512_store_ps(a, absmax);
-  _mm512_store_ps(l, lo);
-  _mm512_store_ps(h, hi);
-  GroupStats result{0.0f, l[0], h[0], nonFinite != 0};
+  const __m512 poison = _mm512_add_ps(poison0, poison1);
+  GroupStats result{0.0f, _mm512_reduce_min_ps(_mm512_min_ps(lo0, lo1)),
+                    _mm512_reduce_max_ps(_mm512_max_ps(hi0, hi1)),
+                    _mm512_cmp_ps_mask(poison, poison, _CMP_UNORD_Q) != 0};
   if (i < n) {
     GroupStats rest;
     scalar().stats(x + i, n - i, &rest);
-    result = GroupStats{rest.absmax, rest.min, rest.max, result.nonFinite || rest.nonFinite};
+    result = GroupStats{0.0f, std::min(result.min, rest.min), std::max(result.max, rest.max),
+                        result.nonFinite || rest.nonFinite};
   }
-  for (size_t k = 0; k < kLanes; ++k) {
-    result.absmax = a[k] > result.absmax ? a[k] : result.absmax;
-    result.min = l[k] < result.min ? l[k] : result.min;
-    result.max = h[k] > result.max ? h[k] : result.max;
-  }
+  result.absmax = std::max(std::fabs(result.min), std::fabs(result.max));
   *s = result;
 }
 
-// Clamps sixteen rounded values and stores them as sixteen bytes (the clamp makes the
-// truncating conversion exact for both signed and unsigned codes).
-inline void storeCodes(__m512 rounded, __m512 lo, __m512 hi, uint8_t* out) {
-  const __m512i ints = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(rounded, lo), hi));
+// Clamping before rounding equals rounding before clamping (the bounds are integers and
+// rounding is monotonic), and lets one conversion round: sixteen codes stored as bytes.
+template <int kRounding>
+inline void storeCodes(__m512 v, __m512 lo, __m512 hi, uint8_t* out) {
+  const __m512i ints = _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_max_ps(v, lo), hi), kRounding);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(ints));
 }
 
@@ -60,10 +65,16 @@ void codesNearest(const float* x, size_t n, float offset, float inv, float cente
   const __m512 vLo = _mm512_set1_ps(static_cast<float>(lo)),
                vHi = _mm512_set1_ps(static_cast<float>(hi));
   size_t i = 0;
+  if (offset == 0.0f && center == 0.0f) {
+    // Symmetric codes: subtracting and adding zero are exact, so they are left out.
+    for (; i + kLanes <= n; i += kLanes) {
+      storeCodes<kNearest>(_mm512_mul_ps(_mm512_loadu_ps(x + i), vInv), vLo, vHi, codes + i);
+    }
+  }
   for (; i + kLanes <= n; i += kLanes) {
     const __m512 v =
         _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vOffset), vInv), vCenter);
-    storeCodes(_mm512_roundscale_ps(v, kNearest), vLo, vHi, codes + i);
+    storeCodes<kNearest>(v, vLo, vHi, codes + i);
   }
   scalar().codesNearest(x + i, n - i, offset, inv, center, lo, hi, codes + i);
 }
@@ -95,7 +106,7 @@ void codesStochastic(const float* x, size_t n, float offset, float inv, float ce
         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(hash16(index, vSeed), 8)), unit);
     const __m512 scaled = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vOffset), vInv);
     const __m512 v = _mm512_add_ps(_mm512_add_ps(scaled, vCenter), u);
-    storeCodes(_mm512_roundscale_ps(v, kFloor), vLo, vHi, codes + i);
+    storeCodes<kFloor>(v, vLo, vHi, codes + i);
   }
   scalar().codesStochastic(x + i, n - i, offset, inv, center, lo, hi, seed,
                            index0 + static_cast<uint32_t>(i), codes + i);

@@ -415,6 +415,7 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
     std::vector<float> x(n);
     for (auto& v : x) v = normal(rng);
     if (n > 3) x[2] = -0.0f, x[3] = 1e-40f;
+    if (n > 5) x[4] = 1e30f, x[5] = -3e38f;  // codes far outside int32 clamp too
     GroupStats a, b;
     ref.stats(x.data(), n, &a);
     simd->stats(x.data(), n, &b);
@@ -422,6 +423,14 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
     EXPECT_EQ(a.min, b.min);
     EXPECT_EQ(a.max, b.max);
     EXPECT_EQ(a.nonFinite, b.nonFinite);
+    for (float special : {NAN, INFINITY, -INFINITY}) {
+      for (size_t at : {size_t{0}, n / 2, n - 1}) {
+        std::vector<float> y = x;
+        y[at] = special;
+        simd->stats(y.data(), n, &b);
+        EXPECT_TRUE(b.nonFinite) << special << " at " << at << " of n=" << n;
+      }
+    }
     for (auto [lo, hi, offset, center] :
          {std::tuple{-127, 127, 0.0f, 0.0f}, std::tuple{0, 255, -9.0f, 127.5f},
           std::tuple{-7, 7, 0.0f, 0.0f}, std::tuple{0, 15, -9.0f, 7.5f}}) {
