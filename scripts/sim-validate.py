@@ -3,7 +3,8 @@
 docs/testbed.md (2 nodes x 1 or 2 ranks, 1 and 10 Gbit/s, bfloat16, plain / INT8 / INT4) run
 again by zccl-sim on the same shape, busbw side by side, and the share of rows within 15%;
 then, where make bench-zero has run (ZERO_LOG, default bench/zero/mlp_1gbit.node0.log), its
-ZeRO-3 and ZeRO++ steps simulated with the compute each measured: collectives and step.
+ZeRO-3 and ZeRO++ steps simulated with the compute each measured: collectives, the step
+without overlap, and the step with the prefetch depth the bench ran.
 
 usage: sim-validate.py ZCCL_SIM [HOST] > table.md
 HOST: how the testbed's ranks use this host, as --machine fields. By default every rank of the
@@ -87,10 +88,14 @@ ZERO_RUN = re.compile(r"^(\w+): (ZeRO-3|ZeRO\+\+ \(qwZ\+hpZ\+qgZ\)) overlap effi
 ZERO_SIZE = re.compile(r"^(\w+)\s+(ZeRO-3|ZeRO\+\+ \(qwZ\+hpZ\+qgZ\))\s+(\d+)\s+[\d.]+\s+[\d.]+\s+(\d+)\s")
 
 
-def simulate_zero(tool: str, plus: bool, params: int, compute_ms: float, host: str) -> dict:
+ZERO_PREFETCH = re.compile(r"prefetch depth (\d+)")
+
+
+def simulate_zero(tool: str, plus: bool, params: int, compute_ms: float, host: str,
+                  prefetch: int) -> dict:
     out = testbed(tool, 1, ZERO_RANKS_PER_NODE, host, "--zero", "++" if plus else "3",
                   "--params", str(params), "--layers", str(ZERO_LAYERS), "--compute-ms",
-                  str(compute_ms), "--scale", "1")
+                  str(compute_ms), "--scale", "1", "--prefetch", str(prefetch))
     phases = {m[1]: float(m[2]) for m in re.finditer(r"^  (\S.*?)\s+([\d.]+) (?:ms|GB)", out, re.M)}
     return {"step": phases["step"],
             "collectives": sum(v for k, v in phases.items() if "all-gather" in k or "scatter" in k),
@@ -102,12 +107,17 @@ def zero_steps(tool: str, host: str, log: Path) -> None:
     if not log.exists():
         print(f"\n(no {log}: run make bench-zero for the ZeRO steps' comparison)")
         return
-    lines = log.read_text().splitlines()
+    text = log.read_text()
+    lines = text.splitlines()
     sizes = {m[2]: (int(m[3]), int(m[4])) for line in lines if (m := ZERO_SIZE.match(line))}
-    print("\nZeRO steps of make bench-zero (MLP, 2 x 2 ranks, 1 Gbit/s), measured / simulated with "
-          "the compute each measured (the simulation overlaps nothing):\n")
+    prefetch = int(m[1]) if (m := ZERO_PREFETCH.search(text)) else 0
+    print("\nZeRO steps of make bench-zero (MLP, 2 x 2 ranks, 1 Gbit/s, prefetch depth "
+          f"{prefetch}), measured / simulated with the compute each measured: the collectives "
+          f"alone, the step without overlap, and the step as the bench ran it (prefetch "
+          f"{prefetch}; in the simulation, the compute takes the gaps the collectives leave on "
+          "each rank's CPU):\n")
     print("| configuration | compute ms | collectives alone ms | compute + collectives ms "
-          "| step ms | cross-node MB/step |")
+          f"| step ms, prefetch {prefetch} | cross-node MB/step |")
     print("|---|---|---|---|---|---|")
     for line in lines:
         m = ZERO_RUN.match(line)
@@ -115,12 +125,13 @@ def zero_steps(tool: str, host: str, log: Path) -> None:
             continue
         name, step, compute, alone = m[2], float(m[3]), float(m[4]), float(m[5])
         params, cross = sizes[name]
-        sim = simulate_zero(tool, name != "ZeRO-3", params, compute, host)
+        serial = simulate_zero(tool, name != "ZeRO-3", params, compute, host, 0)
+        overlapped = simulate_zero(tool, name != "ZeRO-3", params, compute, host, prefetch)
         def cell(measured: float, simulated: float) -> str:
             return f"{measured:.1f} / {simulated:.1f} ({simulated / measured - 1:+.0%})"
-        print(f"| {name} | {compute:.1f} | {cell(alone, sim['collectives'])} | "
-              f"{cell(compute + alone, sim['step'])} | {cell(step, sim['step'])} | "
-              f"{cell(cross / 1e6, sim['cross'] / 1e6)} |")
+        print(f"| {name} | {compute:.1f} | {cell(alone, serial['collectives'])} | "
+              f"{cell(compute + alone, serial['step'])} | {cell(step, overlapped['step'])} | "
+              f"{cell(cross / 1e6, serial['cross'] / 1e6)} |")
 
 
 def main() -> None:

@@ -387,10 +387,12 @@ class RankStep {
     phases_[phase] += done - issued;
     return done;
   }
-  // Compute that needs what completed at `ready`.
+  // Compute that needs what completed at `ready` (a CPU rank's shares its CPU with the
+  // collectives: stretched by their kernels and messages).
   void compute(Phase phase, double ready, double seconds) {
-    computed_ = std::max(computed_, ready) + seconds;
-    phases_[phase] += seconds;
+    const double start = std::max(computed_, ready);
+    computed_ = zccl::simulateComputeBeside(comm_, start, seconds);
+    phases_[phase] += computed_ - start;
   }
   // The compute stream waits for a collective that completed at `done`.
   void waitFor(double done) { computed_ = std::max(computed_, done); }

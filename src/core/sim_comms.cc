@@ -150,4 +150,8 @@ void simulateCompute(zcclComm_t comm, double seconds) {
   simulateCompute(*comm->transport, seconds);
 }
 
+double simulateComputeBeside(zcclComm_t comm, double from, double seconds) {
+  return simulateBeside(*comm->transport, from, seconds);
+}
+
 }  // namespace zccl

@@ -29,5 +29,8 @@ Status runSimulated(const std::shared_ptr<SimFabric>& fabric, const zcclConfig* 
 double simulatedSeconds(zcclComm_t comm);
 // Modelled compute on `comm`'s rank: its clock moves on by `seconds`.
 void simulateCompute(zcclComm_t comm, double seconds);
+// Modelled compute on a stream of its own from `from` on (SimFabric::runBeside: a CPU rank's
+// runs in the gaps its collectives leave on its CPU). Returns when it is done; the clock stays.
+double simulateComputeBeside(zcclComm_t comm, double from, double seconds);
 
 }  // namespace zccl

@@ -276,6 +276,25 @@ TEST(Simulation, KernelsWaitForTheirRanksCpu) {
   EXPECT_EQ(rates.kernelBytesPerSecond(SimMachine::KernelFamily::kReduce), 4e9);
 }
 
+// Compute on a stream of its own fills the gaps a CPU rank's collectives leave on its CPU, in
+// the order they were reserved; a GPU rank's takes its own time.
+TEST(Simulation, ComputeBesideCollectivesTakesTheGapsOfACpuRank) {
+  SimMachine machine = sharedHost();
+  machine.hostRanks = 1;  // a core of its own: kernel seconds are CPU seconds
+  SimFabric fabric(2, machine, 10);
+  fabric.runKernel(0, 2.0);                               // CPU busy [0, 2]
+  EXPECT_NEAR(fabric.runBeside(0, 1.0, 3.0), 5.0, 1e-9);  // waits for it: [2, 5]
+  fabric.advance(0, 8.0);
+  fabric.runKernel(0, 1.0);                                // [10, 11]
+  EXPECT_NEAR(fabric.runBeside(0, 4.0, 8.0), 14.0, 1e-9);  // [5, 10] and [11, 14]
+  EXPECT_NEAR(fabric.clock(0), 11.0, 1e-9);                // the clock stays
+  EXPECT_NEAR(fabric.runBeside(1, 1.0, 3.0), 4.0, 1e-9);   // another rank's CPU is free
+
+  SimFabric gpus(2, testMachine(), 10);
+  gpus.runKernel(0, 2.0);
+  EXPECT_NEAR(gpus.runBeside(0, 1.0, 3.0), 4.0, 1e-9);
+}
+
 // On nodes of 8 GPUs with 8 NICs the planner's choice is no slower, simulated, than the flat
 // ring: its model sees the NICs as rails (a ring crosses through one, two-level through all).
 TEST(Simulation, PlannerChoiceNoSlowerThanTheRingOnRailedNodes) {

@@ -175,6 +175,25 @@ void SimFabric::runKernel(int rank, double seconds) {
   clock = reserve(&cpu_[static_cast<size_t>(rank)], clock, seconds / machine_.cpuShare());
 }
 
+double SimFabric::runBeside(int rank, double from, double seconds) {
+  if (machine_.hostCores == 0) return from + seconds;  // a GPU's compute: engines of its own
+  std::lock_guard<std::mutex> lock(mutex_);
+  Timeline* busy = &cpu_[static_cast<size_t>(rank)];
+  double at = from;
+  for (double left = seconds; left > 0;) {
+    auto next = busy->upper_bound(at);
+    while (next != busy->begin() && std::prev(next)->second > at) {
+      at = std::prev(next)->second;
+      next = busy->upper_bound(at);
+    }
+    const double gap = next == busy->end() ? left : next->first - at;
+    const double part = std::min(gap, left);
+    at = reserve(busy, at, part);
+    left -= part;
+  }
+  return at;
+}
+
 int SimFabric::switchOf(int nic) const {
   const int nics = machine_.nicsPerNode;
   const int group = nic / nics / machine_.nodesPerLeaf;

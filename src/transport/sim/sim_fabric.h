@@ -98,6 +98,11 @@ class SimFabric {
   // Runs `seconds` of a rank's kernel work (at a whole core's speed) on its CPU, from its clock
   // on, when its CPU is free; the clock moves to its end.
   void runKernel(int rank, double seconds);
+  // Work of another stream on a rank's CPU (a CPU rank's model compute beside its collectives):
+  // `seconds` of it, in the gaps the CPU leaves from `from` on, where what was reserved before
+  // goes first. Returns when it is done; the rank's clock stays. GPU ranks (hostCores 0)
+  // compute on engines of their own: `seconds` from `from`.
+  double runBeside(int rank, double from, double seconds);
 
   // A receive posted by a rank: filled by the matching send, in posting order per
   // (context, source, tag).

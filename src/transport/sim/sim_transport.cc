@@ -138,6 +138,13 @@ class SimTransport final : public Transport {
     resumeCompute();
   }
 
+  double runBeside(double from, double seconds) {
+    chargeCompute();
+    const double done = fabric_->runBeside(global(me_), from, seconds);
+    resumeCompute();
+    return done;
+  }
+
   double clock() {
     chargeCompute();
     const double now = fabric_->clock(global(me_));
@@ -246,6 +253,11 @@ void simulateCompute(Transport& transport, double seconds) {
 void simulateKernel(Transport& transport, double seconds) {
   auto* sim = dynamic_cast<SimTransport*>(&transport);
   if (sim != nullptr) sim->runKernel(seconds);
+}
+
+double simulateBeside(Transport& transport, double from, double seconds) {
+  auto* sim = dynamic_cast<SimTransport*>(&transport);
+  return sim != nullptr ? sim->runBeside(from, seconds) : -1;
 }
 
 }  // namespace zccl

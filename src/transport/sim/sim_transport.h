@@ -20,5 +20,8 @@ double simulatedClock(Transport& transport);
 void simulateCompute(Transport& transport, double seconds);
 // Runs `seconds` of that rank's kernel work on its CPU (sim_fabric.h: SimFabric::runKernel).
 void simulateKernel(Transport& transport, double seconds);
+// Runs `seconds` of another stream's work on that rank's CPU from `from` on; returns when it is
+// done (SimFabric::runBeside). -1 for other transports.
+double simulateBeside(Transport& transport, double from, double seconds);
 
 }  // namespace zccl
