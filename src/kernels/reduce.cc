@@ -1,4 +1,7 @@
-// Host reductions (reduce.h) over the element arithmetic shared with the CUDA kernels.
+// Host reductions (reduce.h): reduce_loops.inc compiled three times, for the baseline, AVX2
+// and AVX-512, each under a target of its own (not a file compiled with other flags: the
+// inline element arithmetic it uses stays compiled for the baseline wherever it is not
+// inlined, so no AVX instruction reaches code that a CPU without them runs).
 #include "kernels/reduce.h"
 
 #include <algorithm>
@@ -9,72 +12,74 @@
 namespace zccl {
 namespace {
 
-// The op is a template parameter so that each inner loop is branch-free and vectorizes.
-template <typename T, RedOp Op>
-void reduceIntoTyped(T* inout, const T* in, size_t count) {
-  using Tr = Traits<T>;
-  for (size_t i = 0; i < count; ++i) {
-    inout[i] = Tr::store(applyOp(Op, Tr::load(inout[i]), Tr::load(in[i])));
-  }
-}
+namespace baseline {
+constexpr const char* kName = "baseline";
+#include "kernels/reduce_loops.inc"
+}  // namespace baseline
 
-template <typename T, RedOp Op>
-void reduceOrderedTyped(T* out, const void* const* inputs, int numInputs, size_t count) {
-  using Tr = Traits<T>;
-  using A = typename Tr::Accumulator;
-  constexpr size_t kBlock = 1024;  // accumulator block that stays in L1
-  A accumulator[kBlock];
-  for (size_t begin = 0; begin < count; begin += kBlock) {
-    const size_t length = std::min(kBlock, count - begin);
-    const T* first = static_cast<const T*>(inputs[0]) + begin;
-    for (size_t i = 0; i < length; ++i) accumulator[i] = Tr::load(first[i]);
-    for (int k = 1; k < numInputs; ++k) {
-      const T* input = static_cast<const T*>(inputs[k]) + begin;
-      for (size_t i = 0; i < length; ++i) {
-        accumulator[i] = applyOp(Op, accumulator[i], Tr::load(input[i]));
-      }
-    }
-    if constexpr (Op == RedOp::kAvg) {
-      for (size_t i = 0; i < length; ++i) accumulator[i] = divideBy(accumulator[i], numInputs);
-    }
-    for (size_t i = 0; i < length; ++i) out[begin + i] = Tr::store(accumulator[i]);
-  }
-}
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#endif
+namespace avx2 {
+constexpr const char* kName = "avx2";
+#include "kernels/reduce_loops.inc"
+}  // namespace avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl"))), \
+                             apply_to = function)
+#else
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl")
+#endif
+namespace avx512 {
+constexpr const char* kName = "avx512";
+#include "kernels/reduce_loops.inc"
+}  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
 
-template <typename T>
-void divideTyped(T* data, size_t count, int divisor) {
-  using Tr = Traits<T>;
-  for (size_t i = 0; i < count; ++i) data[i] = Tr::store(divideBy(Tr::load(data[i]), divisor));
+const ReduceLoops& bestReduceLoops() {
+  static const ReduceLoops& best = []() -> const ReduceLoops& {
+    if (const ReduceLoops* loops = avx512ReduceLoops()) return *loops;
+    if (const ReduceLoops* loops = avx2ReduceLoops()) return *loops;
+    return baselineReduceLoops();
+  }();
+  return best;
 }
 
 }  // namespace
 
+const ReduceLoops& baselineReduceLoops() { return baseline::kLoops; }
+
+const ReduceLoops* avx2ReduceLoops() {
+  return __builtin_cpu_supports("avx2") ? &avx2::kLoops : nullptr;
+}
+
+const ReduceLoops* avx512ReduceLoops() {
+  const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl");
+  return supported ? &avx512::kLoops : nullptr;
+}
+
 void reduceInto(void* inout, const void* in, size_t count, DataType type, RedOp op) {
-  withType(type, [&](auto tag) {
-    using T = decltype(tag);
-    withOp(op, [&](auto constant) {
-      reduceIntoTyped<T, decltype(constant)::value>(static_cast<T*>(inout),
-                                                    static_cast<const T*>(in), count);
-    });
-  });
+  bestReduceLoops().reduceInto(inout, in, count, type, op);
 }
 
 void reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count, DataType type,
                    RedOp op) {
-  withType(type, [&](auto tag) {
-    using T = decltype(tag);
-    withOp(op, [&](auto constant) {
-      reduceOrderedTyped<T, decltype(constant)::value>(static_cast<T*>(out), inputs, numInputs,
-                                                       count);
-    });
-  });
+  bestReduceLoops().reduceOrdered(out, inputs, numInputs, count, type, op);
 }
 
 void divideByCount(void* data, size_t count, DataType type, int divisor) {
-  withType(type, [&](auto tag) {
-    using T = decltype(tag);
-    divideTyped(static_cast<T*>(data), count, divisor);
-  });
+  bestReduceLoops().divideByCount(data, count, type, divisor);
 }
 
 }  // namespace zccl

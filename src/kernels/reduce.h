@@ -23,4 +23,17 @@ void reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t c
 // data[i] /= divisor: the final step of kAvg after reduceInto (integers truncate).
 void divideByCount(void* data, size_t count, DataType type, int divisor);
 
+// The three, compiled for one instruction set. The functions above run the best set this CPU
+// has (AVX-512, AVX2, else the baseline); every set gives the same bits.
+struct ReduceLoops {
+  const char* name;
+  void (*reduceInto)(void* inout, const void* in, size_t count, DataType type, RedOp op);
+  void (*reduceOrdered)(void* out, const void* const* inputs, int numInputs, size_t count,
+                        DataType type, RedOp op);
+  void (*divideByCount)(void* data, size_t count, DataType type, int divisor);
+};
+const ReduceLoops& baselineReduceLoops();
+const ReduceLoops* avx2ReduceLoops();    // nullptr where the CPU lacks AVX2
+const ReduceLoops* avx512ReduceLoops();  // nullptr where it lacks AVX-512 F, BW and VL
+
 }  // namespace zccl

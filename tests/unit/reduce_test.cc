@@ -119,5 +119,51 @@ TEST(Reduce, EveryTypeAndOpAgainstDouble) {
   }
 }
 
+// Random bit patterns (NaN, Inf, subnormals, both zeros among them), every type and op, tails
+// of every length: each instruction set's loops give the baseline's bytes.
+class ReduceLoopsOf : public ::testing::TestWithParam<const ReduceLoops* (*)()> {};
+
+TEST_P(ReduceLoopsOf, MatchTheBaselineBitForBit) {
+  const ReduceLoops* simd = GetParam()();
+  if (simd == nullptr) GTEST_SKIP() << "this CPU lacks the instruction set";
+  const ReduceLoops& base = baselineReduceLoops();
+  std::mt19937 rng(11);
+  const auto randomBytes = [&](size_t n) {
+    std::vector<unsigned char> bytes(n);
+    for (auto& b : bytes) b = static_cast<unsigned char>(rng());
+    return bytes;
+  };
+  for (int t = 0; t < static_cast<int>(DataType::kCount); ++t) {
+    const DataType type = static_cast<DataType>(t);
+    const size_t es = elementSize(type);
+    for (int o = 0; o < static_cast<int>(RedOp::kCount); ++o) {
+      const RedOp op = static_cast<RedOp>(o);
+      for (size_t count : {1, 7, 16, 17, 63, 1000, 2053}) {
+        const auto in = randomBytes(count * es), start = randomBytes(count * es);
+        auto expected = start, got = start;
+        base.reduceInto(expected.data(), in.data(), count, type, op);
+        simd->reduceInto(got.data(), in.data(), count, type, op);
+        ASSERT_EQ(expected, got) << "reduceInto " << dataTypeName(type) << " " << redOpName(op)
+                                 << " count " << count;
+        const auto third = randomBytes(count * es);
+        const void* inputs[] = {start.data(), in.data(), third.data()};
+        base.reduceOrdered(expected.data(), inputs, 3, count, type, op);
+        simd->reduceOrdered(got.data(), inputs, 3, count, type, op);
+        ASSERT_EQ(expected, got) << "reduceOrdered " << dataTypeName(type) << " "
+                                 << redOpName(op) << " count " << count;
+      }
+      if (op != RedOp::kSum) continue;
+      auto expected = randomBytes(1000 * es), got = expected;
+      base.divideByCount(expected.data(), 1000, type, 7);
+      simd->divideByCount(got.data(), 1000, type, 7);
+      ASSERT_EQ(expected, got) << "divideByCount " << dataTypeName(type);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Reduce, ReduceLoopsOf,
+                         ::testing::Values(&avx2ReduceLoops, &avx512ReduceLoops),
+                         [](const auto& info) { return info.index == 0 ? "avx2" : "avx512"; });
+
 }  // namespace
 }  // namespace zccl
