@@ -1,12 +1,11 @@
 // Host reductions (reduce.h): reduce_loops.inc compiled three times, for the baseline, AVX2
-// and AVX-512, each under a target of its own (not a file compiled with other flags: the
-// inline element arithmetic it uses stays compiled for the baseline wherever it is not
-// inlined, so no AVX instruction reaches code that a CPU without them runs).
+// and AVX-512 (common/target.h), the best the CPU has chosen once.
 #include "kernels/reduce.h"
 
 #include <algorithm>
 #include <cstdint>
 
+#include "common/target.h"
 #include "kernels/reduce_math.h"
 
 namespace zccl {
@@ -17,34 +16,19 @@ constexpr const char* kName = "baseline";
 #include "kernels/reduce_loops.inc"
 }  // namespace baseline
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2")
-#endif
+ZCCL_BEGIN_TARGET("avx2")
 namespace avx2 {
 constexpr const char* kName = "avx2";
 #include "kernels/reduce_loops.inc"
 }  // namespace avx2
-#if defined(__clang__)
-#pragma clang attribute pop
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl"))), \
-                             apply_to = function)
-#else
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl")
-#endif
+ZCCL_END_TARGET
+
+ZCCL_BEGIN_TARGET("avx512f,avx512bw,avx512vl")
 namespace avx512 {
 constexpr const char* kName = "avx512";
 #include "kernels/reduce_loops.inc"
 }  // namespace avx512
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+ZCCL_END_TARGET
 
 const ReduceLoops& bestReduceLoops() {
   static const ReduceLoops& best = []() -> const ReduceLoops& {

@@ -37,10 +37,22 @@ ZCCL_HOST_DEVICE inline void adamElement(const AdamStep& s, float grad, float* p
             s.decoupledDecay * *param;
 }
 
-// The host's loops: the precision chosen once per call, so that they vectorize.
+// The host's loops: the precision chosen once per call, so that they vectorize, with the best
+// instruction set the CPU has (every set gives the same bits).
 void toWorking(Precision precision, const float* in, size_t count, void* out);
 void fromWorking(Precision precision, const void* in, size_t count, float* out);
 void adamUpdate(const AdamStep& step, Precision precision, const void* grads, size_t count,
                 float* params, float* moment1, float* moment2);
+
+// The three, compiled for one instruction set.
+struct HostLoops {
+  const char* name;
+  void (*toWorking)(Precision precision, const float* in, size_t count, void* out);
+  void (*fromWorking)(Precision precision, const void* in, size_t count, float* out);
+  void (*adamUpdate)(const AdamStep& step, Precision precision, const void* grads, size_t count,
+                     float* params, float* moment1, float* moment2);
+};
+const HostLoops& baselineHostLoops();
+const HostLoops* avx2HostLoops();  // nullptr where the CPU lacks AVX2
 
 }  // namespace zccl::zero
