@@ -26,8 +26,10 @@ constexpr const char* kName = "avx2";
 ZCCL_END_TARGET
 
 const HostLoops& bestHostLoops() {
-  static const HostLoops& best =
-      avx2HostLoops() != nullptr ? *avx2HostLoops() : baselineHostLoops();
+  static const HostLoops& best = []() -> const HostLoops& {
+    const HostLoops* avx2Loops = avx2HostLoops();
+    return avx2Loops != nullptr ? *avx2Loops : baselineHostLoops();
+  }();
   return best;
 }
 
