@@ -22,6 +22,7 @@ TEST(Reduce, OrderedBfloat16SumRoundsOnceInInputOrder) {
   for (auto& input : inputs)
     for (auto& v : input) v = toBfloat16(normal(rng));
   std::vector<const void*> pointers;
+  pointers.reserve(inputs.size());
   for (auto& input : inputs) pointers.push_back(input.data());
   std::vector<bfloat16_t> out(kCount);
   reduceOrdered(out.data(), pointers.data(), kInputs, kCount, DataType::kBfloat16, RedOp::kSum);
