@@ -38,7 +38,7 @@ ZCCL_HOST_DEVICE inline void adamElement(const AdamStep& s, float grad, float* p
 }
 
 // The host's loops: the precision chosen once per call, so that they vectorize, with the best
-// instruction set the CPU has (every set gives the same bits).
+// instruction set the CPU has (every set gives the same bits, NaN payloads aside).
 void toWorking(Precision precision, const float* in, size_t count, void* out);
 void fromWorking(Precision precision, const void* in, size_t count, float* out);
 void adamUpdate(const AdamStep& step, Precision precision, const void* grads, size_t count,
