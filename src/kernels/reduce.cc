@@ -12,30 +12,24 @@ namespace zccl {
 namespace {
 
 namespace baseline {
-constexpr const char* kName = "baseline";
 #include "kernels/reduce_loops.inc"
 }  // namespace baseline
 
 ZCCL_BEGIN_TARGET("avx2")
 namespace avx2 {
-constexpr const char* kName = "avx2";
 #include "kernels/reduce_loops.inc"
 }  // namespace avx2
 ZCCL_END_TARGET
 
 ZCCL_BEGIN_TARGET("avx512f,avx512bw,avx512vl")
 namespace avx512 {
-constexpr const char* kName = "avx512";
 #include "kernels/reduce_loops.inc"
 }  // namespace avx512
 ZCCL_END_TARGET
 
 const ReduceLoops& bestReduceLoops() {
-  static const ReduceLoops& best = []() -> const ReduceLoops& {
-    if (const ReduceLoops* loops = avx512ReduceLoops()) return *loops;
-    if (const ReduceLoops* loops = avx2ReduceLoops()) return *loops;
-    return baselineReduceLoops();
-  }();
+  static const ReduceLoops& best =
+      firstSupported({avx512ReduceLoops(), avx2ReduceLoops()}, baselineReduceLoops());
   return best;
 }
 
@@ -43,15 +37,9 @@ const ReduceLoops& bestReduceLoops() {
 
 const ReduceLoops& baselineReduceLoops() { return baseline::kLoops; }
 
-const ReduceLoops* avx2ReduceLoops() {
-  return __builtin_cpu_supports("avx2") ? &avx2::kLoops : nullptr;
-}
+const ReduceLoops* avx2ReduceLoops() { return cpuHasAvx2() ? &avx2::kLoops : nullptr; }
 
-const ReduceLoops* avx512ReduceLoops() {
-  const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl");
-  return supported ? &avx512::kLoops : nullptr;
-}
+const ReduceLoops* avx512ReduceLoops() { return cpuHasAvx512() ? &avx512::kLoops : nullptr; }
 
 void reduceInto(void* inout, const void* in, size_t count, DataType type, RedOp op) {
   bestReduceLoops().reduceInto(inout, in, count, type, op);

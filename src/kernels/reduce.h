@@ -27,7 +27,6 @@ void divideByCount(void* data, size_t count, DataType type, int divisor);
 // has (AVX-512, AVX2, else the baseline); every set gives the same values (of two NaN operands,
 // which one passes on is the compiler's choice of operand order in any build).
 struct ReduceLoops {
-  const char* name;
   void (*reduceInto)(void* inout, const void* in, size_t count, DataType type, RedOp op);
   void (*reduceOrdered)(void* out, const void* const* inputs, int numInputs, size_t count,
                         DataType type, RedOp op);

@@ -12,7 +12,6 @@ namespace zccl::zero {
 namespace {
 
 namespace baseline {
-constexpr const char* kName = "baseline";
 #include "zero/host_loops.inc"
 }  // namespace baseline
 
@@ -20,16 +19,12 @@ constexpr const char* kName = "baseline";
 // rate; AVX-512 adds nothing to these memory-bound loops.
 ZCCL_BEGIN_TARGET("avx2")
 namespace avx2 {
-constexpr const char* kName = "avx2";
 #include "zero/host_loops.inc"
 }  // namespace avx2
 ZCCL_END_TARGET
 
 const HostLoops& bestHostLoops() {
-  static const HostLoops& best = []() -> const HostLoops& {
-    const HostLoops* avx2Loops = avx2HostLoops();
-    return avx2Loops != nullptr ? *avx2Loops : baselineHostLoops();
-  }();
+  static const HostLoops& best = firstSupported({avx2HostLoops()}, baselineHostLoops());
   return best;
 }
 
@@ -37,9 +32,7 @@ const HostLoops& bestHostLoops() {
 
 const HostLoops& baselineHostLoops() { return baseline::kLoops; }
 
-const HostLoops* avx2HostLoops() {
-  return __builtin_cpu_supports("avx2") ? &avx2::kLoops : nullptr;
-}
+const HostLoops* avx2HostLoops() { return cpuHasAvx2() ? &avx2::kLoops : nullptr; }
 
 void toWorking(Precision precision, const float* in, size_t count, void* out) {
   bestHostLoops().toWorking(precision, in, count, out);

@@ -46,7 +46,6 @@ void adamUpdate(const AdamStep& step, Precision precision, const void* grads, si
 
 // The three, compiled for one instruction set.
 struct HostLoops {
-  const char* name;
   void (*toWorking)(Precision precision, const float* in, size_t count, void* out);
   void (*fromWorking)(Precision precision, const void* in, size_t count, float* out);
   void (*adamUpdate)(const AdamStep& step, Precision precision, const void* grads, size_t count,
