@@ -25,14 +25,10 @@ void fillUniform(float* p, size_t n, float scale, uint64_t seed, uint64_t first)
 
 // The affine layers dominate the model's time. Their loops run over the weights once for all
 // rows of the batch (the rows stay in cache, the weights stream), and keep each output's
-// summation order fixed so that results do not depend on the batch's size. They are compiled
-// for AVX2 beside the baseline too (the loader picks one for the CPU): the lanes only widen,
-// each output's multiplies and additions stay the same and in the same order (AVX2 without FMA:
-// nothing is contracted), so every CPU computes the same bits.
-#define ZCCL_DEMO_WIDER_LANES __attribute__((target_clones("avx2", "default")))
+// summation order fixed so that results do not depend on the batch's size.
 
 // y = x W + b for W [in][out].
-ZCCL_DEMO_WIDER_LANES void affine(const Tensor& x, const float* w, const float* b, int out, Tensor* y) {
+void affine(const Tensor& x, const float* w, const float* b, int out, Tensor* y) {
   y->resize(x.rows, out);
   for (int r = 0; r < x.rows; ++r) std::copy(b, b + out, y->row(r));
   for (int i = 0; i < x.cols; ++i) {
@@ -60,7 +56,7 @@ float dot(const float* a, const float* b, int n) {
 }
 
 // dx = dy W^T (when dx is not null), dW += x^T dy, db += sum of dy's rows.
-ZCCL_DEMO_WIDER_LANES void affineBackward(const Tensor& x, const float* w, const Tensor& dy, Tensor* dx, float* dw,
+void affineBackward(const Tensor& x, const float* w, const Tensor& dy, Tensor* dx, float* dw,
                     float* db) {
   const int in = x.cols, out = dy.cols;
   if (dx != nullptr) dx->resize(x.rows, in);
