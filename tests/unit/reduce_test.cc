@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "common/half.h"
+#include "kernels/reduce_math.h"
 
 namespace zccl {
 namespace {
@@ -122,25 +124,17 @@ TEST(Reduce, EveryTypeAndOpAgainstDouble) {
 }
 
 bool isNan(DataType type, const unsigned char* element) {
-  uint16_t half = 0;
-  float single = 0;
-  double wide = 0;
-  switch (type) {
-    case DataType::kFloat16:
-      std::memcpy(&half, element, sizeof(half));
-      return std::isnan(toFloat(float16_t{half}));
-    case DataType::kBfloat16:
-      std::memcpy(&half, element, sizeof(half));
-      return std::isnan(toFloat(bfloat16_t{half}));
-    case DataType::kFloat32:
-      std::memcpy(&single, element, sizeof(single));
-      return std::isnan(single);
-    case DataType::kFloat64:
-      std::memcpy(&wide, element, sizeof(wide));
-      return std::isnan(wide);
-    default:
+  return withType(type, [element](auto zero) {
+    using T = decltype(zero);
+    T value;
+    std::memcpy(&value, element, sizeof(T));
+    const auto loaded = Traits<T>::load(value);
+    if constexpr (std::is_floating_point_v<decltype(loaded)>) {
+      return std::isnan(loaded);
+    } else {
       return false;
-  }
+    }
+  });
 }
 
 // The same bytes element by element, or NaN in both: which of two NaN operands an addition
