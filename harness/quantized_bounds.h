@@ -51,15 +51,19 @@ struct Wire {
   bool stochastic = false;
   bool smoothing = false;
 
-  int bits() const { return format == zcclWireInt8 ? 8 : 4; }
+  int bits() const {
+    return format == zcclWireInt2                                  ? 2
+           : format == zcclWireInt4 || format == zcclWireAllowInt4 ? 4
+                                                                   : 8;
+  }
+  // Symmetric codes -Q..Q with Q = 2^(bits-1) - 1, asymmetric 0..2^bits - 1.
   double levels() const {
-    const bool sym = scheme == zcclQuantSymmetric;
-    return bits() == 8 ? (sym ? 127 : 255) : (sym ? 7 : 15);
+    return scheme == zcclQuantSymmetric ? (1 << (bits() - 1)) - 1 : (1 << bits()) - 1;
   }
   // Header, payload padded to 4 bytes, then one float (symmetric) or two per group.
   uint64_t messageBytes(size_t k) const {
     if (k == 0) return 0;
-    const size_t payload = bits() == 8 ? k : (k + 1) / 2;
+    const size_t payload = (k * static_cast<size_t>(bits()) + 7) / 8;
     const size_t groups = (k + group - 1) / group;
     return 24 + (payload + 3) / 4 * 4 + groups * (scheme == zcclQuantSymmetric ? 4 : 8);
   }

@@ -9,7 +9,8 @@ converged. ZeRO++ here is FSDP2 with reshard_after_forward=<ranks per node> (hpZ
 backward all-gathers stay inside the node) over a zccl group whose parameter all-gathers are
 INT8 (qwZ) and gradient reduce-scatters INT4 through two hops (qgZ). ZeRO++ 4-bit gathers
 INT4 differences of the weights from the last gathered copy (int4-diff) and reduce-scatters
-INT4 gradients with error feedback (int4-ef).
+INT4 gradients with error feedback (int4-ef); ZeRO++ INT2-diff gathers INT2 differences
+(int2-diff, smoothed) instead.
 """
 from __future__ import annotations
 
@@ -149,8 +150,12 @@ CONFIGS = {
     "zero3": ("ZeRO-3", None),
     "zeropp": ("ZeRO++ (qwZ+qgZ+hpZ)", dict(allgather="int8", reduce_scatter="int4")),
     "zeropp4": ("ZeRO++ 4-bit (diff+EF)", dict(allgather="int4-diff", reduce_scatter="int4-ef")),
+    # INT2 weight differences need the Hadamard smoothing (docs/beyond-zeropp.md).
+    "zeropp2": ("ZeRO++ INT2-diff (+EF)",
+                dict(allgather="int2-diff", reduce_scatter="int4-ef", smoothing=True)),
 }
-SUMMARY_NAMES = {"ZeRO++ (qwZ+qgZ+hpZ)": "ZeRO++", "ZeRO++ 4-bit (diff+EF)": "ZeRO++ 4-bit"}
+SUMMARY_NAMES = {"ZeRO++ (qwZ+qgZ+hpZ)": "ZeRO++", "ZeRO++ 4-bit (diff+EF)": "ZeRO++ 4-bit",
+                 "ZeRO++ INT2-diff (+EF)": "ZeRO++ INT2-diff"}
 
 
 def train(mesh: DeviceMesh, args, config: str, report_group) -> dict:
@@ -217,8 +222,8 @@ def train(mesh: DeviceMesh, args, config: str, report_group) -> dict:
 
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", choices=["zero3", "zeropp", "zeropp4", "both", "all"],
-                        default="all", help="both: ZeRO-3 and ZeRO++; all: and ZeRO++ 4-bit")
+    parser.add_argument("--config", choices=[*CONFIGS, "both", "all"], default="all",
+                        help="both: ZeRO-3 and ZeRO++; all: and ZeRO++ 4-bit and INT2-diff")
     parser.add_argument("--backend", choices=["zccl", "gloo"], default="zccl",
                         help="gloo: plain FSDP2 over gloo, for reference (ZeRO-3 only)")
     parser.add_argument("--steps", type=int, default=300)

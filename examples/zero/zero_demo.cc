@@ -1,7 +1,8 @@
 // Trains the demo models with the ZeRO optimizer and reports, per configuration, the traffic
 // per step measured by zccl's counters, the peak model-state bytes measured from the
-// allocations, and the time per step; by default ZeRO-3 against ZeRO++ and "ZeRO++ 4-bit"
-// (INT4 weight differences, hpZ, INT4 gradients with error feedback) on both models:
+// allocations, and the time per step; by default ZeRO-3 against ZeRO++, "ZeRO++ 4-bit"
+// (INT4 weight differences, hpZ, INT4 gradients with error feedback) and "ZeRO++ INT2-diff"
+// (the same with INT2 weight differences) on both models:
 //   ZCCL_RANKS_PER_NODE=2 mpiexec -n 4 zero_demo
 //   zcclrun -n 4 --ranks-per-node 2 zero_demo --model mlp --stage 2 --qgz --steps 300
 // --log FILE writes every step's loss and wall-clock time as CSV, for plots. --device cuda
@@ -40,6 +41,7 @@ struct Settings {
   bool qwz = false, hpz = false, qgz = false;
   bool differences = false, feedback = false, smoothing = false;
   int resyncEvery = 0;
+  int differenceBits = ZeroOptions{}.weightDifferenceBits;
   int steps = 400;
   int batch = 64;  // global, per step
   int hidden = 256;
@@ -184,9 +186,10 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
     base.errorFeedback = s.feedback;
     base.smoothing = s.smoothing;
     base.resyncEvery = s.resyncEvery;
+    base.weightDifferenceBits = s.differenceBits;
     std::string name = "ZeRO-" + std::to_string(s.stage);
     if (s.qwz) name += " +qwZ";
-    if (s.differences) name += " +qwZ-diff";
+    if (s.differences) name += " +qwZ-diff" + std::to_string(s.differenceBits);
     if (s.hpz) name += " +hpZ";
     if (s.qgz) name += s.feedback ? " +qgZ-EF" : " +qgZ";
     if (s.smoothing) name += " +smooth";
@@ -198,9 +201,13 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
   fourBit.weightDifferences = fourBit.errorFeedback = true;
   fourBit.smoothing = s.smoothing;
   fourBit.resyncEvery = s.resyncEvery;
+  ZeroOptions twoBit = fourBit;
+  twoBit.weightDifferenceBits = 2;
+  twoBit.smoothing = true;  // two bits need the outliers spread (docs/beyond-zeropp.md)
   return {{"ZeRO-3", "ZeRO-3", base},
           {"ZeRO++ (qwZ+hpZ+qgZ)", "ZeRO++", plus},
-          {"ZeRO++ 4-bit (diff+EF)", "ZeRO++ 4-bit", fourBit}};
+          {"ZeRO++ 4-bit (diff+EF)", "ZeRO++ 4-bit", fourBit},
+          {"ZeRO++ INT2-diff (+EF)", "ZeRO++ INT2-diff", twoBit}};
 }
 
 void printTable(const std::vector<Result>& results) {
@@ -267,10 +274,12 @@ void printUsage() {
                "       [--device auto|host|cuda]   (auto: cuda where a GPU is visible)\n"
                "       [--prefetch DEPTH]   (modules gathered ahead and gradients reduced behind;\n"
                "                             0: no overlap)\n"
-               "       [--qwz-diff] [--qgz-ef] [--smoothing] [--resync STEPS]   (beyond ZeRO++:\n"
-               "        INT4 weight differences, error feedback, Hadamard smoothing)\n"
-               "Without --stage: ZeRO-3, ZeRO++ (qwZ + hpZ + qgZ) and ZeRO++ 4-bit (INT4 weight\n"
-               "differences + hpZ + INT4 gradients with error feedback) side by side.\n");
+               "       [--qwz-diff] [--diff-bits 8|4|2] [--qgz-ef] [--smoothing] [--resync STEPS]\n"
+               "        (beyond ZeRO++: weight differences, INT4 by default; error feedback;\n"
+               "        Hadamard smoothing)\n"
+               "Without --stage: ZeRO-3, ZeRO++ (qwZ + hpZ + qgZ), ZeRO++ 4-bit (INT4 weight\n"
+               "differences + hpZ + INT4 gradients with error feedback) and ZeRO++ INT2-diff (the\n"
+               "same with INT2 weight differences) side by side.\n");
 }
 
 bool parse(int argc, char** argv, Settings* s) {
@@ -293,6 +302,7 @@ bool parse(int argc, char** argv, Settings* s) {
                                    {"device", required_argument, nullptr, 'D'},
                                    {"prefetch", required_argument, nullptr, 'F'},
                                    {"qwz-diff", no_argument, nullptr, 'd'},
+                                   {"diff-bits", required_argument, nullptr, 'B'},
                                    {"qgz-ef", no_argument, nullptr, 'E'},
                                    {"smoothing", no_argument, nullptr, 'H'},
                                    {"resync", required_argument, nullptr, 'R'},
@@ -356,6 +366,12 @@ bool parse(int argc, char** argv, Settings* s) {
         break;
       case 'd':
         s->differences = true;
+        break;
+      case 'B':
+        s->differenceBits = std::atoi(optarg);
+        if (s->differenceBits != 8 && s->differenceBits != 4 && s->differenceBits != 2) {
+          return false;
+        }
         break;
       case 'E':
         s->feedback = s->qgz = true;

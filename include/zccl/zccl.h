@@ -111,9 +111,13 @@ typedef ZCCL_ENUM(zcclWireFormat_e){
     zcclWireInt4 = 2, /* blockwise INT4 codes, two per byte + one float32 scale per group */
     /* Allowed rather than asked for: the planner uses the format only where its cost model
      * (link bandwidths against quantization time) says it is faster than exact. */
-    zcclWireAllowInt8 = 3, zcclWireAllowInt4 = 4, zcclNumWireFormats = 5} zcclWireFormat_t;
+    zcclWireAllowInt8 = 3, zcclWireAllowInt4 = 4,
+    /* blockwise INT2 codes, four per byte + one float32 scale per group: coarse (3 levels
+     * symmetric), meant for weight differences (zcclReference_t), whose error does not add up
+     * from call to call; always asked for, never only allowed */
+    zcclWireInt2 = 5, zcclNumWireFormats = 6} zcclWireFormat_t;
 
-/* "none", "int8", "int4", "allow-int8", "allow-int4" (the environment's, the perf binaries',
+/* "none", "int8", "int4", "allow-int8", "allow-int4", "int2" (the environment's, the perf binaries',
  * the drop-in's and the torch backend's spelling); NULL for a value out of range. */
 ZCCL_API const char* zcclWireFormatName(zcclWireFormat_t format);
 /* The format `name` names (case-insensitive); zcclInvalidArgument naming it otherwise. */
@@ -174,7 +178,7 @@ typedef struct {
    * otherwise) */
   double timeoutSeconds; /* 0 waits forever; env ZCCL_TIMEOUT_S; default 1800 */
   /* Defaults of the plain zcclAllGather / zcclReduceScatter / zcclAllReduce calls: */
-  int wireFormat;     /* zcclWireFormat_t; env ZCCL_QUANT=none|int8|int4|allow-int8|allow-int4 */
+  int wireFormat; /* zcclWireFormat_t; env ZCCL_QUANT=none|int8|int4|allow-int8|allow-int4|int2 */
   int quantScheme;    /* zcclQuantScheme_t; env ZCCL_QUANT_SCHEME=sym|asym */
   int quantGroupSize; /* power of two, 32..4096; env ZCCL_QUANT_GROUP; default 512 */
   int stochasticRounding; /* 0 or 1; env ZCCL_QUANT_STOCHASTIC; default 0 */

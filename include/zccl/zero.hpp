@@ -164,6 +164,10 @@ struct ZeroOptions {
   // and weight differences before INT4 (SDP4Bit). All three on host memory; error feedback
   // needs bfloat16 or float32 (a float16 overflow would poison the residuals).
   bool weightDifferences = false;
+  // The differences' code width: 4 (SDP4Bit), 8, or 2 (a quarter of INT8's bytes, asymmetric
+  // codes; each step's coding error is carried into the next difference, not added up, so the
+  // gathered weights stay within one difference's error of the true ones).
+  int weightDifferenceBits = 4;
   int resyncEvery = 0;
   bool errorFeedback = false;
   bool smoothing = false;

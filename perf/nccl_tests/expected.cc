@@ -84,7 +84,7 @@ double expectedValue(const Layout& job, const Settings& s, const Shape& shape, z
 // (src/quant/quantize.h): half a step of the scale plus float32 terms.
 double quantStep(const Settings& s, double a) {
   const bool int8 = s.wire == zcclWireInt8 || s.wire == zcclWireAllowInt8;
-  const double levels = int8 ? 127 : 7;  // symmetric
+  const double levels = int8 ? 127 : s.wire == zcclWireInt2 ? 1 : 7;  // symmetric
   return a / levels / 2 * (1 + 0x1p-22) + 0x1p-21 * a + 0x1p-140;
 }
 

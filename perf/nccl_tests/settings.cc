@@ -166,7 +166,7 @@ void printUsage(const char* program) {
       "  -a, --average 0|1|2|3    time across ranks: rank 0, mean, min, max (default 3)\n"
       "  -T, --timeout S          give up on a silent peer after S seconds\n"
       "  -J, --output_file FILE   also write the results as JSON\n"
-      "  -q, --quant none|int8|int4|allow-int8|allow-int4   zccl wire format: forced, or\n"
+      "  -q, --quant none|int8|int4|allow-int8|allow-int4|int2   zccl wire format: forced, or\n"
       "                           allowed where the planner finds it faster (default none)\n"
       "  -H, --hierarchy flat|hier|auto   zccl hierarchy (default auto)\n"
       "  -M, --memory host|device|auto   where the buffers live: device memory on the GPU of\n"

@@ -4,11 +4,12 @@
     dist.init_process_group("zccl")          # or "cpu:zccl"; torchrun's environment
     zccl_torch.set_policy(allgather="int8", reduce_scatter="int4")   # ZeRO++ (lossless: default)
     zccl_torch.set_policy(allgather="int4-diff", reduce_scatter="int4-ef")   # ZeRO++ 4-bit
+    zccl_torch.set_policy(allgather="int2-diff", reduce_scatter="int4-ef")   # 2-bit weights
     print(zccl_torch.stats())                # bytes and messages per link class
 
 The policy of every new group comes from ZCCL_TORCH_QUANT_ALLGATHER, _REDUCESCATTER and
-_ALLREDUCE (none|int8|int4|allow-int8|allow-int4; int8-diff|int4-diff for all-gathers, int8-ef|
-int4-ef for reductions), ZCCL_TORCH_QUANT_MIN_BYTES, ZCCL_TORCH_QUANT_SMOOTHING (0|1) and
+_ALLREDUCE (none|int8|int4|allow-int8|allow-int4|int2; int8-diff|int4-diff|int2-diff for
+all-gathers, int8-ef|int4-ef|int2-ef for reductions), ZCCL_TORCH_QUANT_MIN_BYTES, ZCCL_TORCH_QUANT_SMOOTHING (0|1) and
 ZCCL_TORCH_QUANT_RESYNC_EVERY, or from a zccl_torch.Options passed as init_process_group's /
 new_group's pg_options.
 
@@ -35,17 +36,19 @@ __all__ = ["Options", "register", "set_policy", "stats", "reset_stats", "call_st
 
 # zccl's own names of its wire formats (zcclWireFormatName), the one list they come from.
 _WIRE_NAMES = tuple(_zccl.wire_format_names())
+# The formats asked for (not only allowed) that carry a state: -diff and -ef take them.
+_QUANTIZED = tuple(name for name in _WIRE_NAMES if name.startswith("int"))
 _SIZE_SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 def _wire(value: str, what: str, suffix: str = "") -> tuple[str, bool]:
     """(zccl's wire format name, whether `suffix` was given: -diff or -ef)."""
     key = value.strip().lower()
-    stated = bool(suffix) and key.endswith(suffix) and key[: -len(suffix)] in ("int8", "int4")
+    stated = bool(suffix) and key.endswith(suffix) and key[: -len(suffix)] in _QUANTIZED
     if stated:
         key = key[: -len(suffix)]
     if key not in _WIRE_NAMES:
-        extra = f", int8{suffix}, int4{suffix}" if suffix else ""
+        extra = "".join(f", {name}{suffix}" for name in _QUANTIZED) if suffix else ""
         raise ValueError(f"{what}={value!r}: expected one of {', '.join(_WIRE_NAMES)}{extra}")
     return key, stated
 

@@ -7,8 +7,8 @@
 
 #include "collectives/registry.h"
 #include "kernels/kernels.h"
-#include "quant/rotation.h"
 #include "quant/quantize.h"
+#include "quant/rotation.h"
 
 namespace zccl {
 namespace {
@@ -16,8 +16,7 @@ namespace {
 // Wire bytes per byte of data: the codes plus a float32 scale per group (default groups).
 double wireRatio(WireFormat wire, DataType type) {
   if (wire == WireFormat::kNone) return 1.0;
-  const double bits = wire == WireFormat::kInt8 ? 8 : 4;
-  const double perElement = bits / 8 + 4.0 / kDefaultGroupSize;
+  const double perElement = wireBits(wire) / 8.0 + 4.0 / kDefaultGroupSize;
   return perElement / static_cast<double>(elementSize(type));
 }
 

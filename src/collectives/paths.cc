@@ -46,9 +46,14 @@ const char* algorithmName(Algorithm algorithm) {
 }
 
 const char* wireFormatName(WireFormat wire) {
-  const int index = static_cast<int>(wire);
-  return index >= 0 && index <= static_cast<int>(WireFormat::kInt4) ? kWireFormatNames[index]
-                                                                    : "unknown";
+  switch (wire) {
+    case WireFormat::kNone:
+    case WireFormat::kInt8:
+    case WireFormat::kInt4:
+    case WireFormat::kInt2:
+      return kWireFormatNames[static_cast<int>(wire)];
+  }
+  return "unknown";
 }
 
 bool wireApplies(Collective collective, DataType type, RedOp op) {

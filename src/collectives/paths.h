@@ -35,11 +35,17 @@ enum class Algorithm : int {
 };
 
 // Mirror zcclWireFormat_t and zcclHierarchy_t.
-enum class WireFormat : int { kNone = 0, kInt8 = 1, kInt4 = 2 };
-// The names of zcclWireFormat_t's values, the one list every table of them is made from: the
-// formats (WireFormat's values), then the same formats allowed rather than asked for.
-constexpr const char* kWireFormatNames[] = {"none", "int8", "int4", "allow-int8", "allow-int4"};
-constexpr int kNumWireFormatNames = 5;
+enum class WireFormat : int { kNone = 0, kInt8 = 1, kInt4 = 2, kInt2 = 5 };
+// The names of zcclWireFormat_t's values, indexed by them, the one list every table of them is
+// made from: WireFormat's values are the formats asked for, 3 and 4 the same as 1 and 2 but
+// allowed rather than asked for.
+constexpr const char* kWireFormatNames[] = {"none",       "int8",       "int4",
+                                            "allow-int8", "allow-int4", "int2"};
+constexpr int kNumWireFormatNames = 6;
+// Bits per code of a lossy format.
+constexpr int wireBits(WireFormat format) {
+  return format == WireFormat::kInt2 ? 2 : format == WireFormat::kInt4 ? 4 : 8;
+}
 enum class Hierarchy : int { kAuto = 0, kFlat = 1, kTwoLevel = 2 };
 
 struct CollectiveOptions {
@@ -57,10 +63,9 @@ struct CollectiveOptions {
   bool errorFeedback = false;
   Hierarchy hierarchy = Hierarchy::kAuto;
 
-  // The quantization of a path whose wire format is `format` (int8 or int4).
+  // The quantization of a path whose wire format is `format` (int8, int4 or int2).
   QuantParams quantParams(WireFormat format) const {
-    return QuantParams{
-        format == WireFormat::kInt4 ? 4 : 8, scheme, groupSize, rounding, seed, smoothing};
+    return QuantParams{wireBits(format), scheme, groupSize, rounding, seed, smoothing};
   }
   QuantParams quantParams() const { return quantParams(wire); }
 };

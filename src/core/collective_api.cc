@@ -90,7 +90,8 @@ Status callOptions(const CollectiveEntry& entry, const CollectiveCall& call,
       resolveCollOptions(call.options, comm->config, entry.collective, bufferBytes, resolved));
   const zcclCollOptions* asked = call.options;
   const bool wireAsked =
-      asked != nullptr && (asked->wireFormat == zcclWireInt8 || asked->wireFormat == zcclWireInt4);
+      asked != nullptr && (asked->wireFormat == zcclWireInt8 || asked->wireFormat == zcclWireInt4 ||
+                           asked->wireFormat == zcclWireInt2);
   if (wireAsked && !wireApplies(entry.collective, toType(call.datatype), toOp(call.op))) {
     return fail(Status::kInvalidArgument,
                 "options.wireFormat=%s with datatype=%s op=%s: quantized wire formats carry "

@@ -61,12 +61,13 @@ Status applyEnumField(const char* name, int field, int count, Enum* value) {
   return Status::kSuccess;
 }
 
-// zcclWireFormat_t: none, int8 and int4 are forced; the "allow" forms leave the choice to
-// the planner's cost model.
+// zcclWireFormat_t: none, int8, int4 and int2 are forced; the "allow" forms leave the choice
+// to the planner's cost model.
 void setWire(int value, CollectiveOptions* o) {
   o->wireAllowedOnly = value == zcclWireAllowInt8 || value == zcclWireAllowInt4;
   o->wire = value == zcclWireInt8 || value == zcclWireAllowInt8   ? WireFormat::kInt8
             : value == zcclWireInt4 || value == zcclWireAllowInt4 ? WireFormat::kInt4
+            : value == zcclWireInt2                               ? WireFormat::kInt2
                                                                   : WireFormat::kNone;
 }
 

@@ -1,6 +1,6 @@
 // What the drop-in does with a program's NCCL calls, from the environment, lossless unless
 // asked: ZCCL_NCCL_QUANT_ALLGATHER, _REDUCESCATTER and _ALLREDUCE (zccl's wire format names:
-// none|int8|int4|allow-int8|allow-int4) and ZCCL_NCCL_QUANT_MIN_BYTES make the zccl
+// none|int8|int4|allow-int8|allow-int4|int2) and ZCCL_NCCL_QUANT_MIN_BYTES make the zccl
 // communicator's wire policy (zcclWirePolicy: float types only, sum/avg for reductions);
 // ZCCL_NCCL_DEVICE=zccl|nccl: whether device buffers take zccl's device path (the default) or
 // go to the real NCCL.

@@ -33,7 +33,7 @@ ZCCL_HOST_DEVICE inline QuantLayout quantLayoutOf(uint64_t count, int bits, Quan
                                                   uint32_t groupSize) {
   QuantLayout l;
   l.groups = groupSize == 0 ? 0 : static_cast<size_t>((count + groupSize - 1) / groupSize);
-  l.payloadBytes = static_cast<size_t>(bits == 8 ? count : (count + 1) / 2);
+  l.payloadBytes = static_cast<size_t>((count * static_cast<uint64_t>(bits) + 7) / 8);
   l.parametersOffset = sizeof(QuantHeader) + (l.payloadBytes + 3) / 4 * 4;
   const size_t perGroup = scheme == QuantScheme::kSymmetric ? 4 : 8;
   l.totalBytes = l.parametersOffset + l.groups * perGroup;
@@ -46,12 +46,32 @@ ZCCL_HOST_DEVICE inline bool isFiniteBits(float v) {
   return (bits & 0x7f800000u) != 0x7f800000u;
 }
 
-// Codes range: symmetric [-Q, Q], asymmetric [0, L].
+// Codes range: symmetric [-Q, Q] with Q = 2^(bits-1) - 1 (127, 7, 1: the most negative
+// code stays unused, so that zero is exact and the range symmetric), asymmetric [0, L] with
+// L = 2^bits - 1 (255, 15, 3).
 ZCCL_HOST_DEVICE inline int codeLow(int bits, QuantScheme scheme) {
-  return scheme == QuantScheme::kSymmetric ? -(bits == 8 ? 127 : 7) : 0;
+  return scheme == QuantScheme::kSymmetric ? -((1 << (bits - 1)) - 1) : 0;
 }
 ZCCL_HOST_DEVICE inline int codeHigh(int bits, QuantScheme scheme) {
-  return scheme == QuantScheme::kSymmetric ? (bits == 8 ? 127 : 7) : (bits == 8 ? 255 : 15);
+  return scheme == QuantScheme::kSymmetric ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+}
+
+// Packed codes: 8 / bits to a byte, the first in the lowest bits (INT4: low nibble first).
+// Groups hold a multiple of 32 elements, so every group starts on a byte.
+ZCCL_HOST_DEVICE inline uint32_t codesPerByte(int bits) { return 8u / static_cast<uint32_t>(bits); }
+
+// Code `slot` of a packed byte; signed codes sign-extend from `bits`.
+ZCCL_HOST_DEVICE inline uint8_t unpackCode(uint8_t byte, uint32_t slot, int bits, bool isSigned) {
+  const unsigned mask = (1u << bits) - 1u;
+  const unsigned code = (byte >> (slot * static_cast<unsigned>(bits))) & mask;
+  const bool negative = isSigned && code > (mask >> 1);
+  return static_cast<uint8_t>(negative ? code | ~mask : code);
+}
+
+// Code `code` in its place `slot` of a packed byte (two's complement for signed codes).
+ZCCL_HOST_DEVICE inline uint8_t packedCode(uint8_t code, uint32_t slot, int bits) {
+  const unsigned mask = (1u << bits) - 1u;
+  return static_cast<uint8_t>((code & mask) << (slot * static_cast<unsigned>(bits)));
 }
 
 // Asymmetric codes are centred on the group's midpoint, so that neither x - offset nor

@@ -29,6 +29,10 @@ struct QuantKernels {
   void (*packNibbles)(const uint8_t* codes, size_t n, uint8_t* packed);
   // The inverse; signed codes sign-extend from four bits.
   void (*unpackNibbles)(const uint8_t* packed, size_t n, bool isSigned, uint8_t* codes);
+  // INT2: four codes per byte, the first in the lowest two bits (a short last byte is
+  // zero-filled); the inverse sign-extends signed codes from two bits.
+  void (*packCrumbs)(const uint8_t* codes, size_t n, uint8_t* packed);
+  void (*unpackCrumbs)(const uint8_t* packed, size_t n, bool isSigned, uint8_t* codes);
   void (*widenFloat16)(const uint16_t* in, size_t n, float* out);
   void (*widenBfloat16)(const uint16_t* in, size_t n, float* out);
   void (*narrowFloat16)(const float* in, size_t n, uint16_t* out);

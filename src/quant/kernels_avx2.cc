@@ -208,6 +208,48 @@ void unpackNibbles(const uint8_t* packed, size_t n, bool isSigned, uint8_t* code
   scalar().unpackNibbles(packed + i / 2, n - i, isSigned, codes + i);
 }
 
+// Thirty-two codes per step: each 32-bit lane folds its four codes into its low byte, then
+// a byte shuffle and a lane permute gather the eight bytes.
+void packCrumbs(const uint8_t* codes, size_t n, uint8_t* packed) {
+  const __m256i crumbMask = _mm256_set1_epi32(0x03030303);
+  const __m256i pairMask = _mm256_set1_epi32(0x000f000f);
+  const __m256i lowBytes =
+      _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
+                       -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i adjacent = _mm256_setr_epi32(0, 4, 1, 2, 3, 5, 6, 7);
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i c = _mm256_and_si256(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + i)), crumbMask);
+    const __m256i pairs = _mm256_and_si256(_mm256_or_si256(c, _mm256_srli_epi32(c, 6)), pairMask);
+    const __m256i quads = _mm256_or_si256(pairs, _mm256_srli_epi32(pairs, 12));
+    const __m256i gathered =
+        _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(quads, lowBytes), adjacent);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(packed + i / 4), _mm256_castsi256_si128(gathered));
+  }
+  scalar().packCrumbs(codes + i, n - i, packed + i / 4);
+}
+
+// Eight bytes per step, each widened to a 32-bit lane that receives its four codes; signed
+// codes sign-extend bytewise as (c ^ 2) - 2.
+void unpackCrumbs(const uint8_t* packed, size_t n, bool isSigned, uint8_t* codes) {
+  const __m256i two = _mm256_set1_epi8(2);
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i bytes =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed + i / 4)));
+    const __m256i nibbles =
+        _mm256_or_si256(_mm256_and_si256(bytes, _mm256_set1_epi32(0x0f)),
+                        _mm256_slli_epi32(_mm256_and_si256(bytes, _mm256_set1_epi32(0xf0)), 12));
+    __m256i crumbs = _mm256_or_si256(
+        _mm256_and_si256(nibbles, _mm256_set1_epi32(0x00030003)),
+        _mm256_slli_epi32(_mm256_and_si256(nibbles, _mm256_set1_epi32(0x000c000c)), 6));
+    if (isSigned) crumbs = _mm256_sub_epi8(_mm256_xor_si256(crumbs, two), two);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), crumbs);
+  }
+  scalar().unpackCrumbs(packed + i / 4, n - i, isSigned, codes + i);
+}
+
 void widenFloat16(const uint16_t* in, size_t n, float* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -268,10 +310,10 @@ void accumulate(float* accumulator, const float* x, size_t n) {
 }  // namespace
 
 const QuantKernels* avx2QuantKernels() {
-  static const QuantKernels kernels{"avx2",       stats,          codesNearest,  codesStochastic,
-                                    decodeSigned, decodeUnsigned, packNibbles,   unpackNibbles,
-                                    widenFloat16, widenBfloat16,  narrowFloat16, narrowBfloat16,
-                                    accumulate};
+  static const QuantKernels kernels{"avx2",        stats,          codesNearest, codesStochastic,
+                                    decodeSigned,  decodeUnsigned, packNibbles,  unpackNibbles,
+                                    packCrumbs,    unpackCrumbs,   widenFloat16, widenBfloat16,
+                                    narrowFloat16, narrowBfloat16, accumulate};
   // F16C from cpuid directly: clang's __builtin_cpu_supports does not know it.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;

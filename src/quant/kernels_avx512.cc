@@ -235,13 +235,26 @@ void accumulate(float* accumulator, const float* x, size_t n) {
 }  // namespace
 
 const QuantKernels* avx512QuantKernels() {
-  static const QuantKernels kernels{"avx512",     stats,          codesNearest,  codesStochastic,
-                                    decodeSigned, decodeUnsigned, packNibbles,   unpackNibbles,
-                                    widenFloat16, widenBfloat16,  narrowFloat16, narrowBfloat16,
-                                    accumulate};
   const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl");
-  return supported ? &kernels : nullptr;
+                         __builtin_cpu_supports("avx512vl") && avx2QuantKernels() != nullptr;
+  if (!supported) return nullptr;
+  // INT2's packing moves a quarter of a byte per code: AVX2's version keeps up with the rest.
+  static const QuantKernels kernels{"avx512",
+                                    stats,
+                                    codesNearest,
+                                    codesStochastic,
+                                    decodeSigned,
+                                    decodeUnsigned,
+                                    packNibbles,
+                                    unpackNibbles,
+                                    avx2QuantKernels()->packCrumbs,
+                                    avx2QuantKernels()->unpackCrumbs,
+                                    widenFloat16,
+                                    widenBfloat16,
+                                    narrowFloat16,
+                                    narrowBfloat16,
+                                    accumulate};
+  return &kernels;
 }
 
 }  // namespace zccl

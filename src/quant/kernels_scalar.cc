@@ -67,6 +67,19 @@ void unpackNibbles(const uint8_t* packed, size_t n, bool isSigned, uint8_t* code
   }
 }
 
+void packCrumbs(const uint8_t* codes, size_t n, uint8_t* packed) {
+  for (size_t j = 0; 4 * j < n; ++j) {
+    uint8_t byte = 0;
+    for (uint32_t slot = 0; slot < 4 && 4 * j + slot < n; ++slot)
+      byte |= packedCode(codes[4 * j + slot], slot, 2);
+    packed[j] = byte;
+  }
+}
+
+void unpackCrumbs(const uint8_t* packed, size_t n, bool isSigned, uint8_t* codes) {
+  for (size_t i = 0; i < n; ++i) codes[i] = unpackCode(packed[i / 4], i % 4, 2, isSigned);
+}
+
 void widenFloat16(const uint16_t* in, size_t n, float* out) {
   for (size_t i = 0; i < n; ++i) out[i] = toFloat(float16_t{in[i]});
 }
@@ -90,10 +103,10 @@ void accumulate(float* accumulator, const float* x, size_t n) {
 }  // namespace
 
 const QuantKernels& scalarQuantKernels() {
-  static const QuantKernels kernels{"scalar",     stats,          codesNearest,  codesStochastic,
-                                    decodeSigned, decodeUnsigned, packNibbles,   unpackNibbles,
-                                    widenFloat16, widenBfloat16,  narrowFloat16, narrowBfloat16,
-                                    accumulate};
+  static const QuantKernels kernels{"scalar",      stats,          codesNearest, codesStochastic,
+                                    decodeSigned,  decodeUnsigned, packNibbles,  unpackNibbles,
+                                    packCrumbs,    unpackCrumbs,   widenFloat16, widenBfloat16,
+                                    narrowFloat16, narrowBfloat16, accumulate};
   return kernels;
 }
 

@@ -38,6 +38,19 @@ void storeParameter(unsigned char* base, size_t i, float v) {
   std::memcpy(base + 4 * i, &v, sizeof(v));
 }
 
+// A group's codes one to a byte: INT8's payload itself, else unpacked into `codes`.
+const uint8_t* unpackGroup(const QuantKernels& k, int bits, QuantScheme scheme,
+                           const uint8_t* packed, size_t n, uint8_t* codes) {
+  const bool isSigned = scheme == QuantScheme::kSymmetric;
+  if (bits == 8) return packed;
+  if (bits == 4) {
+    k.unpackNibbles(packed, n, isSigned, codes);
+  } else {
+    k.unpackCrumbs(packed, n, isSigned, codes);
+  }
+  return codes;
+}
+
 // Walks the groups of a decoded message: decodes each group's float32 values to
 // `target(first)` (a staging buffer when it returns nullptr), then hands them to `sink`.
 template <typename Target, typename Sink>
@@ -62,11 +75,8 @@ Status decodeGroups(const void* message, size_t bytes, size_t count, Target&& ta
     const size_t n = std::min<size_t>(h.groupSize, count - first);
     float* values = target(first);
     if (values == nullptr) values = staging;
-    const uint8_t* groupCodes = payload + first;
-    if (h.bits == 4) {
-      k.unpackNibbles(payload + first / 2, n, scheme == QuantScheme::kSymmetric, codes);
-      groupCodes = codes;
-    }
+    const uint8_t* groupCodes =
+        unpackGroup(k, h.bits, scheme, payload + first * h.bits / 8, n, codes);
     const float scale = loadParameter(scales, g);
     if (scheme == QuantScheme::kSymmetric) {
       k.decodeSigned(reinterpret_cast<const int8_t*>(groupCodes), n, scale, values);
@@ -100,8 +110,8 @@ Status checkQuantizableType(DataType type, const char* name) {
 }
 
 Status checkQuantParams(const QuantParams& p) {
-  if (p.bits != 8 && p.bits != 4) {
-    return fail(Status::kInvalidArgument, "bits=%d: quantization takes 8 or 4", p.bits);
+  if (p.bits != 8 && p.bits != 4 && p.bits != 2) {
+    return fail(Status::kInvalidArgument, "bits=%d: quantization takes 8, 4 or 2", p.bits);
   }
   if (p.scheme != QuantScheme::kSymmetric && p.scheme != QuantScheme::kAsymmetric) {
     return fail(Status::kInvalidArgument, "scheme=%d: expected symmetric (0) or asymmetric (1)",
@@ -197,6 +207,7 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
       }
     }
     if (params.bits == 4) k.packNibbles(groupCodes, n, payload + first / 2);
+    if (params.bits == 2) k.packCrumbs(groupCodes, n, payload + first / 4);
     storeParameter(scales, g, gs.scale);
     if (params.scheme == QuantScheme::kAsymmetric) storeParameter(offsets, g, gs.offset);
   }

@@ -1,9 +1,9 @@
-// Blockwise INT8 / INT4 quantization of float32, float16 and bfloat16 data into one
+// Blockwise INT8 / INT4 / INT2 quantization of float32, float16 and bfloat16 data into one
 // self-describing wire message (quant/wire_format.h), and back.
 //
-// Symmetric:  scale = absmax / Q (Q = 127 for INT8, 7 for INT4), code = round(x / scale)
-//             in [-Q, Q], x^ = code * scale.
-// Asymmetric: scale = (max - min) / L (L = 255 for INT8, 15 for INT4), offset = the midpoint
+// Symmetric:  scale = absmax / Q (Q = 127 for INT8, 7 for INT4, 1 for INT2), code =
+//             round(x / scale) in [-Q, Q], x^ = code * scale.
+// Asymmetric: scale = (max - min) / L (L = 255, 15, 3), offset = the midpoint
 //             (max + min) / 2, code = round((x - offset) / scale + L/2) in [0, L],
 //             x^ = (code - L/2) * scale + offset. Centring on the midpoint keeps every
 //             intermediate finite even when max - min exceeds FLT_MAX.
@@ -19,7 +19,8 @@
 // Relative RMS error on N(0, 1) data, group 256, round to nearest: the model is a rounding
 // error uniform over one step, sqrt(E[scale^2] / 12), with E[absmax^2] (symmetric) or
 // E[(max - min)^2] (asymmetric) of 256 normals from their order statistics. The tests
-// assert the measurement within 10% of it (docs/measurements.md has the figures).
+// assert the measurement within 10% of it (docs/measurements.md has the figures). INT2 has
+// too few levels for a uniform rounding error: there only the bound above holds (tested).
 //
 // Non-finite input: a group holding any NaN or +-Inf stores a NaN scale (and offset) and
 // dequantizes to NaN in every element. Overflow is never hidden inside a group, so a

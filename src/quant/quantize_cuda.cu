@@ -1,10 +1,11 @@
 // CUDA kernels for quantization. Quantize: one warp per group, eight groups per thread block;
 // the warp reduces the group's statistics with shuffles, every lane chooses the same scale
 // with the CPU's code (group_math.h), then the lanes encode the group's elements in
-// coalesced strides. Dequantize: a grid-stride loop over pairs of elements (a byte of INT4
-// codes; a group never splits a pair). Smoothing: a block per group rotates it in shared
-// memory, a butterfly stage at a time, with the CPU's additions (group_math.h), into float32
-// scratch that the quantize kernel then reads (decoding: the other way round). Compiled with
+// coalesced strides, a byte of codes per lane. Dequantize: a grid-stride loop over the
+// payload's bytes (one INT8 code, two INT4 or four INT2; a group never splits a byte). Smoothing: a
+// block per group rotates it in shared memory, a butterfly stage at a time, with the CPU's
+// additions (group_math.h), into float32 scratch that the quantize kernel then reads (decoding: the
+// other way round). Compiled with
 // --fmad=false so that nothing is contracted into FMA and the results match the CPU bit for
 // bit.
 #include <cuda_runtime.h>
@@ -110,15 +111,13 @@ __global__ void quantizeKernel(const T* in, QuantizeArgs args, unsigned char* ou
                ? codeStochastic(x, gs.prescaledOffset, gs.inv, center, lo, hi, seed, index)
                : codeNearest(x, gs.prescaledOffset, gs.inv, center, lo, hi);
   };
-  if (bits == 8) {
-    for (uint32_t i = lane; i < n; i += kWarpSize) payload[first + i] = code(i);
-  } else {
-    // Two codes per byte, low nibble first; groups start at even elements.
-    for (uint32_t j = lane; 2 * j < n; j += kWarpSize) {
-      const uint8_t low = code(2 * j) & 0x0f;
-      const uint8_t high = 2 * j + 1 < n ? static_cast<uint8_t>(code(2 * j + 1) << 4) : 0;
-      payload[first / 2 + j] = static_cast<unsigned char>(low | high);
-    }
+  // codesPerByte(bits) codes a byte, the first in the lowest bits; groups start on a byte.
+  const uint32_t perByte = codesPerByte(bits);
+  for (uint32_t j = lane; perByte * j < n; j += kWarpSize) {
+    uint8_t byte = 0;
+    for (uint32_t slot = 0; slot < perByte && perByte * j + slot < n; ++slot)
+      byte |= packedCode(code(perByte * j + slot), slot, bits);
+    payload[first / perByte + j] = byte;
   }
 }
 
@@ -147,20 +146,21 @@ __global__ void dequantizeKernel(const unsigned char* message, QuantHeader h, Qu
   const unsigned char* scales = message + layout.parametersOffset;
   const unsigned char* offsets = scales + 4 * layout.groups;
   const float center = centerOf(h.bits, scheme);
-  const uint64_t pairs = (h.count + 1) / 2;
+  const bool isSigned = scheme == QuantScheme::kSymmetric;
+  const uint32_t perByte = codesPerByte(h.bits);
+  const uint64_t bytes = (h.count + perByte - 1) / perByte;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t p = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < pairs;
+  for (uint64_t p = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < bytes;
        p += stride) {
-    const uint64_t group = 2 * p / h.groupSize;  // both elements: groups start at even ones
+    const uint64_t group = perByte * p / h.groupSize;  // a group never splits a byte
     const float scale = loadParameter(scales, group);
-    const float offset = scheme == QuantScheme::kSymmetric ? 0.0f : loadParameter(offsets, group);
-    const uint8_t packed = h.bits == 4 ? payload[p] : 0;
-    for (uint64_t e = 2 * p; e < 2 * p + 2 && e < h.count; ++e) {
-      uint8_t c = h.bits == 8 ? payload[e] : (e % 2 ? packed >> 4 : packed & 0x0f);
-      if (h.bits == 4 && scheme == QuantScheme::kSymmetric && c >= 8) c |= 0xf0;  // sign-extend
-      const float v = scheme == QuantScheme::kSymmetric
-                          ? decodeSignedCode(static_cast<int8_t>(c), scale)
-                          : decodeUnsignedCode(c, scale, offset, center);
+    const float offset = isSigned ? 0.0f : loadParameter(offsets, group);
+    const uint8_t packed = payload[p];
+    for (uint32_t slot = 0; slot < perByte && perByte * p + slot < h.count; ++slot) {
+      const uint8_t c = unpackCode(packed, slot, h.bits, isSigned);
+      const float v = isSigned ? decodeSignedCode(static_cast<int8_t>(c), scale)
+                               : decodeUnsignedCode(c, scale, offset, center);
+      const uint64_t e = perByte * p + slot;
       if constexpr (Accumulate) {
         out[e] += v;
       } else {
@@ -266,8 +266,7 @@ Status launchDequantize(const void* message, const QuantHeader& h, void* out, in
       quantLayoutOf(h.count, h.bits, static_cast<QuantScheme>(h.scheme), h.groupSize);
   if (layout.groups == 0) return Status::kSuccess;
   // Enough blocks to fill any GPU; the grid-stride loop covers the rest.
-  const uint64_t pairs = (h.count + 1) / 2;
-  const uint64_t blocks = (pairs + kThreads - 1) / kThreads;
+  const uint64_t blocks = (layout.payloadBytes + kThreads - 1) / kThreads;
   constexpr uint64_t kMaxBlocks = uint64_t{1} << 16;
   dequantizeKernel<T, Accumulate>
       <<<static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks), kThreads, 0, stream>>>(

@@ -2,7 +2,8 @@
 //
 // Message layout (little-endian), one contiguous buffer:
 //   QuantHeader (24 bytes) | payload | padding to 4 bytes | per-group parameters
-//   payload: one code per element; INT8 one byte each, INT4 two per byte (low nibble first)
+//   payload: one code per element; INT8 one byte each, INT4 two per byte (low nibble first),
+//   INT2 four per byte (the first in the lowest two bits)
 //   symmetric: one float32 scale per group; asymmetric: float32 scale then float32 offset
 //   per group, stored as all scales followed by all offsets.
 // Any element count: the last group may be short; nothing must divide by 8.
@@ -24,7 +25,7 @@ constexpr uint32_t kMinGroupSize = 32;
 constexpr uint32_t kMaxGroupSize = 4096;
 
 struct QuantParams {
-  int bits = 8;  // 8 or 4
+  int bits = 8;  // 8, 4 or 2
   QuantScheme scheme = QuantScheme::kSymmetric;
   uint32_t groupSize = kDefaultGroupSize;  // a power of two in [32, 4096]
   Rounding rounding = Rounding::kNearestEven;

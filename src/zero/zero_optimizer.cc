@@ -394,6 +394,11 @@ zcclResult_t ZeroOptimizer::Impl::checkCompression() {
   if (options_.weightDifferences && options_.stage != 3) {
     return fail(zcclInvalidArgument, "weightDifferences gathers weights: it needs stage=3");
   }
+  const int bits = options_.weightDifferenceBits;
+  if (bits != 8 && bits != 4 && bits != 2) {
+    return fail(zcclInvalidArgument,
+                "weightDifferenceBits=" + std::to_string(bits) + ": expected 8, 4 or 2");
+  }
   if (options_.resyncEvery < 0) {
     return fail(zcclInvalidArgument,
                 "resyncEvery=" + std::to_string(options_.resyncEvery) + ": expected >= 0");
@@ -471,7 +476,11 @@ zcclResult_t ZeroOptimizer::Impl::startForwardGather(size_t index, zcclRequest_t
   zcclCollOptions qwz = ZCCL_COLL_OPTIONS_INITIALIZER;
   if (options_.quantizedWeights) qwz.wireFormat = zcclWireInt8;
   if (options_.weightDifferences) {
-    qwz.wireFormat = zcclWireInt4;
+    const int bits = options_.weightDifferenceBits;
+    qwz.wireFormat = bits == 2 ? zcclWireInt2 : bits == 4 ? zcclWireInt4 : zcclWireInt8;
+    // INT2's symmetric codes are three levels, which round most of a group to zero: the
+    // asymmetric four fit the differences better (docs/beyond-zeropp.md).
+    if (bits == 2) qwz.quantScheme = zcclQuantAsymmetric;
     qwz.reference = m.reference.get();
     if (options_.smoothing) qwz.smoothing = 1;
   }

@@ -53,7 +53,7 @@ TEST_F(QuantCuda, MessagesAndDecodedValuesMatchTheCpuReference) {
       const auto input = makeInput(type, count, static_cast<uint32_t>(count));
       DeviceBuffer dIn(input.size());
       ASSERT_CUDA(cudaMemcpy(dIn.get(), input.data(), input.size(), cudaMemcpyHostToDevice));
-      for (int bits : {8, 4}) {
+      for (int bits : {8, 4, 2}) {
         for (QuantScheme scheme : {QuantScheme::kSymmetric, QuantScheme::kAsymmetric}) {
           for (uint32_t group : {32u, 512u, 4096u}) {
             for (int variant = 0; variant < 4; ++variant) {

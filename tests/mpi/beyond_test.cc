@@ -135,7 +135,9 @@ TEST_F(BeyondZeroPlusPlus, DifferencesKeepReferencesEqualOverManySteps) {
   const size_t count = 3001;
   for (zcclDataType_t type : {zcclFloat32, zcclBfloat16}) {
     for (const Wire& wire : {Wire{zcclWireInt4, zcclQuantSymmetric, 256, false},
-                             Wire{zcclWireInt8, zcclQuantAsymmetric, 512, false}}) {
+                             Wire{zcclWireInt8, zcclQuantAsymmetric, 512, false},
+                             Wire{zcclWireInt2, zcclQuantSymmetric, 512, false},
+                             Wire{zcclWireInt2, zcclQuantAsymmetric, 128, false}}) {
       SCOPED_TRACE(std::string(type == zcclFloat32 ? "float32" : "bfloat16") + " INT" +
                    std::to_string(wire.bits()));
       gatherDifferences(type, wire, count, 200, 0);
@@ -145,14 +147,17 @@ TEST_F(BeyondZeroPlusPlus, DifferencesKeepReferencesEqualOverManySteps) {
 
 TEST_F(BeyondZeroPlusPlus, ResyncsAreExactAndTheStepsBetweenSendTheFormatsBytes) {
   const size_t count = 5000;
-  const Wire wire{zcclWireInt4, zcclQuantSymmetric, 512, false};
-  const std::vector<uint64_t> bytes = gatherDifferences(zcclFloat32, wire, count, 9, 4);
-  ASSERT_EQ(bytes.size(), 9u);
-  // Flat: every rank's block reaches the n - 1 others once, whole or as one message.
-  const uint64_t plain = (layout_.n - 1) * count * 4;
-  const uint64_t quantized = (layout_.n - 1) * wire.messageBytes(count);
-  for (int step = 0; step < 9; ++step) {
-    EXPECT_EQ(bytes[step], step % 4 == 0 ? plain : quantized) << "step " << step;
+  for (zcclWireFormat_t format : {zcclWireInt4, zcclWireInt2}) {
+    const Wire wire{format, zcclQuantSymmetric, 512, false};
+    SCOPED_TRACE("INT" + std::to_string(wire.bits()));
+    const std::vector<uint64_t> bytes = gatherDifferences(zcclFloat32, wire, count, 9, 4);
+    ASSERT_EQ(bytes.size(), 9u);
+    // Flat: every rank's block reaches the n - 1 others once, whole or as one message.
+    const uint64_t plain = (layout_.n - 1) * count * 4;
+    const uint64_t quantized = (layout_.n - 1) * wire.messageBytes(count);
+    for (int step = 0; step < 9; ++step) {
+      EXPECT_EQ(bytes[step], step % 4 == 0 ? plain : quantized) << "step " << step;
+    }
   }
 }
 

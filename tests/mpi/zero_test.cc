@@ -2,9 +2,10 @@
 // - stages 0-3 with exact communication and float32 working weights match a serial reference
 //   computed here (one process, the whole global batch, its own Adam/AdamW);
 // - ZeRO++ (qwZ + hpZ + qgZ) and ZeRO++ 4-bit (INT4 weight differences, hpZ, INT4 gradients
-//   with error feedback) end within 3% of ZeRO-3's loss on both demo tasks, two seeds;
+//   with error feedback) end within 3% of ZeRO-3's loss on both demo tasks, two seeds, and
+//   ZeRO++ INT2-diff (INT2 weight differences, smoothed) no more than 3% above it, one seed;
 // - ZeRO-3's cross-node bytes per step over ZeRO++'s, from the counters, is at least 3.5, over
-//   ZeRO++ 4-bit's at least 5.5 (6 is the ceiling of 4 bits both ways);
+//   ZeRO++ 4-bit's at least 5.5 (6 is the ceiling of 4 bits both ways), over INT2-diff's 7;
 // - peak model-state bytes follow the ZeRO formulas, references and residuals included;
 // - float16 with dynamic loss scaling skips overflowing steps and still learns.
 #include <gtest/gtest.h>
@@ -179,6 +180,14 @@ ZeroOptions fourBit(ZeroOptions o) {
   return o;
 }
 
+// The demo's "ZeRO++ INT2-diff": INT2 weight differences, smoothed.
+ZeroOptions twoBitDifferences(ZeroOptions o) {
+  o = fourBit(o);
+  o.weightDifferenceBits = 2;
+  o.smoothing = true;
+  return o;
+}
+
 TEST_F(Zero, ZeroPlusPlusLossStaysWithinThreePercentAndCutsCrossNodeBytes) {
   const int steps = 400, global = 64;
   for (bool transformer : {false, true}) {
@@ -194,13 +203,21 @@ TEST_F(Zero, ZeroPlusPlusLossStaysWithinThreePercentAndCutsCrossNodeBytes) {
       const std::string what =
           std::string(transformer ? "transformer" : "mlp") + " seed " + std::to_string(seed);
       EXPECT_LT(finalLoss(zero3), 0.6 * zero3.losses.front()) << what << ": the loss falls";
-      for (const auto& [name, options, cut] :
-           {std::tuple{"ZeRO++", plus, 3.5}, std::tuple{"ZeRO++ 4-bit", fourBit(o), 5.5}}) {
+      // Each run: its name, options, the least cut of cross-node bytes, and how far below
+      // ZeRO-3's its final loss may end. INT2's gathered weights trail the true ones by about
+      // a step's change, which on this noisy-label task ends up to 3.3% lower (transformer,
+      // seed 1; docs/beyond-zeropp.md); none may end more than 3% higher.
+      std::vector<std::tuple<const char*, ZeroOptions, double, double>> runs{
+          {"ZeRO++", plus, 3.5, 0.03}, {"ZeRO++ 4-bit", fourBit(o), 5.5, 0.03}};
+      if (seed == 1) runs.emplace_back("ZeRO++ INT2-diff", twoBitDifferences(o), 7.0, 0.05);
+      for (const auto& [name, options, cut, below] : runs) {
         const Training run = train(comm_, task, options, steps, global, seed);
         ASSERT_EQ(run.losses.size(), size_t(steps));
-        const double relative = std::fabs(finalLoss(run) - finalLoss(zero3)) / finalLoss(zero3);
-        EXPECT_LT(relative, 0.03) << what << ": ZeRO-3 " << finalLoss(zero3) << ", " << name
-                                  << " " << finalLoss(run);
+        const double relative = (finalLoss(run) - finalLoss(zero3)) / finalLoss(zero3);
+        EXPECT_LT(relative, 0.03) << what << ": ZeRO-3 " << finalLoss(zero3) << ", " << name << " "
+                                  << finalLoss(run);
+        EXPECT_GT(relative, -below)
+            << what << ": ZeRO-3 " << finalLoss(zero3) << ", " << name << " " << finalLoss(run);
         if (zero3.interNodeBytes > 0) {  // the layout spans nodes
           EXPECT_GE(zero3.interNodeBytes / run.interNodeBytes, cut)
               << what << ": ZeRO-3 " << zero3.interNodeBytes << " B, " << name << " "
@@ -295,6 +312,9 @@ TEST_F(Zero, OptionsThatCannotApplyAreRejected) {
   EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
   o.quantizedGradients = true;
   o.precision = Precision::kFloat16;
+  EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
+  o.precision = Precision::kBfloat16;
+  o.weightDifferenceBits = 3;  // 8, 4 or 2
   EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
   EXPECT_EQ(zero, nullptr);
 }

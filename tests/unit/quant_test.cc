@@ -24,10 +24,10 @@ struct Format {
   int bits;
   QuantScheme scheme;
 };
-constexpr Format kFormats[] = {{8, QuantScheme::kSymmetric},
-                               {8, QuantScheme::kAsymmetric},
-                               {4, QuantScheme::kSymmetric},
-                               {4, QuantScheme::kAsymmetric}};
+constexpr Format kFormats[] = {{8, QuantScheme::kSymmetric}, {8, QuantScheme::kAsymmetric},
+                               {4, QuantScheme::kSymmetric}, {4, QuantScheme::kAsymmetric},
+                               {2, QuantScheme::kSymmetric}, {2, QuantScheme::kAsymmetric}};
+constexpr size_t kNumFormats = sizeof(kFormats) / sizeof(kFormats[0]);
 
 // The group parameters, read from the message by the documented layout.
 struct Parsed {
@@ -35,7 +35,7 @@ struct Parsed {
 };
 Parsed parse(const std::vector<unsigned char>& m, size_t count, const QuantParams& p) {
   const size_t groups = (count + p.groupSize - 1) / p.groupSize;
-  const size_t payload = p.bits == 8 ? count : (count + 1) / 2;
+  const size_t payload = (count * static_cast<size_t>(p.bits) + 7) / 8;
   const size_t at = 24 + (payload + 3) / 4 * 4;
   Parsed r;
   r.scales.resize(groups);
@@ -145,10 +145,10 @@ TEST(Quant, RandomLengthsUpToAMillionWithStochasticRounding) {
     const size_t n = 1 + static_cast<size_t>(std::exp(
                              std::uniform_real_distribution<double>(0, std::log(1e6))(rng)));
     QuantParams p;
-    p.bits = kFormats[trial % 4].bits;
-    p.scheme = kFormats[trial % 4].scheme;
+    p.bits = kFormats[trial % kNumFormats].bits;
+    p.scheme = kFormats[trial % kNumFormats].scheme;
     p.groupSize = 32u << (rng() % 8);
-    p.rounding = trial % 2 ? Rounding::kStochastic : Rounding::kNearestEven;
+    p.rounding = (trial / kNumFormats) % 2 ? Rounding::kStochastic : Rounding::kNearestEven;
     p.seed = rng();
     expectWithinBound(sample("normal", n, rng), p, "random length");
   }
@@ -232,6 +232,7 @@ TEST(Quant, RelativeRmsErrorOnGaussianDataMatchesTheModel) {
   const uint32_t group = 256;
   const std::vector<float> x = sample("normal", 1 << 20, rng);
   for (const Format& f : kFormats) {
+    if (f.bits == 2) continue;  // three or four levels: the error is not uniform over a step
     QuantParams p;
     p.bits = f.bits;
     p.scheme = f.scheme;
@@ -246,7 +247,7 @@ TEST(Quant, RelativeRmsErrorOnGaussianDataMatchesTheModel) {
     const double measured = std::sqrt(err / energy);
     // Rounding error uniform over one step: variance E[scale^2] / 12.
     const double levels =
-        f.scheme == QuantScheme::kSymmetric ? (f.bits == 8 ? 127 : 7) : (f.bits == 8 ? 255 : 15);
+        f.scheme == QuantScheme::kSymmetric ? (1 << (f.bits - 1)) - 1 : (1 << f.bits) - 1;
     const double spread = f.scheme == QuantScheme::kSymmetric ? expectedAbsMaxSquared(group)
                                                               : expectedRangeSquared(group);
     const double model = std::sqrt(spread / (levels * levels) / 12.0);
@@ -302,7 +303,7 @@ TEST(Quant, SignedZeroGroupsStorePositiveZeroParameters) {
   std::vector<uint16_t> half(x.size());
   for (size_t i = 0; i < x.size(); ++i) half[i] = toFloat16(x[i]).bits;
   for (QuantScheme scheme : {QuantScheme::kSymmetric, QuantScheme::kAsymmetric}) {
-    for (int bits : {8, 4}) {
+    for (int bits : {8, 4, 2}) {
       const QuantParams p{bits, scheme, kGroup, Rounding::kNearestEven, 0};
       for (auto [type, input] : {std::pair<DataType, const void*>{DataType::kFloat32, x.data()},
                                  {DataType::kFloat16, half.data()}}) {
@@ -310,7 +311,7 @@ TEST(Quant, SignedZeroGroupsStorePositiveZeroParameters) {
         const QuantLayout layout = quantLayoutOf(x.size(), bits, scheme, kGroup);
         for (size_t at = layout.parametersOffset; at < layout.totalBytes; ++at) {
           ASSERT_EQ(m[at], 0) << "parameter byte " << at - layout.parametersOffset << ", "
-                              << dataTypeName(type) << (bits == 8 ? " int8" : " int4")
+                              << dataTypeName(type) << " int" << bits
                               << (scheme == QuantScheme::kSymmetric ? " sym" : " asym");
         }
       }
@@ -433,7 +434,8 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
     }
     for (auto [lo, hi, offset, center] :
          {std::tuple{-127, 127, 0.0f, 0.0f}, std::tuple{0, 255, -9.0f, 127.5f},
-          std::tuple{-7, 7, 0.0f, 0.0f}, std::tuple{0, 15, -9.0f, 7.5f}}) {
+          std::tuple{-7, 7, 0.0f, 0.0f}, std::tuple{0, 15, -9.0f, 7.5f},
+          std::tuple{-1, 1, 0.0f, 0.0f}, std::tuple{0, 3, -9.0f, 1.5f}}) {
       std::vector<uint8_t> c1(n), c2(n);
       ref.codesNearest(x.data(), n, offset, 13.7f, center, lo, hi, c1.data());
       simd->codesNearest(x.data(), n, offset, 13.7f, center, lo, hi, c2.data());
@@ -453,6 +455,21 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
           EXPECT_EQ(u1, u2) << "unpack n=" << n << " signed=" << isSigned;
           if (isSigned == (lo < 0)) {
             EXPECT_EQ(u2, c1) << "round trip n=" << n << " lo=" << lo;
+          }
+        }
+      }
+      std::vector<uint8_t> q1((n + 3) / 4), q2((n + 3) / 4);
+      ref.packCrumbs(c1.data(), n, q1.data());
+      simd->packCrumbs(c1.data(), n, q2.data());
+      EXPECT_EQ(q1, q2) << "pack crumbs n=" << n << " lo=" << lo;
+      if (hi <= 3) {  // two-bit codes come back from their crumbs
+        for (bool isSigned : {false, true}) {
+          std::vector<uint8_t> u1(n), u2(n);
+          ref.unpackCrumbs(q1.data(), n, isSigned, u1.data());
+          simd->unpackCrumbs(q1.data(), n, isSigned, u2.data());
+          EXPECT_EQ(u1, u2) << "unpack crumbs n=" << n << " signed=" << isSigned;
+          if (isSigned == (lo < 0)) {
+            EXPECT_EQ(u2, c1) << "crumbs round trip n=" << n << " lo=" << lo;
           }
         }
       }

@@ -87,7 +87,7 @@ TEST(WirePolicy, NamesRoundTripAndAnUnknownNameIsRefusedNamingIt) {
   EXPECT_EQ(zcclWireFormatFromName("int5", &format), zcclInvalidArgument);
   EXPECT_STREQ(zcclGetLastError(nullptr),
                "invalid argument: name=\"int5\": not a wire format "
-               "(none|int8|int4|allow-int8|allow-int4)");
+               "(none|int8|int4|allow-int8|allow-int4|int2)");
 }
 
 TEST(WirePolicy, AFieldOutOfRangeIsNamed) {

@@ -25,6 +25,7 @@ void CallStates::forAllGather(size_t count, zcclDataType_t type, zcclCollOptions
   const size_t place = gathers_++;
   if (policy_.smoothing) options->smoothing = 1;
   if (!policy_.allGatherDifferences) return;
+  if (policy_.differencesAsymmetric) options->quantScheme = zcclQuantAsymmetric;
   const Key key{0, place, count, type};
   auto found = references_.find(key);
   if (found == references_.end()) {

@@ -43,12 +43,15 @@ ZcclBackend& backendOf(const std::string& groupName) {
   return *backend;
 }
 
-// The Python side's flags of int4-diff / int4-ef, smoothing and the resync period.
-CallStatePolicy statesOf(bool allGatherDifferences, bool reduceScatterFeedback,
-                         bool allReduceFeedback, bool smoothing, int resyncEvery) {
+// The Python side's flags of int4-diff / int4-ef, smoothing and the resync period, and the
+// all-gathers' format.
+CallStatePolicy statesOf(const std::string& allGather, bool allGatherDifferences,
+                         bool reduceScatterFeedback, bool allReduceFeedback, bool smoothing,
+                         int resyncEvery) {
   TORCH_CHECK(resyncEvery >= 0, "zccl_torch: resync_every=", resyncEvery, ": expected >= 0");
-  return CallStatePolicy{allGatherDifferences, reduceScatterFeedback, allReduceFeedback, smoothing,
-                         resyncEvery};
+  const bool asymmetric = allGatherDifferences && allGather == "int2";
+  return CallStatePolicy{allGatherDifferences, asymmetric, reduceScatterFeedback,
+                         allReduceFeedback,    smoothing,  resyncEvery};
 }
 
 c10::intrusive_ptr<c10d::Backend> createBackend(
@@ -63,8 +66,8 @@ c10::intrusive_ptr<c10d::Backend> createBackend(
   options.groupName = groupName;
   options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   options.policy = policyOf(allGather, reduceScatter, allReduce, minBytes);
-  options.states = statesOf(allGatherDifferences, reduceScatterFeedback, allReduceFeedback,
-                            smoothing, resyncEvery);
+  options.states = statesOf(allGather, allGatherDifferences, reduceScatterFeedback,
+                            allReduceFeedback, smoothing, resyncEvery);
   pybind11::gil_scoped_release release;  // the rendezvous waits on the other ranks
   return c10::make_intrusive<ZcclBackend>(store, options);
 }
@@ -129,7 +132,7 @@ void setPolicy(const std::string& groupName, const std::string& allGather,
                bool allGatherDifferences, bool reduceScatterFeedback, bool allReduceFeedback,
                bool smoothing, int resyncEvery) {
   const zcclWirePolicy policy = policyOf(allGather, reduceScatter, allReduce, minBytes);
-  const CallStatePolicy states = statesOf(allGatherDifferences, reduceScatterFeedback,
+  const CallStatePolicy states = statesOf(allGather, allGatherDifferences, reduceScatterFeedback,
                                           allReduceFeedback, smoothing, resyncEvery);
   ZcclBackend& backend = backendOf(groupName);
   pybind11::gil_scoped_release release;  // it waits for the operations in flight
