@@ -155,7 +155,7 @@ constexpr int kF16 = static_cast<int>(DataType::kFloat16);
 constexpr int kBf16 = static_cast<int>(DataType::kBfloat16);
 
 void formats(benchmark::internal::Benchmark* b) {
-  for (int bits : {8, 4})
+  for (int bits : {8, 4, 2})
     for (int scheme : {0, 1})
       for (int type : {kF32, kF16, kBf16}) b->Args({bits, scheme, type, kDefaultGroupSize});
 }

@@ -150,9 +150,8 @@ CONFIGS = {
     "zero3": ("ZeRO-3", None),
     "zeropp": ("ZeRO++ (qwZ+qgZ+hpZ)", dict(allgather="int8", reduce_scatter="int4")),
     "zeropp4": ("ZeRO++ 4-bit (diff+EF)", dict(allgather="int4-diff", reduce_scatter="int4-ef")),
-    # INT2 weight differences need the Hadamard smoothing (docs/beyond-zeropp.md).
-    "zeropp2": ("ZeRO++ INT2-diff (+EF)",
-                dict(allgather="int2-diff", reduce_scatter="int4-ef", smoothing=True)),
+    # int2-diff's gathers are smoothed (and asymmetric) by the backend: docs/beyond-zeropp.md.
+    "zeropp2": ("ZeRO++ INT2-diff (+EF)", dict(allgather="int2-diff", reduce_scatter="int4-ef")),
 }
 SUMMARY_NAMES = {"ZeRO++ (qwZ+qgZ+hpZ)": "ZeRO++", "ZeRO++ 4-bit (diff+EF)": "ZeRO++ 4-bit",
                  "ZeRO++ INT2-diff (+EF)": "ZeRO++ INT2-diff"}

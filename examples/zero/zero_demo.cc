@@ -39,7 +39,7 @@ struct Settings {
   std::vector<std::string> models{"mlp", "transformer"};
   int stage = -1;  // -1: ZeRO-3 against ZeRO++
   bool qwz = false, hpz = false, qgz = false;
-  bool differences = false, feedback = false, smoothing = false;
+  bool differences = false, feedback = false, smoothing = false, smoothDifferences = false;
   int resyncEvery = 0;
   int differenceBits = ZeroOptions{}.weightDifferenceBits;
   int steps = 400;
@@ -185,6 +185,7 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
     base.weightDifferences = s.differences;
     base.errorFeedback = s.feedback;
     base.smoothing = s.smoothing;
+    base.smoothWeightDifferences = s.smoothDifferences;
     base.resyncEvery = s.resyncEvery;
     base.weightDifferenceBits = s.differenceBits;
     std::string name = "ZeRO-" + std::to_string(s.stage);
@@ -193,6 +194,7 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
     if (s.hpz) name += " +hpZ";
     if (s.qgz) name += s.feedback ? " +qgZ-EF" : " +qgZ";
     if (s.smoothing) name += " +smooth";
+    if (s.smoothDifferences && !s.smoothing) name += " +smooth-diff";
     return {{name, name, base}};
   }
   ZeroOptions plus = base;
@@ -203,7 +205,7 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
   fourBit.resyncEvery = s.resyncEvery;
   ZeroOptions twoBit = fourBit;
   twoBit.weightDifferenceBits = 2;
-  twoBit.smoothing = true;  // two bits need the outliers spread (docs/beyond-zeropp.md)
+  twoBit.smoothWeightDifferences = true;  // two bits need outliers spread (beyond-zeropp.md)
   return {{"ZeRO-3", "ZeRO-3", base},
           {"ZeRO++ (qwZ+hpZ+qgZ)", "ZeRO++", plus},
           {"ZeRO++ 4-bit (diff+EF)", "ZeRO++ 4-bit", fourBit},
@@ -274,9 +276,10 @@ void printUsage() {
                "       [--device auto|host|cuda]   (auto: cuda where a GPU is visible)\n"
                "       [--prefetch DEPTH]   (modules gathered ahead and gradients reduced behind;\n"
                "                             0: no overlap)\n"
-               "       [--qwz-diff] [--diff-bits 8|4|2] [--qgz-ef] [--smoothing] [--resync STEPS]\n"
-               "        (beyond ZeRO++: weight differences, INT4 by default; error feedback;\n"
-               "        Hadamard smoothing)\n"
+               "       [--qwz-diff] [--diff-bits 8|4|2] [--qgz-ef] [--smoothing] [--smooth-diff]\n"
+               "       [--resync STEPS]   (beyond ZeRO++: weight differences, INT4 by default;\n"
+               "        error feedback; Hadamard smoothing of gradients and differences, or of\n"
+               "        the differences alone)\n"
                "Without --stage: ZeRO-3, ZeRO++ (qwZ + hpZ + qgZ), ZeRO++ 4-bit (INT4 weight\n"
                "differences + hpZ + INT4 gradients with error feedback) and ZeRO++ INT2-diff (the\n"
                "same with INT2 weight differences) side by side.\n");
@@ -305,6 +308,7 @@ bool parse(int argc, char** argv, Settings* s) {
                                    {"diff-bits", required_argument, nullptr, 'B'},
                                    {"qgz-ef", no_argument, nullptr, 'E'},
                                    {"smoothing", no_argument, nullptr, 'H'},
+                                   {"smooth-diff", no_argument, nullptr, 'V'},
                                    {"resync", required_argument, nullptr, 'R'},
                                    {nullptr, 0, nullptr, 0}};
   int c = 0;
@@ -378,6 +382,9 @@ bool parse(int argc, char** argv, Settings* s) {
         break;
       case 'H':
         s->smoothing = true;
+        break;
+      case 'V':
+        s->smoothDifferences = true;
         break;
       case 'R':
         s->resyncEvery = std::atoi(optarg);

@@ -171,6 +171,9 @@ struct ZeroOptions {
   int resyncEvery = 0;
   bool errorFeedback = false;
   bool smoothing = false;
+  // The rotation for the weight differences alone (smoothing implies it): what INT2
+  // differences need, at a fraction of the cost of rotating the gradients too.
+  bool smoothWeightDifferences = false;
   // Where the model state lives (it must outlive the optimizer); nullptr: host memory.
   StateMemory* memory = nullptr;
 };

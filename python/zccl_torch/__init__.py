@@ -15,7 +15,7 @@ new_group's pg_options.
 
 "-diff": an all-gather sends each rank's quantized difference from the values it gathered last
 time (SDP4Bit's weight differences), which every rank keeps: a copy of every gathered tensor per
-rank. "-ef": a reduction adds what quantizing its last input lost (error feedback, LoCo): one
+rank; int2-diff's are asymmetric and smoothed, which two bits need. "-ef": a reduction adds what quantizing its last input lost (error feedback, LoCo): one
 float32 per input element per rank. torch hands fresh tensors to every call, so the state of a
 call is found by its place in the step (the k-th all-gather since the last reduce-scatter, the
 k-th reduce-scatter since the last all-gather): a training loop that gathers and reduces its

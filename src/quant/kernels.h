@@ -38,6 +38,9 @@ struct QuantKernels {
   void (*narrowFloat16)(const float* in, size_t n, uint16_t* out);
   void (*narrowBfloat16)(const float* in, size_t n, uint16_t* out);
   void (*accumulate)(float* accumulator, const float* x, size_t n);
+  // walshHadamard() of group_math.h on n values (a power of two, at least 32): the same
+  // butterflies, stage after stage, several at a time (smoothing's rotation, rotation.h).
+  void (*walshHadamard)(float* v, uint32_t n);
 };
 
 const QuantKernels& scalarQuantKernels();

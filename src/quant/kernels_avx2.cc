@@ -307,13 +307,44 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   scalar().accumulate(accumulator + i, x + i, n - i);
 }
 
+// a + b in the lanes of kDifferenceLanes' clear bits, a - b in its set ones (a - b itself,
+// not a + -b, which differs for a NaN b in its sign bit).
+template <int kDifferenceLanes>
+__m256 butterfly(__m256 a, __m256 b) {
+  return _mm256_blend_ps(_mm256_add_ps(a, b), _mm256_sub_ps(a, b), kDifferenceLanes);
+}
+
+// The butterflies of the first three stages inside each eight-lane vector, the later ones
+// between vectors.
+void walshHadamardLanes(float* v, uint32_t n) {
+  for (uint32_t at = 0; at < n; at += 8) {
+    __m256 x = _mm256_loadu_ps(v + at);
+    x = butterfly<0xaa>(_mm256_shuffle_ps(x, x, _MM_SHUFFLE(2, 2, 0, 0)),
+                        _mm256_shuffle_ps(x, x, _MM_SHUFFLE(3, 3, 1, 1)));
+    x = butterfly<0xcc>(_mm256_shuffle_ps(x, x, _MM_SHUFFLE(1, 0, 1, 0)),
+                        _mm256_shuffle_ps(x, x, _MM_SHUFFLE(3, 2, 3, 2)));
+    x = butterfly<0xf0>(_mm256_permute2f128_ps(x, x, 0x00), _mm256_permute2f128_ps(x, x, 0x11));
+    _mm256_storeu_ps(v + at, x);
+  }
+  for (uint32_t half = 8; half < n; half *= 2) {
+    for (uint32_t start = 0; start < n; start += 2 * half) {
+      for (uint32_t i = start; i < start + half; i += 8) {
+        const __m256 a = _mm256_loadu_ps(v + i);
+        const __m256 b = _mm256_loadu_ps(v + i + half);
+        _mm256_storeu_ps(v + i, _mm256_add_ps(a, b));
+        _mm256_storeu_ps(v + i + half, _mm256_sub_ps(a, b));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const QuantKernels* avx2QuantKernels() {
-  static const QuantKernels kernels{"avx2",        stats,          codesNearest, codesStochastic,
-                                    decodeSigned,  decodeUnsigned, packNibbles,  unpackNibbles,
-                                    packCrumbs,    unpackCrumbs,   widenFloat16, widenBfloat16,
-                                    narrowFloat16, narrowBfloat16, accumulate};
+  static const QuantKernels kernels{
+      "avx2",        stats,          codesNearest, codesStochastic,   decodeSigned, decodeUnsigned,
+      packNibbles,   unpackNibbles,  packCrumbs,   unpackCrumbs,      widenFloat16, widenBfloat16,
+      narrowFloat16, narrowBfloat16, accumulate,   walshHadamardLanes};
   // F16C from cpuid directly: clang's __builtin_cpu_supports does not know it.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;

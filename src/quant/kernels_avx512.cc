@@ -232,6 +232,37 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   scalar().accumulate(accumulator + i, x + i, n - i);
 }
 
+// The butterflies of the first four stages inside each sixteen-lane vector: the pairs' sums
+// and differences, then a blend keeps each lane's (a - b itself, not a + -b, which differs
+// for a NaN b in its sign bit). The later stages between vectors.
+void walshHadamardLanes(float* v, uint32_t n) {
+  const auto butterfly = [](__m512 a, __m512 b, __mmask16 differenceLanes) {
+    return _mm512_mask_blend_ps(differenceLanes, _mm512_add_ps(a, b), _mm512_sub_ps(a, b));
+  };
+  for (uint32_t at = 0; at < n; at += kLanes) {
+    __m512 x = _mm512_loadu_ps(v + at);
+    x = butterfly(_mm512_shuffle_ps(x, x, _MM_SHUFFLE(2, 2, 0, 0)),
+                  _mm512_shuffle_ps(x, x, _MM_SHUFFLE(3, 3, 1, 1)), 0xaaaa);
+    x = butterfly(_mm512_shuffle_ps(x, x, _MM_SHUFFLE(1, 0, 1, 0)),
+                  _mm512_shuffle_ps(x, x, _MM_SHUFFLE(3, 2, 3, 2)), 0xcccc);
+    x = butterfly(_mm512_shuffle_f32x4(x, x, _MM_SHUFFLE(2, 2, 0, 0)),
+                  _mm512_shuffle_f32x4(x, x, _MM_SHUFFLE(3, 3, 1, 1)), 0xf0f0);
+    x = butterfly(_mm512_shuffle_f32x4(x, x, _MM_SHUFFLE(1, 0, 1, 0)),
+                  _mm512_shuffle_f32x4(x, x, _MM_SHUFFLE(3, 2, 3, 2)), 0xff00);
+    _mm512_storeu_ps(v + at, x);
+  }
+  for (uint32_t half = kLanes; half < n; half *= 2) {
+    for (uint32_t start = 0; start < n; start += 2 * half) {
+      for (uint32_t i = start; i < start + half; i += kLanes) {
+        const __m512 a = _mm512_loadu_ps(v + i);
+        const __m512 b = _mm512_loadu_ps(v + i + half);
+        _mm512_storeu_ps(v + i, _mm512_add_ps(a, b));
+        _mm512_storeu_ps(v + i + half, _mm512_sub_ps(a, b));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const QuantKernels* avx512QuantKernels() {
@@ -253,7 +284,8 @@ const QuantKernels* avx512QuantKernels() {
                                     widenBfloat16,
                                     narrowFloat16,
                                     narrowBfloat16,
-                                    accumulate};
+                                    accumulate,
+                                    walshHadamardLanes};
   return &kernels;
 }
 

@@ -106,7 +106,7 @@ const QuantKernels& scalarQuantKernels() {
   static const QuantKernels kernels{"scalar",      stats,          codesNearest, codesStochastic,
                                     decodeSigned,  decodeUnsigned, packNibbles,  unpackNibbles,
                                     packCrumbs,    unpackCrumbs,   widenFloat16, widenBfloat16,
-                                    narrowFloat16, narrowBfloat16, accumulate};
+                                    narrowFloat16, narrowBfloat16, accumulate,   walshHadamard};
   return kernels;
 }
 

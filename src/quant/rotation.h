@@ -1,6 +1,7 @@
 // Smoothing's rotation on the CPU: smoothGroup() and unsmoothGroup() of group_math.h, the
-// same additions in the same order for every element, four lanes at a time where the CPU has
-// SSE2 (every x86-64), so that its results are the definition's, and the GPU's, to the bit.
+// same additions in the same order for every element, eight or sixteen lanes at a time with
+// the AVX2 and AVX-512 kernel sets (quant/kernels.h), so that its results are the
+// definition's, and the GPU's, to the bit. Groups of at least 32 values.
 #pragma once
 
 #include <cstdint>

@@ -482,7 +482,7 @@ zcclResult_t ZeroOptimizer::Impl::startForwardGather(size_t index, zcclRequest_t
     // asymmetric four fit the differences better (docs/beyond-zeropp.md).
     if (bits == 2) qwz.quantScheme = zcclQuantAsymmetric;
     qwz.reference = m.reference.get();
-    if (options_.smoothing) qwz.smoothing = 1;
+    if (options_.smoothing || options_.smoothWeightDifferences) qwz.smoothing = 1;
   }
   return startGather(m, comm_, m.working.as(), &qwz, slot(&gathered_, index), request);
 }

@@ -3,7 +3,7 @@
 //   computed here (one process, the whole global batch, its own Adam/AdamW);
 // - ZeRO++ (qwZ + hpZ + qgZ) and ZeRO++ 4-bit (INT4 weight differences, hpZ, INT4 gradients
 //   with error feedback) end within 3% of ZeRO-3's loss on both demo tasks, two seeds, and
-//   ZeRO++ INT2-diff (INT2 weight differences, smoothed) no more than 3% above it, one seed;
+//   ZeRO++ INT2-diff (INT2 weight differences, smoothed) too, one seed;
 // - ZeRO-3's cross-node bytes per step over ZeRO++'s, from the counters, is at least 3.5, over
 //   ZeRO++ 4-bit's at least 5.5 (6 is the ceiling of 4 bits both ways), over INT2-diff's 7;
 // - peak model-state bytes follow the ZeRO formulas, references and residuals included;
@@ -180,11 +180,11 @@ ZeroOptions fourBit(ZeroOptions o) {
   return o;
 }
 
-// The demo's "ZeRO++ INT2-diff": INT2 weight differences, smoothed.
+// The demo's "ZeRO++ INT2-diff": INT2 weight differences, smoothed (the gradients are not).
 ZeroOptions twoBitDifferences(ZeroOptions o) {
   o = fourBit(o);
   o.weightDifferenceBits = 2;
-  o.smoothing = true;
+  o.smoothWeightDifferences = true;
   return o;
 }
 
@@ -203,21 +203,15 @@ TEST_F(Zero, ZeroPlusPlusLossStaysWithinThreePercentAndCutsCrossNodeBytes) {
       const std::string what =
           std::string(transformer ? "transformer" : "mlp") + " seed " + std::to_string(seed);
       EXPECT_LT(finalLoss(zero3), 0.6 * zero3.losses.front()) << what << ": the loss falls";
-      // Each run: its name, options, the least cut of cross-node bytes, and how far below
-      // ZeRO-3's its final loss may end. INT2's gathered weights trail the true ones by about
-      // a step's change, which on this noisy-label task ends up to 3.3% lower (transformer,
-      // seed 1; docs/beyond-zeropp.md); none may end more than 3% higher.
-      std::vector<std::tuple<const char*, ZeroOptions, double, double>> runs{
-          {"ZeRO++", plus, 3.5, 0.03}, {"ZeRO++ 4-bit", fourBit(o), 5.5, 0.03}};
-      if (seed == 1) runs.emplace_back("ZeRO++ INT2-diff", twoBitDifferences(o), 7.0, 0.05);
-      for (const auto& [name, options, cut, below] : runs) {
+      std::vector<std::tuple<const char*, ZeroOptions, double>> runs{
+          {"ZeRO++", plus, 3.5}, {"ZeRO++ 4-bit", fourBit(o), 5.5}};
+      if (seed == 1) runs.emplace_back("ZeRO++ INT2-diff", twoBitDifferences(o), 7.0);
+      for (const auto& [name, options, cut] : runs) {
         const Training run = train(comm_, task, options, steps, global, seed);
         ASSERT_EQ(run.losses.size(), size_t(steps));
-        const double relative = (finalLoss(run) - finalLoss(zero3)) / finalLoss(zero3);
+        const double relative = std::fabs(finalLoss(run) - finalLoss(zero3)) / finalLoss(zero3);
         EXPECT_LT(relative, 0.03) << what << ": ZeRO-3 " << finalLoss(zero3) << ", " << name << " "
                                   << finalLoss(run);
-        EXPECT_GT(relative, -below)
-            << what << ": ZeRO-3 " << finalLoss(zero3) << ", " << name << " " << finalLoss(run);
         if (zero3.interNodeBytes > 0) {  // the layout spans nodes
           EXPECT_GE(zero3.interNodeBytes / run.interNodeBytes, cut)
               << what << ": ZeRO-3 " << zero3.interNodeBytes << " B, " << name << " "

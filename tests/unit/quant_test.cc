@@ -412,7 +412,7 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
   const QuantKernels& ref = scalarQuantKernels();
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 3.0f);
-  for (size_t n : {1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 1000, 4096}) {
+  for (size_t n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 512, 1000, 4096}) {
     std::vector<float> x(n);
     for (auto& v : x) v = normal(rng);
     if (n > 3) x[2] = -0.0f, x[3] = 1e-40f;
@@ -480,6 +480,12 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
       ref.decodeUnsigned(c1.data(), n, 0.37f, offset, center, y1.data());
       simd->decodeUnsigned(c1.data(), n, 0.37f, offset, center, y2.data());
       EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), 4 * n));
+    }
+    if (n >= 32 && (n & (n - 1)) == 0) {  // smoothing's butterflies, on a group's sizes
+      std::vector<float> h1 = x, h2 = x;
+      ref.walshHadamard(h1.data(), static_cast<uint32_t>(n));
+      simd->walshHadamard(h2.data(), static_cast<uint32_t>(n));
+      EXPECT_EQ(0, std::memcmp(h1.data(), h2.data(), 4 * n)) << "walshHadamard n=" << n;
     }
     // Conversions over every 16-bit pattern slice and specials.
     std::vector<uint16_t> bits(n), h1(n), h2(n);

@@ -25,7 +25,10 @@ void CallStates::forAllGather(size_t count, zcclDataType_t type, zcclCollOptions
   const size_t place = gathers_++;
   if (policy_.smoothing) options->smoothing = 1;
   if (!policy_.allGatherDifferences) return;
-  if (policy_.differencesAsymmetric) options->quantScheme = zcclQuantAsymmetric;
+  if (policy_.twoBitDifferences) {
+    options->quantScheme = zcclQuantAsymmetric;
+    options->smoothing = 1;
+  }
   const Key key{0, place, count, type};
   auto found = references_.find(key);
   if (found == references_.end()) {

@@ -21,9 +21,10 @@ namespace zccl_torch {
 
 struct CallStatePolicy {
   bool allGatherDifferences = false;  // allgather="int4-diff" / "int8-diff" / "int2-diff"
-  // int2-diff: asymmetric codes, whose four levels fit differences better than the
-  // symmetric three (as the ZeRO optimizer's INT2 differences).
-  bool differencesAsymmetric = false;
+  // int2-diff: asymmetric codes, whose four levels fit differences better than the symmetric
+  // three, and smoothed, whatever `smoothing` says of the other calls (what the ZeRO
+  // optimizer's INT2 differences take too: docs/beyond-zeropp.md).
+  bool twoBitDifferences = false;
   bool reduceScatterFeedback = false;  // reduce_scatter="int4-ef" / "int8-ef"
   bool allReduceFeedback = false;      // allreduce="int4-ef" / "int8-ef"
   bool smoothing = false;              // Hadamard smoothing of every quantized call

@@ -49,9 +49,9 @@ CallStatePolicy statesOf(const std::string& allGather, bool allGatherDifferences
                          bool reduceScatterFeedback, bool allReduceFeedback, bool smoothing,
                          int resyncEvery) {
   TORCH_CHECK(resyncEvery >= 0, "zccl_torch: resync_every=", resyncEvery, ": expected >= 0");
-  const bool asymmetric = allGatherDifferences && allGather == "int2";
-  return CallStatePolicy{allGatherDifferences, asymmetric, reduceScatterFeedback,
-                         allReduceFeedback,    smoothing,  resyncEvery};
+  const bool twoBit = allGatherDifferences && allGather == "int2";
+  return CallStatePolicy{allGatherDifferences, twoBit,    reduceScatterFeedback,
+                         allReduceFeedback,    smoothing, resyncEvery};
 }
 
 c10::intrusive_ptr<c10d::Backend> createBackend(
