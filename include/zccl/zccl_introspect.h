@@ -71,7 +71,7 @@ typedef struct {
 
 typedef struct {
   const char* algorithm;   /* "ring", "direct", "two-level", "native", "pairwise", "pipelined" */
-  const char* wire;        /* "none", "int8", "int4" */
+  const char* wire;        /* "none", "int8", "int4", "int2" */
   double estimatedSeconds; /* the cost model's estimate; negative when not modelled */
   size_t chunkBytes;       /* pipelined algorithms' segment; 0 when not chunked */
 } zcclPlanInfo;
