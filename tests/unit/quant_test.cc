@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/half.h"
@@ -406,6 +407,30 @@ TEST(Quant, KernelsRefuseAMessageOfAnotherFormatThanThePlans) {
 
 class SimdKernels : public ::testing::TestWithParam<const QuantKernels* (*)()> {};
 
+// The SIMD set packs `codes` as `bits`-bit codes (4: nibbles, 2: crumbs) to the reference's
+// bytes, and, where the codes fit in `bits`, unpacks them back, signed or not, to the bit.
+void expectPackingMatches(const QuantKernels& ref, const QuantKernels& simd, int bits,
+                          const std::vector<uint8_t>& codes, int lo, int hi) {
+  const auto pack = bits == 4 ? &QuantKernels::packNibbles : &QuantKernels::packCrumbs;
+  const auto unpack = bits == 4 ? &QuantKernels::unpackNibbles : &QuantKernels::unpackCrumbs;
+  const size_t n = codes.size(), perByte = 8 / static_cast<size_t>(bits);
+  const std::string what = "bits=" + std::to_string(bits) + " n=" + std::to_string(n);
+  std::vector<uint8_t> p1((n + perByte - 1) / perByte), p2(p1.size());
+  (ref.*pack)(codes.data(), n, p1.data());
+  (simd.*pack)(codes.data(), n, p2.data());
+  EXPECT_EQ(p1, p2) << "pack " << what << " lo=" << lo;
+  if (hi >= (1 << bits)) return;  // the codes do not come back from `bits` bits
+  for (bool isSigned : {false, true}) {
+    std::vector<uint8_t> u1(n), u2(n);
+    (ref.*unpack)(p1.data(), n, isSigned, u1.data());
+    (simd.*unpack)(p1.data(), n, isSigned, u2.data());
+    EXPECT_EQ(u1, u2) << "unpack " << what << " signed=" << isSigned;
+    if (isSigned == (lo < 0)) {
+      EXPECT_EQ(u2, codes) << "round trip " << what << " lo=" << lo;
+    }
+  }
+}
+
 TEST_P(SimdKernels, MatchScalarBitForBit) {
   const QuantKernels* simd = GetParam()();
   if (simd == nullptr) GTEST_SKIP() << "this CPU lacks the instruction set";
@@ -443,36 +468,8 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
       ref.codesStochastic(x.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, c1.data());
       simd->codesStochastic(x.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, c2.data());
       EXPECT_EQ(c1, c2) << "stochastic n=" << n << " lo=" << lo;
-      std::vector<uint8_t> p1((n + 1) / 2), p2((n + 1) / 2);
-      ref.packNibbles(c1.data(), n, p1.data());
-      simd->packNibbles(c1.data(), n, p2.data());
-      EXPECT_EQ(p1, p2) << "pack n=" << n << " lo=" << lo;
-      if (hi <= 15) {  // four-bit codes come back from their nibbles
-        for (bool isSigned : {false, true}) {
-          std::vector<uint8_t> u1(n), u2(n);
-          ref.unpackNibbles(p1.data(), n, isSigned, u1.data());
-          simd->unpackNibbles(p1.data(), n, isSigned, u2.data());
-          EXPECT_EQ(u1, u2) << "unpack n=" << n << " signed=" << isSigned;
-          if (isSigned == (lo < 0)) {
-            EXPECT_EQ(u2, c1) << "round trip n=" << n << " lo=" << lo;
-          }
-        }
-      }
-      std::vector<uint8_t> q1((n + 3) / 4), q2((n + 3) / 4);
-      ref.packCrumbs(c1.data(), n, q1.data());
-      simd->packCrumbs(c1.data(), n, q2.data());
-      EXPECT_EQ(q1, q2) << "pack crumbs n=" << n << " lo=" << lo;
-      if (hi <= 3) {  // two-bit codes come back from their crumbs
-        for (bool isSigned : {false, true}) {
-          std::vector<uint8_t> u1(n), u2(n);
-          ref.unpackCrumbs(q1.data(), n, isSigned, u1.data());
-          simd->unpackCrumbs(q1.data(), n, isSigned, u2.data());
-          EXPECT_EQ(u1, u2) << "unpack crumbs n=" << n << " signed=" << isSigned;
-          if (isSigned == (lo < 0)) {
-            EXPECT_EQ(u2, c1) << "crumbs round trip n=" << n << " lo=" << lo;
-          }
-        }
-      }
+      expectPackingMatches(ref, *simd, 4, c1, lo, hi);
+      expectPackingMatches(ref, *simd, 2, c1, lo, hi);
       std::vector<float> y1(n), y2(n);
       ref.decodeSigned(reinterpret_cast<const int8_t*>(c1.data()), n, 0.37f, y1.data());
       simd->decodeSigned(reinterpret_cast<const int8_t*>(c1.data()), n, 0.37f, y2.data());
