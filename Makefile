@@ -37,7 +37,8 @@ demo: build
 # suites (the torch backend's included), whose summary ends the run; the long runs (label
 # long: every collective family killed mid-call, 100,000-call load runs, the UCX and
 # reliability suites at 2 and 4 ranks, the ZeRO suite over UCX, FSDP2's 300 steps, the
-# namespace testbed) wait for make check.
+# collectives over MPI's rendezvous, the 1024-rank simulation, the namespace testbed) wait
+# for make check.
 # make check (CI, .ci/run): the same with the long runs, plus the sanitizers and the fuzzers.
 test: build test-second-mpi torch
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -LE long
