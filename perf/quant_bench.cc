@@ -1,5 +1,6 @@
 // Quantization throughput in GB/s of (unquantized) input, with memcpy of the same bytes
-// measured in the same run as the baseline, and a reduction's. Single core.
+// measured in the same run as the baseline, and a reduction's; the fused kernels beside their
+// unfused steps. Single core.
 //   quant_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -150,6 +151,58 @@ void BM_AccumulateAsFloat(benchmark::State& state) {
   state.SetLabel(std::string(dataTypeName(type)) + " into float32 bytes");
 }
 
+// The fused kernels against their unfused steps (what a device runs), in the same run:
+// range(0) the type, range(1) 1 for the host's fused kernel.
+Kernels& kernelsFor(const benchmark::State& state) {
+  return state.range(1) != 0 ? hostKernels() : unfusedHostKernels();
+}
+const char* fusion(const benchmark::State& state) {
+  return state.range(1) != 0 ? " fused" : " unfused steps";
+}
+
+// A gathered change added to its reference, stored and copied out, in bytes of the values.
+void BM_StoreSumAs(benchmark::State& state) {
+  const DataType type = static_cast<DataType>(state.range(0));
+  auto reference = input(type);
+  std::vector<char> copy(reference.size());
+  std::vector<float> change(kElements, 0.0f), scratch(kElements);
+  Kernels& k = kernelsFor(state);
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::memcpy(scratch.data(), change.data(), kElements * sizeof(float));
+    state.ResumeTiming();
+    if (k.storeSumAs(reference.data(), type, kElements, scratch.data(), reference.data(),
+                     copy.data()) != Status::kSuccess) {
+      state.SkipWithError("storeSumAs failed");
+    }
+    benchmark::DoNotOptimize(copy.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * reference.size()));
+  state.SetLabel(std::string(dataTypeName(type)) + " reference plus float32 change" +
+                 fusion(state));
+}
+
+// INT4 quantization with error feedback (residual added, what was lost kept), in bytes of input.
+void BM_QuantizeWithFeedback(benchmark::State& state) {
+  const DataType type = static_cast<DataType>(state.range(0));
+  const auto in = input(type);
+  QuantParams p;
+  p.bits = 4;
+  std::vector<unsigned char> message(quantizedBytes(kElements, p));
+  std::vector<float> residual(kElements, 0.0f), work(kElements);
+  Kernels& k = kernelsFor(state);
+  for (auto _ : state) {
+    if (k.quantizeWithFeedback(in.data(), type, kElements, p, message.data(), message.size(),
+                               residual.data(), work.data()) != Status::kSuccess) {
+      state.SkipWithError("quantizeWithFeedback failed");
+    }
+    benchmark::DoNotOptimize(message.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * in.size()));
+  state.SetLabel(std::string("int4 sym ") + dataTypeName(type) + " with error feedback" +
+                 fusion(state) + " [" + quantKernelName() + "]");
+}
+
 constexpr int kF32 = static_cast<int>(DataType::kFloat32);
 constexpr int kF16 = static_cast<int>(DataType::kFloat16);
 constexpr int kBf16 = static_cast<int>(DataType::kBfloat16);
@@ -172,6 +225,10 @@ BENCHMARK(BM_Dequantize)->Apply(formats)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DequantizeAccumulate)
     ->Args({8, 0, kF32, kDefaultGroupSize})
     ->Args({4, 0, kF32, kDefaultGroupSize})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StoreSumAs)->ArgsProduct({{kF32, kBf16}, {0, 1}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_QuantizeWithFeedback)
+    ->ArgsProduct({{kF32, kBf16}, {0, 1}})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Quantize)
     ->Name("BM_QuantizeGroupSize")

@@ -44,9 +44,7 @@ Status allGatherDifferences(Context& ctx, const CollectiveArgs& a, const Collect
   ZCCL_CHECK(ctx.kernels.accumulateAsFloat(mine, a.type, count, change));
   ZCCL_CHECK(runCollective(ctx, Collective::kAllGather,
                            CollectiveArgs{change, changes, a.blocks, DataType::kFloat32}, options));
-  ZCCL_CHECK(ctx.kernels.accumulateAsFloat(values, a.type, total, changes));
-  ZCCL_CHECK(ctx.kernels.storeFloatAs(changes, total, 1, a.type, values));
-  return ctx.kernels.copy(a.recv, values, total * es);
+  return ctx.kernels.storeSumAs(values, a.type, total, changes, values, a.recv);
 }
 
 }  // namespace zccl

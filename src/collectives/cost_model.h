@@ -73,13 +73,13 @@ struct CostTerms {
   }
   // The link a flat algorithm's slowest step crosses.
   const LinkModel& flatLink() const { return c.nodes > 1 ? c.inter : c.intra; }
-  // Error feedback adds to each quantization a decode of its message and four passes over
-  // the values (convert, add the residual, copy, negate twice: quantizeWithFeedback).
+  // Error feedback adds to each quantization a decode of its message and two passes over the
+  // values (the residual added before, what was lost kept after: quantizeWithFeedback).
   double quantize(double blocks) const {
     if (!quantized) return 0;
     const double perByte =
         1 / c.quantizeBytesPerSecond + rotation() +
-        (feedback ? 1 / c.dequantizeBytesPerSecond + rotation() + 4 / c.reduceBytesPerSecond : 0);
+        (feedback ? 1 / c.dequantizeBytesPerSecond + rotation() + 2 / c.reduceBytesPerSecond : 0);
     return blocks * floatBlock * perByte;
   }
   double dequantize(double blocks) const {

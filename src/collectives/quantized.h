@@ -46,14 +46,7 @@ inline Status quantizeWithFeedback(Kernels& k, const void* in, DataType type, si
                                    const QuantParams& params, void* message, size_t capacity,
                                    float* residual, float* work) {
   if (residual == nullptr) return k.quantize(in, type, count, params, message, capacity);
-  if (in != work) ZCCL_CHECK(k.convertToFloat(in, type, count, work));
-  ZCCL_CHECK(k.accumulateAsFloat(residual, DataType::kFloat32, count, work));
-  ZCCL_CHECK(k.quantize(work, DataType::kFloat32, count, params, message, capacity));
-  // residual = work - what the message decodes to: -(-work + decoded).
-  ZCCL_CHECK(k.copy(residual, work, count * sizeof(float)));
-  ZCCL_CHECK(k.negateFloats(residual, count));
-  ZCCL_CHECK(k.dequantizeAccumulate(message, capacity, params, residual, count));
-  return k.negateFloats(residual, count);
+  return k.quantizeWithFeedback(in, type, count, params, message, capacity, residual, work);
 }
 
 // Blocks cut into rows of chunks for the pipelined algorithms: chunk `row` of a block holds

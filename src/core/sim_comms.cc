@@ -77,6 +77,20 @@ class PricedKernels final : public Kernels {
     charge(Family::kAccumulate, count * sizeof(float));
     return inner_.negateFloats(data, count);
   }
+  // The host's fused kernels, each priced as the passes over memory it makes.
+  Status storeSumAs(const void* x, DataType type, size_t count, float* addend, void* out,
+                    void* copy) override {
+    charge(Family::kAccumulate, count * sizeof(float));
+    return inner_.storeSumAs(x, type, count, addend, out, copy);
+  }
+  Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
+                              void* message, size_t capacity, float* residual,
+                              float* work) override {
+    charge(Family::kAccumulate, 2 * count * sizeof(float));
+    charge(Family::kQuantize, count * sizeof(float));
+    charge(Family::kDequantize, count * sizeof(float));
+    return inner_.quantizeWithFeedback(x, type, count, params, message, capacity, residual, work);
+  }
   size_t pipelineElements() const override { return inner_.pipelineElements(); }
 
  private:

@@ -10,6 +10,8 @@ namespace {
 
 class HostKernels final : public Kernels {
  public:
+  explicit HostKernels(bool fused) : fused_(fused) {}
+
   MemoryKind memory() const override { return MemoryKind::kHost; }
 
   Status copy(void* to, const void* from, size_t bytes) override {
@@ -63,9 +65,25 @@ class HostKernels final : public Kernels {
   Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out) override {
     return zccl::storeFloatAs(values, count, divisor, type, out);
   }
+  Status storeSumAs(const void* x, DataType type, size_t count, float* addend, void* out,
+                    void* copy) override {
+    if (!fused_) return Kernels::storeSumAs(x, type, count, addend, out, copy);
+    return zccl::storeSumAs(x, type, count, addend, out, copy);
+  }
+  Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
+                              void* message, size_t capacity, float* residual,
+                              float* work) override {
+    if (!fused_) {
+      return Kernels::quantizeWithFeedback(x, type, count, params, message, capacity, residual,
+                                           work);
+    }
+    return zccl::quantizeWithFeedback(x, type, count, params, message, capacity, residual, work);
+  }
   size_t pipelineElements() const override { return size_t{1} << 16; }
 
  private:
+  const bool fused_;
+
   static Status checkFormat(const void* message, size_t bytes, const QuantParams& format,
                             size_t count) {
     QuantHeader header{};
@@ -93,7 +111,12 @@ Status checkMessageFormat(const QuantHeader& header, const QuantParams& format, 
 }
 
 Kernels& hostKernels() {
-  static HostKernels kernels;
+  static HostKernels kernels(true);
+  return kernels;
+}
+
+Kernels& unfusedHostKernels() {
+  static HostKernels kernels(false);
   return kernels;
 }
 

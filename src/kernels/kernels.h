@@ -58,6 +58,29 @@ class Kernels {
   // weight's change from its reference).
   virtual Status negateFloats(float* data, size_t count) = 0;
 
+  // out = x + addend in `type`, and copy = out where `copy` is given (quant/quantize.h's
+  // storeSumAs). By default accumulateAsFloat, storeFloatAs and copy, which leave `addend`
+  // holding the float32 sum: callers must not read it after.
+  virtual Status storeSumAs(const void* x, DataType type, size_t count, float* addend, void* out,
+                            void* copy) {
+    ZCCL_CHECK(accumulateAsFloat(x, type, count, addend));
+    ZCCL_CHECK(storeFloatAs(addend, count, 1, type, out));
+    return copy != nullptr ? this->copy(copy, out, count * elementSize(type)) : Status::kSuccess;
+  }
+  // Quantization with error feedback (quant/quantize.h's quantizeWithFeedback). By default its
+  // unfused steps, through `work`: residual = -(-work + x^) is what the message lost.
+  virtual Status quantizeWithFeedback(const void* x, DataType type, size_t count,
+                                      const QuantParams& params, void* message, size_t capacity,
+                                      float* residual, float* work) {
+    if (x != work) ZCCL_CHECK(convertToFloat(x, type, count, work));
+    ZCCL_CHECK(accumulateAsFloat(residual, DataType::kFloat32, count, work));
+    ZCCL_CHECK(quantize(work, DataType::kFloat32, count, params, message, capacity));
+    ZCCL_CHECK(this->copy(residual, work, count * sizeof(float)));
+    ZCCL_CHECK(negateFloats(residual, count));
+    ZCCL_CHECK(dequantizeAccumulate(message, capacity, params, residual, count));
+    return negateFloats(residual, count);
+  }
+
   // Elements a pipelined algorithm handles per step: on the host a few hundred KiB that stay
   // in the cache between steps; on a device, where every step costs kernel launches, more.
   virtual size_t pipelineElements() const { return size_t{1} << 22; }
@@ -73,5 +96,8 @@ Status checkMessageFormat(const QuantHeader& header, const QuantParams& format, 
 
 // The kernels of host memory: the CPU's (SIMD where the CPU has it), synchronous.
 Kernels& hostKernels();
+// The same with Kernels' unfused defaults for storeSumAs and quantizeWithFeedback, the steps a
+// device runs: what the fused ones are tested and measured against.
+Kernels& unfusedHostKernels();
 
 }  // namespace zccl

@@ -51,6 +51,75 @@ const uint8_t* unpackGroup(const QuantKernels& k, int bits, QuantScheme scheme,
   return codes;
 }
 
+// n elements of x (float32, float16 or bfloat16) from element `first`, as float32 in `out`.
+void widenAs(const QuantKernels& k, DataType type, const void* x, size_t first, size_t n,
+             float* out) {
+  if (type == DataType::kFloat32) {
+    const float* from = static_cast<const float*>(x) + first;
+    if (from != out) std::memmove(out, from, n * sizeof(float));
+  } else if (type == DataType::kFloat16) {
+    k.widenFloat16(static_cast<const uint16_t*>(x) + first, n, out);
+  } else {
+    k.widenBfloat16(static_cast<const uint16_t*>(x) + first, n, out);
+  }
+}
+
+// n float32 values rounded once to `type`, into `out` from element `first`.
+void narrowAs(const QuantKernels& k, DataType type, const float* values, size_t n, void* out,
+              size_t first) {
+  if (type == DataType::kFloat32) {
+    float* to = static_cast<float*>(out) + first;
+    if (to != values) std::memmove(to, values, n * sizeof(float));
+  } else if (type == DataType::kFloat16) {
+    k.narrowFloat16(values, n, static_cast<uint16_t*>(out) + first);
+  } else {
+    k.narrowBfloat16(values, n, static_cast<uint16_t*>(out) + first);
+  }
+}
+
+// Where a message's codes and group parameters lie, and how they were made (its header's).
+struct MessageParts {
+  unsigned char* payload;
+  unsigned char* scales;
+  unsigned char* offsets;
+  QuantHeader header;
+  size_t groups;
+};
+
+MessageParts partsOf(const QuantHeader& h, const void* message) {
+  const QuantLayout l =
+      quantLayoutOf(h.count, h.bits, static_cast<QuantScheme>(h.scheme), h.groupSize);
+  // The parts are written when quantizing and only read when decoding.
+  auto* base = static_cast<unsigned char*>(const_cast<void*>(message));
+  unsigned char* scales = base + l.parametersOffset;
+  return {base + sizeof(QuantHeader), scales, scales + 4 * l.groups, h, l.groups};
+}
+
+size_t groupLength(const MessageParts& m, size_t g) {
+  return std::min<size_t>(m.header.groupSize, m.header.count - g * m.header.groupSize);
+}
+
+// Group g of a message, decoded into `values` (float32).
+void decodeGroup(const QuantKernels& k, const MessageParts& m, size_t g, float* values) {
+  const QuantHeader& h = m.header;
+  const auto scheme = static_cast<QuantScheme>(h.scheme);
+  const size_t first = g * h.groupSize;
+  const size_t n = groupLength(m, g);
+  alignas(64) uint8_t codes[kMaxGroupSize];
+  const uint8_t* groupCodes =
+      unpackGroup(k, h.bits, scheme, m.payload + first * h.bits / 8, n, codes);
+  const float scale = loadParameter(m.scales, g);
+  if (scheme == QuantScheme::kSymmetric) {
+    k.decodeSigned(reinterpret_cast<const int8_t*>(groupCodes), n, scale, values);
+  } else {
+    k.decodeUnsigned(groupCodes, n, scale, loadParameter(m.offsets, g), centerOf(h.bits, scheme),
+                     values);
+  }
+  if ((h.flags & kQuantSmoothed) != 0 && n == h.groupSize) {
+    unsmoothGroupHost(values, h.groupSize, h.smoothingSeed, first);
+  }
+}
+
 // Walks the groups of a decoded message: decodes each group's float32 values to
 // `target(first)` (a staging buffer when it returns nullptr), then hands them to `sink`.
 template <typename Target, typename Sink>
@@ -61,35 +130,87 @@ Status decodeGroups(const void* message, size_t bytes, size_t count, Target&& ta
     return fail(Status::kInvalidArgument, "count=%zu but the message holds %llu elements", count,
                 static_cast<unsigned long long>(h.count));
   }
-  const QuantScheme scheme = static_cast<QuantScheme>(h.scheme);
-  const QuantLayout l = quantLayoutOf(h.count, h.bits, scheme, h.groupSize);
+  const MessageParts m = partsOf(h, message);
   const QuantKernels& k = activeQuantKernels();
-  const auto* base = static_cast<const unsigned char*>(message);
-  const unsigned char* payload = base + sizeof(QuantHeader);
-  const unsigned char* scales = base + l.parametersOffset;
-  const unsigned char* offsets = scales + 4 * l.groups;
   alignas(64) float staging[kMaxGroupSize];
-  alignas(64) uint8_t codes[kMaxGroupSize];
-  for (size_t g = 0; g < l.groups; ++g) {
+  for (size_t g = 0; g < m.groups; ++g) {
     const size_t first = g * h.groupSize;
-    const size_t n = std::min<size_t>(h.groupSize, count - first);
     float* values = target(first);
     if (values == nullptr) values = staging;
-    const uint8_t* groupCodes =
-        unpackGroup(k, h.bits, scheme, payload + first * h.bits / 8, n, codes);
-    const float scale = loadParameter(scales, g);
-    if (scheme == QuantScheme::kSymmetric) {
-      k.decodeSigned(reinterpret_cast<const int8_t*>(groupCodes), n, scale, values);
-    } else {
-      k.decodeUnsigned(groupCodes, n, scale, loadParameter(offsets, g), centerOf(h.bits, scheme),
-                       values);
-    }
-    if ((h.flags & kQuantSmoothed) != 0 && n == h.groupSize) {
-      unsmoothGroupHost(values, h.groupSize, h.smoothingSeed, first);
-    }
-    sink(first, n, values);
+    decodeGroup(k, m, g, values);
+    sink(first, groupLength(m, g), values);
   }
   return Status::kSuccess;
+}
+
+// Checks a quantization's arguments and writes the message's header and padding.
+Status startMessage(const void* in, DataType type, size_t count, const QuantParams& params,
+                    void* out, size_t capacity, MessageParts* parts) {
+  ZCCL_CHECK(checkQuantParams(params));
+  ZCCL_CHECK(checkQuantizableType(type, "type"));
+  if (count > kMaxCount)
+    return fail(Status::kInvalidArgument, "count=%zu: too large to quantize", count);
+  if (in == nullptr && count > 0)
+    return fail(Status::kInvalidArgument, "in=NULL with count=%zu", count);
+  const QuantLayout l = quantLayoutOf(count, params.bits, params.scheme, params.groupSize);
+  if (out == nullptr || capacity < l.totalBytes) {
+    return fail(Status::kInvalidArgument, "capacity=%zu: the message needs %zu bytes", capacity,
+                l.totalBytes);
+  }
+  const uint32_t smoothingSeed = static_cast<uint32_t>(params.seed);
+  const QuantHeader header{kQuantMagic,
+                           kQuantVersion,
+                           static_cast<uint8_t>(params.bits),
+                           static_cast<uint8_t>(params.scheme),
+                           params.smoothing ? kQuantSmoothed : uint8_t{0},
+                           params.groupSize,
+                           params.smoothing ? smoothingSeed : 0,
+                           count};
+  std::memcpy(out, &header, sizeof(header));
+  *parts = partsOf(header, out);
+  std::memset(parts->payload + l.payloadBytes, 0,
+              l.parametersOffset - sizeof(QuantHeader) - l.payloadBytes);
+  return Status::kSuccess;
+}
+
+// Encodes group g of the message from its float32 values `x` (which it does not change);
+// `staged` (kMaxGroupSize floats) is the group's scratch and may be x.
+void encodeGroup(const QuantKernels& k, const QuantParams& params, const MessageParts& m, size_t g,
+                 const float* x, float* staged) {
+  const size_t first = g * params.groupSize;
+  const size_t n = groupLength(m, g);
+  // A short last group is not smoothed: the rotation needs a power of two.
+  if (params.smoothing && n == params.groupSize) {
+    if (x != staged) std::memcpy(staged, x, n * sizeof(float));
+    smoothGroupHost(staged, params.groupSize, m.header.smoothingSeed, first);
+    x = staged;
+  }
+  GroupStats s;
+  k.stats(x, n, &s);
+  alignas(64) uint8_t codes[kMaxGroupSize];
+  uint8_t* groupCodes = params.bits == 8 ? m.payload + first : codes;
+  GroupScale gs = nonFiniteScale();
+  if (s.nonFinite) {
+    std::memset(groupCodes, 0, n);
+  } else {
+    gs = chooseScale(s, params.bits, params.scheme);
+    if (gs.prescale != 1.0f) {
+      for (size_t i = 0; i < n; ++i) staged[i] = x[i] * gs.prescale;
+      x = staged;
+    }
+    const int lo = codeLow(params.bits, params.scheme), hi = codeHigh(params.bits, params.scheme);
+    const float center = centerOf(params.bits, params.scheme);
+    if (params.rounding == Rounding::kNearestEven) {
+      k.codesNearest(x, n, gs.prescaledOffset, gs.inv, center, lo, hi, groupCodes);
+    } else {
+      k.codesStochastic(x, n, gs.prescaledOffset, gs.inv, center, lo, hi,
+                        groupSeed(params.seed, first), static_cast<uint32_t>(first), groupCodes);
+    }
+  }
+  if (params.bits == 4) k.packNibbles(groupCodes, n, m.payload + first / 2);
+  if (params.bits == 2) k.packCrumbs(groupCodes, n, m.payload + first / 4);
+  storeParameter(m.scales, g, gs.scale);
+  if (params.scheme == QuantScheme::kAsymmetric) storeParameter(m.offsets, g, gs.offset);
 }
 
 }  // namespace
@@ -135,81 +256,19 @@ size_t quantizedBytes(size_t count, const QuantParams& params) {
 
 Status quantize(const void* in, DataType type, size_t count, const QuantParams& params, void* out,
                 size_t capacity) {
-  ZCCL_CHECK(checkQuantParams(params));
-  ZCCL_CHECK(checkQuantizableType(type, "type"));
-  if (count > kMaxCount)
-    return fail(Status::kInvalidArgument, "count=%zu: too large to quantize", count);
-  if (in == nullptr && count > 0)
-    return fail(Status::kInvalidArgument, "in=NULL with count=%zu", count);
-  const QuantLayout l = quantLayoutOf(count, params.bits, params.scheme, params.groupSize);
-  if (out == nullptr || capacity < l.totalBytes) {
-    return fail(Status::kInvalidArgument, "capacity=%zu: the message needs %zu bytes", capacity,
-                l.totalBytes);
-  }
-  auto* base = static_cast<unsigned char*>(out);
-  const uint32_t smoothingSeed = static_cast<uint32_t>(params.seed);
-  const QuantHeader header{kQuantMagic,
-                           kQuantVersion,
-                           static_cast<uint8_t>(params.bits),
-                           static_cast<uint8_t>(params.scheme),
-                           params.smoothing ? kQuantSmoothed : uint8_t{0},
-                           params.groupSize,
-                           params.smoothing ? smoothingSeed : 0,
-                           count};
-  std::memcpy(base, &header, sizeof(header));
-  unsigned char* payload = base + sizeof(QuantHeader);
-  std::memset(payload + l.payloadBytes, 0,
-              l.parametersOffset - sizeof(QuantHeader) - l.payloadBytes);
-  unsigned char* scales = base + l.parametersOffset;
-  unsigned char* offsets = scales + 4 * l.groups;
-
+  MessageParts m{};
+  ZCCL_CHECK(startMessage(in, type, count, params, out, capacity, &m));
   const QuantKernels& k = activeQuantKernels();
-  const int lo = codeLow(params.bits, params.scheme), hi = codeHigh(params.bits, params.scheme);
-  const float center = centerOf(params.bits, params.scheme);
-  const size_t es = elementSize(type);
   alignas(64) float staged[kMaxGroupSize];
-  alignas(64) uint8_t codes[kMaxGroupSize];
-  for (size_t g = 0; g < l.groups; ++g) {
+  for (size_t g = 0; g < m.groups; ++g) {
     const size_t first = g * params.groupSize;
-    const size_t n = std::min<size_t>(params.groupSize, count - first);
-    const void* source = static_cast<const char*>(in) + first * es;
     const float* x = staged;
     if (type == DataType::kFloat32) {
-      x = static_cast<const float*>(source);
-    } else if (type == DataType::kFloat16) {
-      k.widenFloat16(static_cast<const uint16_t*>(source), n, staged);
+      x = static_cast<const float*>(in) + first;
     } else {
-      k.widenBfloat16(static_cast<const uint16_t*>(source), n, staged);
+      widenAs(k, type, in, first, groupLength(m, g), staged);
     }
-    // A short last group is not smoothed: the rotation needs a power of two.
-    if (params.smoothing && n == params.groupSize) {
-      if (x != staged) std::memcpy(staged, x, n * sizeof(float));
-      smoothGroupHost(staged, params.groupSize, smoothingSeed, first);
-      x = staged;
-    }
-    GroupStats s;
-    k.stats(x, n, &s);
-    uint8_t* groupCodes = params.bits == 8 ? payload + first : codes;
-    GroupScale gs = nonFiniteScale();
-    if (s.nonFinite) {
-      std::memset(groupCodes, 0, n);
-    } else {
-      gs = chooseScale(s, params.bits, params.scheme);
-      if (gs.prescale != 1.0f) {
-        for (size_t i = 0; i < n; ++i) staged[i] = x[i] * gs.prescale;
-        x = staged;
-      }
-      if (params.rounding == Rounding::kNearestEven) {
-        k.codesNearest(x, n, gs.prescaledOffset, gs.inv, center, lo, hi, groupCodes);
-      } else {
-        k.codesStochastic(x, n, gs.prescaledOffset, gs.inv, center, lo, hi,
-                          groupSeed(params.seed, first), static_cast<uint32_t>(first), groupCodes);
-      }
-    }
-    if (params.bits == 4) k.packNibbles(groupCodes, n, payload + first / 2);
-    if (params.bits == 2) k.packCrumbs(groupCodes, n, payload + first / 4);
-    storeParameter(scales, g, gs.scale);
-    if (params.scheme == QuantScheme::kAsymmetric) storeParameter(offsets, g, gs.offset);
+    encodeGroup(k, params, m, g, x, staged);
   }
   return Status::kSuccess;
 }
@@ -259,11 +318,7 @@ Status dequantize(const void* message, size_t bytes, void* out, DataType type, s
   };
   return decodeGroups(message, bytes, count, target,
                       [&](size_t first, size_t n, const float* values) {
-                        if (type == DataType::kFloat16) {
-                          k.narrowFloat16(values, n, static_cast<uint16_t*>(out) + first);
-                        } else if (type == DataType::kBfloat16) {
-                          k.narrowBfloat16(values, n, static_cast<uint16_t*>(out) + first);
-                        }
+                        if (type != DataType::kFloat32) narrowAs(k, type, values, n, out, first);
                       });
 }
 
@@ -287,14 +342,9 @@ Status accumulateAsFloat(const void* x, DataType type, size_t count, float* accu
     return Status::kSuccess;
   }
   alignas(64) float staged[kMaxGroupSize];
-  const auto* halves = static_cast<const uint16_t*>(x);
   for (size_t first = 0; first < count; first += kMaxGroupSize) {
     const size_t n = std::min<size_t>(kMaxGroupSize, count - first);
-    if (type == DataType::kFloat16) {
-      k.widenFloat16(halves + first, n, staged);
-    } else {
-      k.widenBfloat16(halves + first, n, staged);
-    }
+    widenAs(k, type, x, first, n, staged);
     k.accumulate(accumulator + first, staged, n);
   }
   return Status::kSuccess;
@@ -302,14 +352,7 @@ Status accumulateAsFloat(const void* x, DataType type, size_t count, float* accu
 
 Status convertToFloat(const void* x, DataType type, size_t count, float* out) {
   ZCCL_CHECK(checkQuantizableType(type, "type"));
-  const QuantKernels& k = activeQuantKernels();
-  if (type == DataType::kFloat32) {
-    if (count > 0 && out != x) std::memmove(out, x, count * sizeof(float));
-  } else if (type == DataType::kFloat16) {
-    k.widenFloat16(static_cast<const uint16_t*>(x), count, out);
-  } else {
-    k.widenBfloat16(static_cast<const uint16_t*>(x), count, out);
-  }
+  if (count > 0) widenAs(activeQuantKernels(), type, x, 0, count, out);
   return Status::kSuccess;
 }
 
@@ -319,13 +362,62 @@ Status storeFloatAs(float* values, size_t count, int divisor, DataType type, voi
     const float d = static_cast<float>(divisor);
     for (size_t i = 0; i < count; ++i) values[i] /= d;
   }
+  if (count > 0) narrowAs(activeQuantKernels(), type, values, count, out, 0);
+  return Status::kSuccess;
+}
+
+Status storeSumAs(const void* x, DataType type, size_t count, const float* addend, void* out,
+                  void* copy) {
+  ZCCL_CHECK(checkQuantizableType(type, "type"));
+  if ((x == nullptr || addend == nullptr || out == nullptr) && count > 0) {
+    return fail(Status::kInvalidArgument, "x, addend or out NULL with count=%zu", count);
+  }
   const QuantKernels& k = activeQuantKernels();
-  if (type == DataType::kFloat32) {
-    if (out != values) std::memcpy(out, values, count * sizeof(float));
-  } else if (type == DataType::kFloat16) {
-    k.narrowFloat16(values, count, static_cast<uint16_t*>(out));
-  } else {
-    k.narrowBfloat16(values, count, static_cast<uint16_t*>(out));
+  const size_t es = elementSize(type);
+  // A group's worth at a time, so that the sum and its narrowed copy stay in the cache.
+  alignas(64) float staged[kMaxGroupSize];
+  for (size_t first = 0; first < count; first += kMaxGroupSize) {
+    const size_t n = std::min<size_t>(kMaxGroupSize, count - first);
+    widenAs(k, type, x, first, n, staged);
+    k.accumulate(staged, addend + first, n);
+    narrowAs(k, type, staged, n, out, first);
+    if (copy != nullptr) {
+      std::memcpy(static_cast<char*>(copy) + first * es, static_cast<const char*>(out) + first * es,
+                  n * es);
+    }
+  }
+  return Status::kSuccess;
+}
+
+Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
+                            void* message, size_t capacity, float* residual, float* work) {
+  if ((residual == nullptr || work == nullptr) && count > 0) {
+    return fail(Status::kInvalidArgument, "residual or work NULL with count=%zu", count);
+  }
+  if (x == work && type != DataType::kFloat32) {
+    return fail(Status::kInvalidArgument, "work=x with type=%s: work holds float32",
+                dataTypeName(type));
+  }
+  MessageParts m{};
+  ZCCL_CHECK(startMessage(x, type, count, params, message, capacity, &m));
+  const QuantKernels& k = activeQuantKernels();
+  // A group at a time, in the cache: the compensated values, their codes, what they lost.
+  alignas(64) float compensated[kMaxGroupSize];
+  alignas(64) float staged[kMaxGroupSize];
+  alignas(64) float decoded[kMaxGroupSize];
+  for (size_t g = 0; g < m.groups; ++g) {
+    const size_t first = g * params.groupSize;
+    const size_t n = groupLength(m, g);
+    widenAs(k, type, x, first, n, compensated);
+    k.accumulate(compensated, residual + first, n);
+    encodeGroup(k, params, m, g, compensated, staged);
+    decodeGroup(k, m, g, decoded);
+    // -(-compensated + decoded) rather than compensated - decoded: the unfused steps' bits,
+    // signed zeros too.
+    float* lost = residual + first;
+    for (size_t i = 0; i < n; ++i) lost[i] = -compensated[i];
+    k.accumulate(lost, decoded, n);
+    for (size_t i = 0; i < n; ++i) lost[i] = -lost[i];
   }
   return Status::kSuccess;
 }

@@ -68,6 +68,22 @@ Status convertToFloat(const void* x, DataType type, size_t count, float* out);
 // bfloat16); `values` is overwritten. out may alias values only for float32.
 Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out);
 
+// out[i] = x[i] + addend[i] in float32, rounded once to `type` (of x: float32, float16 or
+// bfloat16), and copy[i] = out[i] where `copy` is not NULL: accumulateAsFloat, storeFloatAs and
+// a copy in one pass over memory (a gathered change added to its reference). out may alias x.
+Status storeSumAs(const void* x, DataType type, size_t count, const float* addend, void* out,
+                  void* copy);
+
+// Quantizes x + residual with error feedback (EF21, LoCo): the message is quantize() of the
+// float32 sums x[i] + residual[i], and then residual[i] = -(-(x[i] + residual[i]) + x^[i]),
+// what the message lost, for the next call. The bits of the unfused steps (convertToFloat,
+// accumulateAsFloat, quantize, then the residual's negation, dequantizeAccumulate and a second
+// negation), a group at a time in the cache: one pass over memory instead of seven. `work`
+// (count float32 values, or x itself when x is float32) is the unfused steps' scratch: its
+// contents afterwards are unspecified.
+Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
+                            void* message, size_t capacity, float* residual, float* work);
+
 // Which CPU kernels run: "avx2" or "scalar" (ZCCL_QUANT_ISA=scalar forces the reference).
 const char* quantKernelName();
 

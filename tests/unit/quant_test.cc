@@ -333,6 +333,146 @@ TEST(Quant, DequantizeAccumulateAddsInFloat32) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(acc[i], 1.5f + y[i]);
 }
 
+// Values of `type` (its bits, two or four bytes each) from float32, and back.
+std::vector<unsigned char> stored(const std::vector<float>& x, DataType type) {
+  std::vector<unsigned char> out(x.size() * elementSize(type));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (type == DataType::kFloat32) {
+      std::memcpy(out.data() + 4 * i, &x[i], 4);
+    } else {
+      const uint16_t half =
+          type == DataType::kFloat16 ? toFloat16(x[i]).bits : toBfloat16(x[i]).bits;
+      std::memcpy(out.data() + 2 * i, &half, 2);
+    }
+  }
+  return out;
+}
+float loaded(const std::vector<unsigned char>& v, DataType type, size_t i) {
+  float value = 0;
+  uint16_t half = 0;
+  if (type == DataType::kFloat32) return std::memcpy(&value, v.data() + 4 * i, 4), value;
+  std::memcpy(&half, v.data() + 2 * i, 2);
+  return type == DataType::kFloat16 ? toFloat(float16_t{half}) : toFloat(bfloat16_t{half});
+}
+
+constexpr DataType kFloatTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16};
+
+// The fused sum of a gathered change and its reference: the float32 sum rounded once to the
+// type, computed here one element at a time, in place or not, with its copy.
+TEST(Quant, StoreSumAsIsTheFloatSumRoundedOnceWithItsCopy) {
+  std::mt19937 rng(21);
+  const size_t n = 2 * kMaxGroupSize + 123;  // chunks and a remainder
+  std::vector<float> x = sample("normal", n, rng), addend = sample("normal", n, rng);
+  x[5] = -0.0f, addend[5] = 0.0f, x[6] = INFINITY, addend[7] = NAN, x[8] = 65000, addend[8] = 100;
+  for (DataType type : kFloatTypes) {
+    const auto in = stored(x, type);
+    std::vector<float> expected(n);
+    for (size_t i = 0; i < n; ++i) expected[i] = loaded(in, type, i) + addend[i];
+    const auto want = stored(expected, type);
+    std::vector<unsigned char> out(in.size()), copy(in.size());
+    ASSERT_EQ(storeSumAs(in.data(), type, n, addend.data(), out.data(), copy.data()),
+              Status::kSuccess);
+    EXPECT_EQ(out, want) << dataTypeName(type);
+    EXPECT_EQ(copy, want) << dataTypeName(type);
+    auto inPlace = in;
+    ASSERT_EQ(storeSumAs(inPlace.data(), type, n, addend.data(), inPlace.data(), nullptr),
+              Status::kSuccess);
+    EXPECT_EQ(inPlace, want) << dataTypeName(type) << " in place";
+  }
+  EXPECT_EQ(storeSumAs(x.data(), DataType::kInt32, n, addend.data(), x.data(), nullptr),
+            Status::kInvalidArgument);
+  EXPECT_NE(std::string(lastThreadError()).find("type=int32"), std::string::npos);
+  EXPECT_EQ(storeSumAs(x.data(), DataType::kFloat32, n, nullptr, x.data(), nullptr),
+            Status::kInvalidArgument);
+}
+
+// Error feedback against its definition, computed here: the message is the quantization of
+// x + residual, the new residual what decoding it lost (to the bit, signed zeros too), and
+// over calls nothing is lost: the decoded messages sum to the inputs' sum plus the first
+// residual minus the last (fp64, to float32 rounding).
+TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
+  std::mt19937 rng(22);
+  const size_t n = kMaxGroupSize + 1000;
+  for (const Format& f : kFormats) {
+    for (DataType type : kFloatTypes) {
+      for (bool smoothing : {false, true}) {
+        QuantParams p{f.bits, f.scheme, 256, Rounding::kNearestEven, 9};
+        p.smoothing = smoothing;
+        const std::string what = std::string(dataTypeName(type)) + " int" + std::to_string(f.bits) +
+                                 (smoothing ? " smoothed" : "");
+        std::vector<float> residual = sample("normal", n, rng), work(n), lost(n);
+        for (auto& r : residual) r *= 0.01f;
+        const std::vector<float> first = residual;
+        std::vector<double> sent(n, 0.0), given(n, 0.0);
+        std::vector<unsigned char> message(quantizedBytes(n, p));
+        for (int call = 0; call < 4; ++call) {
+          const auto in = stored(sample("normal", n, rng), type);
+          std::vector<float> compensated(n);
+          for (size_t i = 0; i < n; ++i) compensated[i] = loaded(in, type, i) + residual[i];
+          const auto want = quantizeOrDie(compensated.data(), DataType::kFloat32, n, p);
+          std::vector<float> decoded(n);
+          ASSERT_EQ(dequantize(want.data(), want.size(), decoded.data(), DataType::kFloat32, n),
+                    Status::kSuccess);
+          for (size_t i = 0; i < n; ++i) lost[i] = -(-compensated[i] + decoded[i]);
+          ASSERT_EQ(quantizeWithFeedback(in.data(), type, n, p, message.data(), message.size(),
+                                         residual.data(), work.data()),
+                    Status::kSuccess)
+              << lastThreadError();
+          ASSERT_EQ(message, want) << what << " call " << call;
+          ASSERT_EQ(0, std::memcmp(residual.data(), lost.data(), 4 * n)) << what;
+          for (size_t i = 0; i < n; ++i) sent[i] += decoded[i], given[i] += loaded(in, type, i);
+        }
+        for (size_t i = 0; i < n; ++i) {
+          const double kept = given[i] + first[i] - residual[i];
+          ASSERT_NEAR(sent[i], kept, 1e-5 * (1 + std::fabs(kept))) << what << " element " << i;
+        }
+      }
+    }
+  }
+  std::vector<float> x(100, 1.0f), residual(100, 0.0f);
+  std::vector<unsigned char> message(quantizedBytes(100, QuantParams{}));
+  EXPECT_EQ(quantizeWithFeedback(x.data(), DataType::kBfloat16, 100, QuantParams{}, message.data(),
+                                 message.size(), residual.data(), x.data()),
+            Status::kInvalidArgument)
+      << "float32 work cannot be the bfloat16 input";
+}
+
+// A device's kernels fall back on Kernels' unfused defaults for these two: they give the
+// host's fused results to the bit.
+TEST(Quant, UnfusedDefaultsGiveTheFusedKernelsResults) {
+  std::mt19937 rng(23);
+  const size_t n = kMaxGroupSize + 777;
+  Kernels& unfused = unfusedHostKernels();
+  Kernels& fused = hostKernels();
+  for (DataType type : kFloatTypes) {
+    const auto x = stored(sample("normal", n, rng), type);
+    const std::vector<float> addend = sample("uniform", n, rng);
+    std::vector<unsigned char> out1(x.size()), out2(x.size()), copy1(x.size()), copy2(x.size());
+    auto scratch = addend;
+    ASSERT_EQ(unfused.storeSumAs(x.data(), type, n, scratch.data(), out1.data(), copy1.data()),
+              Status::kSuccess);
+    scratch = addend;
+    ASSERT_EQ(fused.storeSumAs(x.data(), type, n, scratch.data(), out2.data(), copy2.data()),
+              Status::kSuccess);
+    EXPECT_EQ(out1, out2) << dataTypeName(type);
+    EXPECT_EQ(copy1, copy2) << dataTypeName(type);
+    for (const Format& f : kFormats) {
+      QuantParams p{f.bits, f.scheme, 128, Rounding::kStochastic, 5};
+      p.smoothing = f.bits != 8;
+      std::vector<float> r1 = addend, r2 = addend, w1(n), w2(n);
+      std::vector<unsigned char> m1(quantizedBytes(n, p)), m2(m1.size());
+      ASSERT_EQ(unfused.quantizeWithFeedback(x.data(), type, n, p, m1.data(), m1.size(), r1.data(),
+                                             w1.data()),
+                Status::kSuccess);
+      ASSERT_EQ(fused.quantizeWithFeedback(x.data(), type, n, p, m2.data(), m2.size(), r2.data(),
+                                           w2.data()),
+                Status::kSuccess);
+      EXPECT_EQ(m1, m2) << dataTypeName(type) << " int" << f.bits;
+      EXPECT_EQ(0, std::memcmp(r1.data(), r2.data(), 4 * n)) << dataTypeName(type);
+    }
+  }
+}
+
 TEST(Quant, MalformedOrShortMessagesAreRejectedWithoutOverreading) {
   std::vector<float> x(1000, 1.0f);
   QuantParams p;
