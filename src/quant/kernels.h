@@ -41,6 +41,9 @@ struct QuantKernels {
   // walshHadamard() of group_math.h on n values (a power of two, at least 32): the same
   // butterflies, stage after stage, several at a time (smoothing's rotation, rotation.h).
   void (*walshHadamard)(float* v, uint32_t n);
+  // v[i] = -v[i] where smoothingFlips(seed, first, i) (group_math.h), n a multiple of 32: the
+  // rotation's random signs, 32 from each hash.
+  void (*flipSigns)(float* v, uint32_t n, uint32_t seed, uint64_t first);
 };
 
 const QuantKernels& scalarQuantKernels();

@@ -338,13 +338,29 @@ void walshHadamardLanes(float* v, uint32_t n) {
   }
 }
 
+// Eight signs a vector: each lane tests its bit of the word's octet and XORs the sign bit.
+void flipSigns(float* v, uint32_t n, uint32_t seed, uint64_t first) {
+  const __m256i laneBits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  const __m256 signBit = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN));
+  for (uint32_t word = 0; word < n / 32; ++word) {
+    const uint32_t signs = smoothingSignWord(seed, first, word);
+    for (uint32_t octet = 0; octet < 4; ++octet) {
+      const __m256i octetBits = _mm256_set1_epi32(static_cast<int>(signs >> (8 * octet)));
+      const __m256i flips = _mm256_cmpeq_epi32(_mm256_and_si256(octetBits, laneBits), laneBits);
+      float* at = v + 32 * word + 8 * octet;
+      _mm256_storeu_ps(at, _mm256_xor_ps(_mm256_loadu_ps(at),
+                                         _mm256_and_ps(_mm256_castsi256_ps(flips), signBit)));
+    }
+  }
+}
+
 }  // namespace
 
 const QuantKernels* avx2QuantKernels() {
   static const QuantKernels kernels{
-      "avx2",        stats,          codesNearest, codesStochastic,   decodeSigned, decodeUnsigned,
-      packNibbles,   unpackNibbles,  packCrumbs,   unpackCrumbs,      widenFloat16, widenBfloat16,
-      narrowFloat16, narrowBfloat16, accumulate,   walshHadamardLanes};
+      "avx2",        stats,          codesNearest, codesStochastic,    decodeSigned, decodeUnsigned,
+      packNibbles,   unpackNibbles,  packCrumbs,   unpackCrumbs,       widenFloat16, widenBfloat16,
+      narrowFloat16, narrowBfloat16, accumulate,   walshHadamardLanes, flipSigns};
   // F16C from cpuid directly: clang's __builtin_cpu_supports does not know it.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;

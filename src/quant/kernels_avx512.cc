@@ -263,6 +263,20 @@ void walshHadamardLanes(float* v, uint32_t n) {
   }
 }
 
+// Sixteen signs a vector: the word's half is the mask of the lanes whose sign bit flips.
+void flipSigns(float* v, uint32_t n, uint32_t seed, uint64_t first) {
+  const __m512i signBit = _mm512_set1_epi32(INT32_MIN);
+  for (uint32_t word = 0; word < n / 32; ++word) {
+    const uint32_t signs = smoothingSignWord(seed, first, word);
+    for (uint32_t half = 0; half < 2; ++half) {
+      float* at = v + 32 * word + kLanes * half;
+      const __m512i x = _mm512_castps_si512(_mm512_loadu_ps(at));
+      const auto lanes = static_cast<__mmask16>(signs >> (kLanes * half));
+      _mm512_storeu_ps(at, _mm512_castsi512_ps(_mm512_mask_xor_epi32(x, lanes, x, signBit)));
+    }
+  }
+}
+
 }  // namespace
 
 const QuantKernels* avx512QuantKernels() {
@@ -285,7 +299,8 @@ const QuantKernels* avx512QuantKernels() {
                                     narrowFloat16,
                                     narrowBfloat16,
                                     accumulate,
-                                    walshHadamardLanes};
+                                    walshHadamardLanes,
+                                    flipSigns};
   return &kernels;
 }
 

@@ -100,13 +100,19 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) accumulator[i] += x[i];
 }
 
+void flipSigns(float* v, uint32_t n, uint32_t seed, uint64_t first) {
+  for (uint32_t i = 0; i < n; ++i) {
+    if (smoothingFlips(seed, first, i)) v[i] = -v[i];
+  }
+}
+
 }  // namespace
 
 const QuantKernels& scalarQuantKernels() {
-  static const QuantKernels kernels{"scalar",      stats,          codesNearest, codesStochastic,
-                                    decodeSigned,  decodeUnsigned, packNibbles,  unpackNibbles,
-                                    packCrumbs,    unpackCrumbs,   widenFloat16, widenBfloat16,
-                                    narrowFloat16, narrowBfloat16, accumulate,   walshHadamard};
+  static const QuantKernels kernels{
+      "scalar",      stats,          codesNearest, codesStochastic, decodeSigned, decodeUnsigned,
+      packNibbles,   unpackNibbles,  packCrumbs,   unpackCrumbs,    widenFloat16, widenBfloat16,
+      narrowFloat16, narrowBfloat16, accumulate,   walshHadamard,   flipSigns};
   return kernels;
 }
 

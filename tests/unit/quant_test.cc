@@ -623,6 +623,13 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
       ref.walshHadamard(h1.data(), static_cast<uint32_t>(n));
       simd->walshHadamard(h2.data(), static_cast<uint32_t>(n));
       EXPECT_EQ(0, std::memcmp(h1.data(), h2.data(), 4 * n)) << "walshHadamard n=" << n;
+      std::vector<float> s1 = x, s2 = x;
+      s1[1] = s2[1] = NAN;
+      for (uint64_t first : {uint64_t{0}, uint64_t{4096} * 77}) {
+        ref.flipSigns(s1.data(), static_cast<uint32_t>(n), 0x5eed, first);
+        simd->flipSigns(s2.data(), static_cast<uint32_t>(n), 0x5eed, first);
+        EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), 4 * n)) << "flipSigns n=" << n;
+      }
     }
     // Conversions over every 16-bit pattern slice and specials.
     std::vector<uint16_t> bits(n), h1(n), h2(n);
