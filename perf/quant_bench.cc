@@ -46,6 +46,7 @@ QuantParams paramsFrom(const benchmark::State& state) {
   p.bits = static_cast<int>(state.range(0));
   p.scheme = static_cast<QuantScheme>(state.range(1));
   p.groupSize = static_cast<uint32_t>(state.range(3));
+  p.smoothing = state.range(4) != 0;
   return p;
 }
 
@@ -53,7 +54,8 @@ void labelFor(benchmark::State& state, DataType type) {
   const QuantParams p = paramsFrom(state);
   state.SetLabel(std::string("int") + std::to_string(p.bits) +
                  (p.scheme == QuantScheme::kSymmetric ? " sym " : " asym ") + dataTypeName(type) +
-                 " group " + std::to_string(p.groupSize) + " [" + quantKernelName() + "]");
+                 " group " + std::to_string(p.groupSize) + (p.smoothing ? " smoothed" : "") + " [" +
+                 quantKernelName() + "]");
 }
 
 void BM_Quantize(benchmark::State& state) {
@@ -210,11 +212,13 @@ constexpr int kBf16 = static_cast<int>(DataType::kBfloat16);
 void formats(benchmark::internal::Benchmark* b) {
   for (int bits : {8, 4, 2})
     for (int scheme : {0, 1})
-      for (int type : {kF32, kF16, kBf16}) b->Args({bits, scheme, type, kDefaultGroupSize});
+      for (int type : {kF32, kF16, kBf16}) b->Args({bits, scheme, type, kDefaultGroupSize, 0});
+  // Smoothing's rotation on top (every smoothed group, both ways).
+  for (int type : {kF32, kBf16}) b->Args({4, 0, type, kDefaultGroupSize, 1});
 }
 
 void groupSizes(benchmark::internal::Benchmark* b) {
-  for (int group = 32; group <= 4096; group *= 2) b->Args({8, 0, kF32, group});
+  for (int group = 32; group <= 4096; group *= 2) b->Args({8, 0, kF32, group, 0});
 }
 
 BENCHMARK(BM_Memcpy)->Arg(kF32)->Arg(kBf16)->Unit(benchmark::kMillisecond);
@@ -223,8 +227,8 @@ BENCHMARK(BM_AccumulateAsFloat)->Arg(kF32)->Arg(kBf16)->Unit(benchmark::kMillise
 BENCHMARK(BM_Quantize)->Apply(formats)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Dequantize)->Apply(formats)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DequantizeAccumulate)
-    ->Args({8, 0, kF32, kDefaultGroupSize})
-    ->Args({4, 0, kF32, kDefaultGroupSize})
+    ->Args({8, 0, kF32, kDefaultGroupSize, 0})
+    ->Args({4, 0, kF32, kDefaultGroupSize, 0})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StoreSumAs)->ArgsProduct({{kF32, kBf16}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_QuantizeWithFeedback)

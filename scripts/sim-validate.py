@@ -33,9 +33,10 @@ FAMILIES = {
     "copy-gbps": ["BM_Memcpy/8"],
     "reduce-gbps": ["BM_ReduceInto/7"],
     "accumulate-gbps": ["BM_AccumulateAsFloat/7"],
-    "quantize-gbps": ["BM_Quantize/8/0/7/512", "BM_Quantize/4/0/7/512"],
-    "dequantize-gbps": ["BM_Dequantize/8/0/7/512", "BM_Dequantize/4/0/7/512",
-                        "BM_DequantizeAccumulate/8/0/8/512", "BM_DequantizeAccumulate/4/0/8/512"],
+    "quantize-gbps": ["BM_Quantize/8/0/7/512/0", "BM_Quantize/4/0/7/512/0"],
+    "dequantize-gbps": ["BM_Dequantize/8/0/7/512/0", "BM_Dequantize/4/0/7/512/0",
+                        "BM_DequantizeAccumulate/8/0/8/512/0",
+                        "BM_DequantizeAccumulate/4/0/8/512/0"],
 }
 
 
