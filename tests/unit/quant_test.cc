@@ -355,6 +355,13 @@ float loaded(const std::vector<unsigned char>& v, DataType type, size_t i) {
   return type == DataType::kFloat16 ? toFloat(float16_t{half}) : toFloat(bfloat16_t{half});
 }
 
+// The bit patterns, so that -0 and +0 (and NaNs) compare as what they are.
+std::vector<uint32_t> bitsOf(const std::vector<float>& v) {
+  std::vector<uint32_t> bits(v.size());
+  std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
+  return bits;
+}
+
 constexpr DataType kFloatTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16};
 
 // The fused sum of a gathered change and its reference: the float32 sum rounded once to the
@@ -419,7 +426,7 @@ TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
                     Status::kSuccess)
               << lastThreadError();
           ASSERT_EQ(message, want) << what << " call " << call;
-          ASSERT_EQ(0, std::memcmp(residual.data(), lost.data(), 4 * n)) << what;
+          ASSERT_EQ(bitsOf(residual), bitsOf(lost)) << what;
           for (size_t i = 0; i < n; ++i) sent[i] += decoded[i], given[i] += loaded(in, type, i);
         }
         for (size_t i = 0; i < n; ++i) {
@@ -468,7 +475,7 @@ TEST(Quant, UnfusedDefaultsGiveTheFusedKernelsResults) {
                                            w2.data()),
                 Status::kSuccess);
       EXPECT_EQ(m1, m2) << dataTypeName(type) << " int" << f.bits;
-      EXPECT_EQ(0, std::memcmp(r1.data(), r2.data(), 4 * n)) << dataTypeName(type);
+      EXPECT_EQ(bitsOf(r1), bitsOf(r2)) << dataTypeName(type);
     }
   }
 }
