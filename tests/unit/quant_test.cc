@@ -13,6 +13,7 @@
 
 #include "common/half.h"
 #include "kernels/kernels.h"
+#include "kernels/reduce_math.h"
 #include "quant/group_math.h"
 #include "quant/kernels.h"
 #include "quant/quantize.h"
@@ -333,26 +334,26 @@ TEST(Quant, DequantizeAccumulateAddsInFloat32) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(acc[i], 1.5f + y[i]);
 }
 
-// Values of `type` (its bits, two or four bytes each) from float32, and back.
+// Values of `type` (its bits, two or four bytes each) from float32, and back, by the
+// library's scalar conversions (Traits), not the kernels under test.
 std::vector<unsigned char> stored(const std::vector<float>& x, DataType type) {
   std::vector<unsigned char> out(x.size() * elementSize(type));
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (type == DataType::kFloat32) {
-      std::memcpy(out.data() + 4 * i, &x[i], 4);
-    } else {
-      const uint16_t half =
-          type == DataType::kFloat16 ? toFloat16(x[i]).bits : toBfloat16(x[i]).bits;
-      std::memcpy(out.data() + 2 * i, &half, 2);
+  withType(type, [&](auto zero) {
+    using T = decltype(zero);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const T value = Traits<T>::store(x[i]);
+      std::memcpy(out.data() + i * sizeof(T), &value, sizeof(T));
     }
-  }
+  });
   return out;
 }
 float loaded(const std::vector<unsigned char>& v, DataType type, size_t i) {
-  float value = 0;
-  uint16_t half = 0;
-  if (type == DataType::kFloat32) return std::memcpy(&value, v.data() + 4 * i, 4), value;
-  std::memcpy(&half, v.data() + 2 * i, 2);
-  return type == DataType::kFloat16 ? toFloat(float16_t{half}) : toFloat(bfloat16_t{half});
+  return withType(type, [&](auto zero) {
+    using T = decltype(zero);
+    T value;
+    std::memcpy(&value, v.data() + i * sizeof(T), sizeof(T));
+    return static_cast<float>(Traits<T>::load(value));
+  });
 }
 
 // The bit patterns, so that -0 and +0 (and NaNs) compare as what they are.
