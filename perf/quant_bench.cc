@@ -184,6 +184,31 @@ void BM_StoreSumAs(benchmark::State& state) {
                  fusion(state));
 }
 
+// A gathered INT4 change decoded onto its reference, stored and copied out (the weight
+// differences' all-gather), in bytes of the values; unfused: decoded to float32, then added.
+void BM_DequantizeOnto(benchmark::State& state) {
+  const DataType type = static_cast<DataType>(state.range(0));
+  auto reference = input(type);
+  std::vector<char> copy(reference.size());
+  QuantParams p;
+  p.bits = 4;
+  std::vector<float> change(kElements, 0.0f), work(kElements);
+  std::vector<unsigned char> message(quantizedBytes(kElements, p));
+  quantize(change.data(), DataType::kFloat32, kElements, p, message.data(), message.size());
+  const SumTarget target{reference.data(), type, reference.data(), copy.data()};
+  Kernels& k = kernelsFor(state);
+  for (auto _ : state) {
+    if (k.dequantizeOnto(message.data(), message.size(), p, kElements, target, work.data()) !=
+        Status::kSuccess) {
+      state.SkipWithError("dequantizeOnto failed");
+    }
+    benchmark::DoNotOptimize(copy.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * reference.size()));
+  state.SetLabel(std::string(dataTypeName(type)) + " reference plus int4 change" + fusion(state) +
+                 " [" + quantKernelName() + "]");
+}
+
 // INT4 quantization with error feedback (residual added, what was lost kept), in bytes of input.
 void BM_QuantizeWithFeedback(benchmark::State& state) {
   const DataType type = static_cast<DataType>(state.range(0));
@@ -231,6 +256,7 @@ BENCHMARK(BM_DequantizeAccumulate)
     ->Args({4, 0, kF32, kDefaultGroupSize, 0})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StoreSumAs)->ArgsProduct({{kF32, kBf16}, {0, 1}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DequantizeOnto)->ArgsProduct({{kF32, kBf16}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_QuantizeWithFeedback)
     ->ArgsProduct({{kF32, kBf16}, {0, 1}})
     ->Unit(benchmark::kMillisecond);

@@ -42,8 +42,13 @@ Status allGatherDifferences(Context& ctx, const CollectiveArgs& a, const Collect
   ZCCL_CHECK(ctx.kernels.convertToFloat(values + a.blocks.offset(me) * es, a.type, count, change));
   ZCCL_CHECK(ctx.kernels.negateFloats(change, count));
   ZCCL_CHECK(ctx.kernels.accumulateAsFloat(mine, a.type, count, change));
-  ZCCL_CHECK(runCollective(ctx, Collective::kAllGather,
-                           CollectiveArgs{change, changes, a.blocks, DataType::kFloat32}, options));
+  // The quantized paths decode each change straight onto the reference; a path that gathers
+  // the float32 changes themselves leaves them in `changes`.
+  GatherOnto onto{SumTarget{values, a.type, values, a.recv}};
+  CollectiveArgs gather{change, changes, a.blocks, DataType::kFloat32};
+  gather.onto = &onto;
+  ZCCL_CHECK(runCollective(ctx, Collective::kAllGather, gather, options));
+  if (onto.applied) return Status::kSuccess;
   return ctx.kernels.storeSumAs(values, a.type, total, changes, values, a.recv);
 }
 

@@ -112,10 +112,8 @@ class QuantizedAllGatherRing {
   Status dequantizeChunk(int block, size_t row) {
     const size_t count = rows_.chunkSize(a_.blocks.size(block), row);
     if (count == 0) return Status::kSuccess;
-    char* out = static_cast<char*>(a_.recv) +
-                (a_.blocks.offset(block) + row * rows_.chunk()) * elementSize(a_.type);
-    return ctx_.kernels.dequantize(message(block, row), chunkBytes(block, row), params_, out,
-                                   a_.type, count);
+    return decodeGathered(ctx_, a_, params_, message(block, row), chunkBytes(block, row),
+                          a_.blocks.offset(block) + row * rows_.chunk(), count);
   }
 
   Status dequantizeOwn() {
@@ -239,15 +237,13 @@ class QuantizedAllGatherTwoLevel {
   }
 
   Status dequantizeRow(int local, size_t row) {
-    const size_t es = elementSize(a_.type);
     for (int node = 0; node < lv_.numNodes; ++node) {
       const int owner = lv_.rankAt(node, local);
       const size_t count = rows_.chunkSize(a_.blocks.size(owner), row);
       if (count == 0) continue;
-      char* out =
-          static_cast<char*>(a_.recv) + (a_.blocks.offset(owner) + row * rows_.chunk()) * es;
-      ZCCL_CHECK(ctx_.kernels.dequantize(message(local, row, node), messageBytes(count, params_),
-                                         params_, out, a_.type, count));
+      ZCCL_CHECK(decodeGathered(ctx_, a_, params_, message(local, row, node),
+                                messageBytes(count, params_),
+                                a_.blocks.offset(owner) + row * rows_.chunk(), count));
     }
     return Status::kSuccess;
   }

@@ -32,7 +32,7 @@ enum ScratchSlot : size_t {
   kScratchReduced = 7,     // a reduce's block of a rank other than the root
   kScratchFeedback = 8,    // float32 values being quantized with error feedback
   kScratchDifference = 9,  // a rank's block's change from its reference (float32)
-  kScratchGathered = 10,   // every block's change, dequantized (float32)
+  kScratchGathered = 10,   // every block's change in float32 (decoding's work space)
 };
 
 // An array of `count` input pointers from the scratch pool (no allocation per call).

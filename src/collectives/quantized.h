@@ -49,6 +49,17 @@ inline Status quantizeWithFeedback(Kernels& k, const void* in, DataType type, si
   return k.quantizeWithFeedback(in, type, count, params, message, capacity, residual, work);
 }
 
+// Decodes the message of the `count` gathered elements that start at element `first` of the
+// all-gather's buffer: into recv, or onto the call's target (recv, float32, as work space).
+inline Status decodeGathered(Context& ctx, const CollectiveArgs& a, const QuantParams& format,
+                             const void* message, size_t bytes, size_t first, size_t count) {
+  char* out = static_cast<char*>(a.recv) + first * elementSize(a.type);
+  if (a.onto == nullptr) return ctx.kernels.dequantize(message, bytes, format, out, a.type, count);
+  a.onto->applied = true;
+  return ctx.kernels.dequantizeOnto(message, bytes, format, count, a.onto->target.from(first),
+                                    reinterpret_cast<float*>(out));
+}
+
 // Blocks cut into rows of chunks for the pipelined algorithms: chunk `row` of a block holds
 // its elements [row * chunk, (row + 1) * chunk), each chunk one quantized message, and `chunk`
 // is a multiple of every group size, so that the groups are those of the whole block. A block

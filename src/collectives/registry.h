@@ -12,6 +12,15 @@
 
 namespace zccl {
 
+// Where an all-gather's gathered float32 values go besides recv (weight differences: onto
+// their reference). The quantized paths add each block to the target as they decode it, recv
+// then only their work space, and mark it applied; paths that do not decode store the values
+// in recv and leave it unapplied.
+struct GatherOnto {
+  SumTarget target;  // of the whole gathered buffer
+  bool applied = false;
+};
+
 // What every algorithm is called with: the logical buffer (what all ranks hold together:
 // all-gather's output, reduce-scatter's input, all-reduce's and broadcast's buffer,
 // all-to-all's count * ranks) cut into one block per rank.
@@ -22,6 +31,7 @@ struct CollectiveArgs {
   DataType type;
   RedOp op = RedOp::kSum;
   int root = 0;
+  GatherOnto* onto = nullptr;  // all-gather of float32 values only
 };
 
 struct CostTerms;

@@ -83,6 +83,12 @@ class PricedKernels final : public Kernels {
     charge(Family::kAccumulate, count * sizeof(float));
     return inner_.storeSumAs(x, type, count, addend, out, copy);
   }
+  Status dequantizeOnto(const void* message, size_t bytes, const QuantParams& format, size_t count,
+                        const SumTarget& target, float* work) override {
+    charge(Family::kDequantize, count * elementSize(target.type));
+    charge(Family::kAccumulate, count * elementSize(target.type));
+    return inner_.dequantizeOnto(message, bytes, format, count, target, work);
+  }
   Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
                               void* message, size_t capacity, float* residual,
                               float* work) override {

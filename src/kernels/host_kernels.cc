@@ -70,6 +70,12 @@ class HostKernels final : public Kernels {
     if (!fused_) return Kernels::storeSumAs(x, type, count, addend, out, copy);
     return zccl::storeSumAs(x, type, count, addend, out, copy);
   }
+  Status dequantizeOnto(const void* message, size_t bytes, const QuantParams& format, size_t count,
+                        const SumTarget& target, float* work) override {
+    if (!fused_) return Kernels::dequantizeOnto(message, bytes, format, count, target, work);
+    ZCCL_CHECK(checkFormat(message, bytes, format, count));
+    return zccl::dequantizeOnto(message, bytes, count, target);
+  }
   Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
                               void* message, size_t capacity, float* residual,
                               float* work) override {

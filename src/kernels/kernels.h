@@ -67,6 +67,14 @@ class Kernels {
     ZCCL_CHECK(storeFloatAs(addend, count, 1, type, out));
     return copy != nullptr ? this->copy(copy, out, count * elementSize(type)) : Status::kSuccess;
   }
+  // A message decoded onto typed values (quant/quantize.h's dequantizeOnto): out = x + x^ in
+  // the target's type. By default dequantize into `work` (count float32 values) and storeSumAs;
+  // the fused kernel leaves `work` alone.
+  virtual Status dequantizeOnto(const void* message, size_t bytes, const QuantParams& format,
+                                size_t count, const SumTarget& target, float* work) {
+    ZCCL_CHECK(dequantize(message, bytes, format, work, DataType::kFloat32, count));
+    return storeSumAs(target.x, target.type, count, work, target.out, target.copy);
+  }
   // Quantization with error feedback (quant/quantize.h's quantizeWithFeedback). By default its
   // unfused steps, through `work`: residual = -(-work + x^) is what the message lost.
   virtual Status quantizeWithFeedback(const void* x, DataType type, size_t count,
@@ -96,7 +104,8 @@ Status checkMessageFormat(const QuantHeader& header, const QuantParams& format, 
 
 // The kernels of host memory: the CPU's (SIMD where the CPU has it), synchronous.
 Kernels& hostKernels();
-// The same with Kernels' unfused defaults for storeSumAs and quantizeWithFeedback, the steps a
+// The same with Kernels' unfused defaults for storeSumAs, dequantizeOnto and
+// quantizeWithFeedback, the steps a
 // device runs: what the fused ones are tested and measured against.
 Kernels& unfusedHostKernels();
 

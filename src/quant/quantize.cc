@@ -143,6 +143,36 @@ Status decodeGroups(const void* message, size_t bytes, size_t count, Target&& ta
   return Status::kSuccess;
 }
 
+Status checkSumTarget(const SumTarget& target, size_t count) {
+  ZCCL_CHECK(checkQuantizableType(target.type, "type"));
+  if ((target.x == nullptr || target.out == nullptr) && count > 0) {
+    return fail(Status::kInvalidArgument, "x or out NULL with count=%zu", count);
+  }
+  return Status::kSuccess;
+}
+
+// Elements [first, first + n) of the target (n at most kMaxGroupSize): x + changes in float32
+// through `staged`, rounded once to the type, stored in out and copy.
+void storeGroupSum(const QuantKernels& k, const SumTarget& target, size_t first, size_t n,
+                   const float* changes, float* staged) {
+  if (target.type == DataType::kFloat32) {
+    // The sum needs no rounding to the type: formed where it is stored.
+    float* out = static_cast<float*>(target.out) + first;
+    const float* x = static_cast<const float*>(target.x) + first;
+    if (out != x) std::memmove(out, x, n * sizeof(float));
+    k.accumulate(out, changes, n);
+  } else {
+    widenAs(k, target.type, target.x, first, n, staged);
+    k.accumulate(staged, changes, n);
+    narrowAs(k, target.type, staged, n, target.out, first);
+  }
+  if (target.copy != nullptr) {
+    const size_t es = elementSize(target.type);
+    std::memcpy(static_cast<char*>(target.copy) + first * es,
+                static_cast<const char*>(target.out) + first * es, n * es);
+  }
+}
+
 // Checks a quantization's arguments and writes the message's header and padding.
 Status startMessage(const void* in, DataType type, size_t count, const QuantParams& params,
                     void* out, size_t capacity, MessageParts* parts) {
@@ -366,27 +396,45 @@ Status storeFloatAs(float* values, size_t count, int divisor, DataType type, voi
   return Status::kSuccess;
 }
 
+SumTarget SumTarget::from(size_t first) const {
+  const size_t skip = first * elementSize(type);
+  return {static_cast<const char*>(x) + skip, type, static_cast<char*>(out) + skip,
+          copy != nullptr ? static_cast<char*>(copy) + skip : nullptr};
+}
+
 Status storeSumAs(const void* x, DataType type, size_t count, const float* addend, void* out,
                   void* copy) {
-  ZCCL_CHECK(checkQuantizableType(type, "type"));
-  if ((x == nullptr || addend == nullptr || out == nullptr) && count > 0) {
-    return fail(Status::kInvalidArgument, "x, addend or out NULL with count=%zu", count);
+  const SumTarget target{x, type, out, copy};
+  ZCCL_CHECK(checkSumTarget(target, count));
+  if (addend == nullptr && count > 0) {
+    return fail(Status::kInvalidArgument, "addend=NULL with count=%zu", count);
   }
   const QuantKernels& k = activeQuantKernels();
-  const size_t es = elementSize(type);
   // A group's worth at a time, so that the sum and its narrowed copy stay in the cache.
   alignas(64) float staged[kMaxGroupSize];
   for (size_t first = 0; first < count; first += kMaxGroupSize) {
-    const size_t n = std::min<size_t>(kMaxGroupSize, count - first);
-    widenAs(k, type, x, first, n, staged);
-    k.accumulate(staged, addend + first, n);
-    narrowAs(k, type, staged, n, out, first);
-    if (copy != nullptr) {
-      std::memcpy(static_cast<char*>(copy) + first * es, static_cast<const char*>(out) + first * es,
-                  n * es);
-    }
+    storeGroupSum(k, target, first, std::min<size_t>(kMaxGroupSize, count - first), addend + first,
+                  staged);
   }
   return Status::kSuccess;
+}
+
+Status dequantizeOnto(const void* message, size_t bytes, size_t count, const SumTarget& target) {
+  ZCCL_CHECK(checkSumTarget(target, count));
+  const QuantKernels& k = activeQuantKernels();
+  // Groups decoded side by side into a batch of kMaxGroupSize (a multiple of every group size),
+  // added to the target a batch at a time: fewer, longer kernel calls than a group at a time.
+  alignas(64) float changes[kMaxGroupSize];
+  alignas(64) float staged[kMaxGroupSize];
+  size_t batchFirst = 0;
+  return decodeGroups(
+      message, bytes, count, [&](size_t first) { return changes + (first - batchFirst); },
+      [&](size_t first, size_t n, const float*) {
+        const size_t end = first + n;
+        if (end - batchFirst < kMaxGroupSize && end < count) return;
+        storeGroupSum(k, target, batchFirst, end - batchFirst, changes, staged);
+        batchFirst = end;
+      });
 }
 
 Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,

@@ -70,9 +70,26 @@ Status storeFloatAs(float* values, size_t count, int divisor, DataType type, voi
 
 // out[i] = x[i] + addend[i] in float32, rounded once to `type` (of x: float32, float16 or
 // bfloat16), and copy[i] = out[i] where `copy` is not NULL: accumulateAsFloat, storeFloatAs and
-// a copy in one pass over memory (a gathered change added to its reference). out may alias x.
+// a copy in one pass over memory (a gathered change added to its reference). out may alias x,
+// not addend.
 Status storeSumAs(const void* x, DataType type, size_t count, const float* addend, void* out,
                   void* copy);
+
+// Typed values that decoded changes are added to (weight differences' reference):
+// out[i] = x[i] + change[i] in float32, rounded once to `type` (float32, float16 or bfloat16),
+// and copy[i] = out[i] where `copy` is not NULL. out may alias x.
+struct SumTarget {
+  const void* x;
+  DataType type;
+  void* out;
+  void* copy;
+  // The same target from element `first` on.
+  SumTarget from(size_t first) const;
+};
+
+// Decodes a message (`count` elements) onto `target`: dequantize() into float32 and
+// storeSumAs() in one pass over memory, with their bits; the float32 changes are never stored.
+Status dequantizeOnto(const void* message, size_t bytes, size_t count, const SumTarget& target);
 
 // Quantizes x + residual with error feedback (EF21, LoCo): the message is quantize() of the
 // float32 sums x[i] + residual[i], and then residual[i] = -(-(x[i] + residual[i]) + x^[i]),

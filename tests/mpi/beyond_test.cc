@@ -86,7 +86,8 @@ class BeyondZeroPlusPlus : public ::testing::Test {
 
   // Runs `steps` all-gathers of weight differences; returns the bytes sent per step.
   std::vector<uint64_t> gatherDifferences(zcclDataType_t type, const Wire& wire, size_t count,
-                                          int steps, int resyncEvery) {
+                                          int steps, int resyncEvery,
+                                          zcclHierarchy_t hierarchy = zcclHierarchyFlat) {
     const size_t es = sizeOf(type);
     zcclReference_t reference = nullptr;
     EXPECT_EQ(zcclReferenceCreate(comm_, count, type, resyncEvery, &reference), zcclSuccess)
@@ -94,7 +95,7 @@ class BeyondZeroPlusPlus : public ::testing::Test {
     size_t held = 0;
     EXPECT_EQ(zcclReferenceBytes(reference, &held), zcclSuccess);
     EXPECT_EQ(held, count * layout_.n * es) << "the reference holds every rank's block";
-    zcclCollOptions options = wire.options(zcclHierarchyFlat);
+    zcclCollOptions options = wire.options(hierarchy);
     options.reference = reference;
     std::vector<double> weights;
     std::vector<char> mine(count * es), result(count * layout_.n * es), previous;
@@ -143,6 +144,10 @@ TEST_F(BeyondZeroPlusPlus, DifferencesKeepReferencesEqualOverManySteps) {
       gatherDifferences(type, wire, count, 200, 0);
     }
   }
+  // The two-level quantized all-gather decodes onto the reference as the ring does.
+  SCOPED_TRACE("two levels");
+  gatherDifferences(zcclBfloat16, Wire{zcclWireInt4, zcclQuantSymmetric, 256, false}, count, 50, 0,
+                    zcclHierarchyTwoLevel);
 }
 
 TEST_F(BeyondZeroPlusPlus, ResyncsAreExactAndTheStepsBetweenSendTheFormatsBytes) {

@@ -394,6 +394,60 @@ TEST(Quant, StoreSumAsIsTheFloatSumRoundedOnceWithItsCopy) {
             Status::kInvalidArgument);
 }
 
+// A gathered change decoded onto its reference: the decoded float32 change (dequantize, whose
+// error is bounded above) plus the reference, summed and rounded once here element by element,
+// for every format, type and smoothing, in place (as the weight differences' all-gather runs
+// it) or not, with its copy.
+TEST(Quant, DequantizeOntoIsTheDecodedChangePlusTheReferenceRoundedOnce) {
+  std::mt19937 rng(24);
+  const size_t n = 3 * 256 + 100;  // a short last group, which is not smoothed
+  for (const Format& f : kFormats) {
+    for (bool smoothing : {false, true}) {
+      QuantParams p{f.bits, f.scheme, 256, Rounding::kNearestEven, 3};
+      p.smoothing = smoothing;
+      std::vector<float> change = sample("normal", n, rng);
+      for (auto& c : change) c *= 0.01f;
+      const auto message = quantizeOrDie(change.data(), DataType::kFloat32, n, p);
+      std::vector<float> decoded(n);
+      ASSERT_EQ(dequantize(message.data(), message.size(), decoded.data(), DataType::kFloat32, n),
+                Status::kSuccess);
+      for (DataType type : kFloatTypes) {
+        const std::string what = std::string(dataTypeName(type)) + " int" + std::to_string(f.bits) +
+                                 (smoothing ? " smoothed" : "");
+        const auto reference = stored(sample("normal", n, rng), type);
+        std::vector<float> sum(n);
+        for (size_t i = 0; i < n; ++i) sum[i] = loaded(reference, type, i) + decoded[i];
+        const auto want = stored(sum, type);
+        std::vector<unsigned char> out(reference.size()), copy(reference.size());
+        ASSERT_EQ(dequantizeOnto(message.data(), message.size(), n,
+                                 SumTarget{reference.data(), type, out.data(), copy.data()}),
+                  Status::kSuccess)
+            << lastThreadError();
+        EXPECT_EQ(out, want) << what;
+        EXPECT_EQ(copy, want) << what;
+        auto inPlace = reference;
+        ASSERT_EQ(dequantizeOnto(message.data(), message.size(), n,
+                                 SumTarget{inPlace.data(), type, inPlace.data(), nullptr}),
+                  Status::kSuccess);
+        EXPECT_EQ(inPlace, want) << what << " in place";
+      }
+    }
+  }
+  std::vector<float> x(100);
+  const auto message = quantizeOrDie(x.data(), DataType::kFloat32, 100, QuantParams{});
+  EXPECT_EQ(dequantizeOnto(message.data(), message.size(), 100,
+                           SumTarget{x.data(), DataType::kInt8, x.data(), nullptr}),
+            Status::kInvalidArgument);
+  EXPECT_NE(std::string(lastThreadError()).find("type=int8"), std::string::npos);
+  EXPECT_EQ(dequantizeOnto(message.data(), message.size(), 99,
+                           SumTarget{x.data(), DataType::kFloat32, x.data(), nullptr}),
+            Status::kInvalidArgument)
+      << "count differs from the message's";
+  EXPECT_EQ(dequantizeOnto(message.data(), message.size(), 100,
+                           SumTarget{nullptr, DataType::kFloat32, x.data(), nullptr}),
+            Status::kInvalidArgument);
+}
+
 // Error feedback against its definition, computed here: the message is the quantization of
 // x + residual, the new residual what decoding it lost (to the bit, signed zeros too), and
 // over calls nothing is lost: the decoded messages sum to the inputs' sum plus the first
@@ -445,7 +499,7 @@ TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
       << "float32 work cannot be the bfloat16 input";
 }
 
-// A device's kernels fall back on Kernels' unfused defaults for these two: they give the
+// A device's kernels fall back on Kernels' unfused defaults for these three: they give the
 // host's fused results to the bit.
 TEST(Quant, UnfusedDefaultsGiveTheFusedKernelsResults) {
   std::mt19937 rng(23);
@@ -477,6 +531,19 @@ TEST(Quant, UnfusedDefaultsGiveTheFusedKernelsResults) {
                 Status::kSuccess);
       EXPECT_EQ(m1, m2) << dataTypeName(type) << " int" << f.bits;
       EXPECT_EQ(bitsOf(r1), bitsOf(r2)) << dataTypeName(type);
+      std::vector<unsigned char> sum1 = x, sum2 = x;
+      std::vector<float> work(n);
+      ASSERT_EQ(unfused.dequantizeOnto(m1.data(), m1.size(), p, n,
+                                       SumTarget{sum1.data(), type, sum1.data(), copy1.data()},
+                                       work.data()),
+                Status::kSuccess);
+      ASSERT_EQ(
+          fused.dequantizeOnto(m1.data(), m1.size(), p, n,
+                               SumTarget{sum2.data(), type, sum2.data(), copy2.data()}, nullptr),
+          Status::kSuccess)
+          << "the fused kernel needs no work space";
+      EXPECT_EQ(sum1, sum2) << dataTypeName(type) << " int" << f.bits;
+      EXPECT_EQ(copy1, copy2) << dataTypeName(type) << " int" << f.bits;
     }
   }
 }
@@ -551,6 +618,10 @@ TEST(Quant, KernelsRefuseAMessageOfAnotherFormatThanThePlans) {
   EXPECT_EQ(k.dequantizeAccumulate(m.data(), m.size(), other, y.data(), y.size()),
             Status::kInvalidArgument);
   EXPECT_EQ(k.dequantizeAccumulate(m.data(), m.size(), p, y.data(), 999), Status::kInvalidArgument);
+  EXPECT_EQ(k.dequantizeOnto(m.data(), m.size(), other, y.size(),
+                             SumTarget{y.data(), DataType::kFloat32, y.data(), nullptr}, nullptr),
+            Status::kInvalidArgument);
+  EXPECT_EQ(y[0], -1.0f) << "nothing is added from a message of another format";
 }
 
 class SimdKernels : public ::testing::TestWithParam<const QuantKernels* (*)()> {};
