@@ -4,9 +4,10 @@
 scatter), large (one 32 MiB call) and small (4 KiB calls one after the other), blocking and
 queued with a request, under zcclrun and under mpiexec -disable-auto-cleanup (a communicator
 made from MPI), and checks every survivor: a failure (zcclRemoteError, zcclTimeout, or the
-system error of a connection the dead rank's exit reset) within ZCCL_TIMEOUT_S + 5 s, a
-message naming the operation and the dead rank, a prompt abort, a clean exit, and no process
-left behind.
+system error of a connection the dead rank's exit reset) within ZCCL_TIMEOUT_S + 15 s, a
+message naming the operation and the dead rank, an abort within 15 s, a clean exit, and no
+process left behind. The margins tell a hang from a failure that came late on a loaded host
+(four ranks on two cores beside other suites); they time nothing.
 
 usage: peer_death_test.py TIMEOUT_S ZCCLRUN PEER_UCX [MPIEXEC PEER_MPI]
 """
@@ -39,6 +40,7 @@ VICTIM = RANKS - 1
 LINE = re.compile(r"^survivor rank=(\d+) result=(\d+) call_s=([\d.]+) abort_s=([\d.]+) "
                   r"aborted=(\d+) message=(.*)$", re.M)
 SYSTEM_ERROR, REMOTE_ERROR, TIMEOUT = 3, 5, 6
+LATE_S = 15  # past the timeout: a hang, not a failure seen late
 failures = []
 
 
@@ -65,8 +67,8 @@ def run(what, command, timeout_s):
     failed = 0
     for rank, (_, code, call_s, abort_s, aborted, message) in survivors.items():
         code, call_s, abort_s = int(code), float(call_s), float(abort_s)
-        check(call_s <= timeout_s + 5, f"{what}: rank {rank} took {call_s} s")
-        check(abort_s <= 5, f"{what}: rank {rank}'s abort took {abort_s} s")
+        check(call_s <= timeout_s + LATE_S, f"{what}: rank {rank} took {call_s} s")
+        check(abort_s <= LATE_S, f"{what}: rank {rank}'s abort took {abort_s} s")
         check(aborted == "0", f"{what}: rank {rank}'s abort returned {aborted}")
         # One large call of a rooted collective may end well on a rank that needs nothing of
         # the dead one (broadcast's root, gather's and scatter's other ranks).
