@@ -232,9 +232,27 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   scalar().accumulate(accumulator + i, x + i, n - i);
 }
 
+// Stages `half` and 2 * half between vectors in one pass over the group: for each quad
+// (i, i + half, i + 2 half, i + 3 half) the first stage's butterflies, then the second's, the
+// additions of two passes in their order with half the loads and stores.
+void butterflyTwoStages(float* v, uint32_t n, uint32_t half) {
+  for (uint32_t start = 0; start < n; start += 4 * half) {
+    for (uint32_t i = start; i < start + half; i += kLanes) {
+      const __m512 a = _mm512_loadu_ps(v + i), b = _mm512_loadu_ps(v + i + half);
+      const __m512 c = _mm512_loadu_ps(v + i + 2 * half), d = _mm512_loadu_ps(v + i + 3 * half);
+      const __m512 ab = _mm512_add_ps(a, b), aMinusB = _mm512_sub_ps(a, b);
+      const __m512 cd = _mm512_add_ps(c, d), cMinusD = _mm512_sub_ps(c, d);
+      _mm512_storeu_ps(v + i, _mm512_add_ps(ab, cd));
+      _mm512_storeu_ps(v + i + half, _mm512_add_ps(aMinusB, cMinusD));
+      _mm512_storeu_ps(v + i + 2 * half, _mm512_sub_ps(ab, cd));
+      _mm512_storeu_ps(v + i + 3 * half, _mm512_sub_ps(aMinusB, cMinusD));
+    }
+  }
+}
+
 // The butterflies of the first four stages inside each sixteen-lane vector: the pairs' sums
 // and differences, then a blend keeps each lane's (a - b itself, not a + -b, which differs
-// for a NaN b in its sign bit). The later stages between vectors.
+// for a NaN b in its sign bit). The later stages between vectors, two at a time.
 void walshHadamardLanes(float* v, uint32_t n) {
   const auto butterfly = [](__m512 a, __m512 b, __mmask16 differenceLanes) {
     return _mm512_mask_blend_ps(differenceLanes, _mm512_add_ps(a, b), _mm512_sub_ps(a, b));
@@ -251,7 +269,9 @@ void walshHadamardLanes(float* v, uint32_t n) {
                   _mm512_shuffle_f32x4(x, x, _MM_SHUFFLE(3, 2, 3, 2)), 0xff00);
     _mm512_storeu_ps(v + at, x);
   }
-  for (uint32_t half = kLanes; half < n; half *= 2) {
+  uint32_t half = kLanes;
+  for (; 4 * half <= n; half *= 4) butterflyTwoStages(v, n, half);
+  if (half < n) {
     for (uint32_t start = 0; start < n; start += 2 * half) {
       for (uint32_t i = start; i < start + half; i += kLanes) {
         const __m512 a = _mm512_loadu_ps(v + i);

@@ -656,7 +656,7 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
   const QuantKernels& ref = scalarQuantKernels();
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 3.0f);
-  for (size_t n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 512, 1000, 4096}) {
+  for (size_t n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 128, 256, 512, 1000, 4096}) {
     std::vector<float> x(n);
     for (auto& v : x) v = normal(rng);
     if (n > 3) x[2] = -0.0f, x[3] = 1e-40f;
