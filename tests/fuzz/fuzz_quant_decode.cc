@@ -19,6 +19,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   dequantize(message.data(), message.size(), out.data(), DataType::kFloat32, count);
   dequantize(message.data(), message.size(), half.data(), DataType::kBfloat16, count);
   dequantizeAccumulate(message.data(), message.size(), sum.data(), count);
+  // Decoded onto a reference (in place, with a copy), a batch of groups at a time.
+  std::vector<uint16_t> copy(count);
+  dequantizeOnto(message.data(), message.size(), count,
+                 SumTarget{half.data(), DataType::kBfloat16, half.data(), copy.data()});
+  dequantizeOnto(message.data(), message.size(), count,
+                 SumTarget{out.data(), DataType::kFloat32, sum.data(), nullptr});
   // A count that does not match the message is an error, not a write past `out`.
   if (count > 0)
     dequantize(message.data(), message.size(), out.data(), DataType::kFloat32, count - 1);
