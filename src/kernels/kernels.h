@@ -105,8 +105,8 @@ Status checkMessageFormat(const QuantHeader& header, const QuantParams& format, 
 // The kernels of host memory: the CPU's (SIMD where the CPU has it), synchronous.
 Kernels& hostKernels();
 // The same with Kernels' unfused defaults for storeSumAs, dequantizeOnto and
-// quantizeWithFeedback, the steps a
-// device runs: what the fused ones are tested and measured against.
+// quantizeWithFeedback, the steps a device runs: what the fused ones are tested and measured
+// against.
 Kernels& unfusedHostKernels();
 
 }  // namespace zccl
