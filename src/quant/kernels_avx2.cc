@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "quant/butterflies_between_vectors.h"
 #include "quant/kernels.h"
 
 namespace zccl {
@@ -314,23 +315,15 @@ __m256 butterfly(__m256 a, __m256 b) {
   return _mm256_blend_ps(_mm256_add_ps(a, b), _mm256_sub_ps(a, b), kDifferenceLanes);
 }
 
-// Stages `half` and 2 * half between vectors in one pass over the group: for each quad
-// (i, i + half, i + 2 half, i + 3 half) the first stage's butterflies, then the second's, the
-// additions of two passes in their order with half the loads and stores.
-void butterflyTwoStages(float* v, uint32_t n, uint32_t half) {
-  for (uint32_t start = 0; start < n; start += 4 * half) {
-    for (uint32_t i = start; i < start + half; i += 8) {
-      const __m256 a = _mm256_loadu_ps(v + i), b = _mm256_loadu_ps(v + i + half);
-      const __m256 c = _mm256_loadu_ps(v + i + 2 * half), d = _mm256_loadu_ps(v + i + 3 * half);
-      const __m256 ab = _mm256_add_ps(a, b), aMinusB = _mm256_sub_ps(a, b);
-      const __m256 cd = _mm256_add_ps(c, d), cMinusD = _mm256_sub_ps(c, d);
-      _mm256_storeu_ps(v + i, _mm256_add_ps(ab, cd));
-      _mm256_storeu_ps(v + i + half, _mm256_add_ps(aMinusB, cMinusD));
-      _mm256_storeu_ps(v + i + 2 * half, _mm256_sub_ps(ab, cd));
-      _mm256_storeu_ps(v + i + 3 * half, _mm256_sub_ps(aMinusB, cMinusD));
-    }
-  }
-}
+// The vector operations the butterflies between vectors take (butterflies_between_vectors.h).
+struct Avx2Vectors {
+  using Vector = __m256;
+  static constexpr uint32_t kLanes = 8;
+  static Vector load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Vector x) { _mm256_storeu_ps(p, x); }
+  static Vector add(Vector a, Vector b) { return _mm256_add_ps(a, b); }
+  static Vector sub(Vector a, Vector b) { return _mm256_sub_ps(a, b); }
+};
 
 // The butterflies of the first three stages inside each eight-lane vector, the later ones
 // between vectors, two at a time.
@@ -344,18 +337,7 @@ void walshHadamardLanes(float* v, uint32_t n) {
     x = butterfly<0xf0>(_mm256_permute2f128_ps(x, x, 0x00), _mm256_permute2f128_ps(x, x, 0x11));
     _mm256_storeu_ps(v + at, x);
   }
-  uint32_t half = 8;
-  for (; 4 * half <= n; half *= 4) butterflyTwoStages(v, n, half);
-  if (half < n) {
-    for (uint32_t start = 0; start < n; start += 2 * half) {
-      for (uint32_t i = start; i < start + half; i += 8) {
-        const __m256 a = _mm256_loadu_ps(v + i);
-        const __m256 b = _mm256_loadu_ps(v + i + half);
-        _mm256_storeu_ps(v + i, _mm256_add_ps(a, b));
-        _mm256_storeu_ps(v + i + half, _mm256_sub_ps(a, b));
-      }
-    }
-  }
+  butterfliesBetweenVectors<Avx2Vectors>(v, n, Avx2Vectors::kLanes);
 }
 
 // Eight signs a vector: each lane tests its bit of the word's octet and XORs the sign bit.

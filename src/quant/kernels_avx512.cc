@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "quant/butterflies_between_vectors.h"
 #include "quant/kernels.h"
 
 namespace zccl {
@@ -232,23 +233,15 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   scalar().accumulate(accumulator + i, x + i, n - i);
 }
 
-// Stages `half` and 2 * half between vectors in one pass over the group: for each quad
-// (i, i + half, i + 2 half, i + 3 half) the first stage's butterflies, then the second's, the
-// additions of two passes in their order with half the loads and stores.
-void butterflyTwoStages(float* v, uint32_t n, uint32_t half) {
-  for (uint32_t start = 0; start < n; start += 4 * half) {
-    for (uint32_t i = start; i < start + half; i += kLanes) {
-      const __m512 a = _mm512_loadu_ps(v + i), b = _mm512_loadu_ps(v + i + half);
-      const __m512 c = _mm512_loadu_ps(v + i + 2 * half), d = _mm512_loadu_ps(v + i + 3 * half);
-      const __m512 ab = _mm512_add_ps(a, b), aMinusB = _mm512_sub_ps(a, b);
-      const __m512 cd = _mm512_add_ps(c, d), cMinusD = _mm512_sub_ps(c, d);
-      _mm512_storeu_ps(v + i, _mm512_add_ps(ab, cd));
-      _mm512_storeu_ps(v + i + half, _mm512_add_ps(aMinusB, cMinusD));
-      _mm512_storeu_ps(v + i + 2 * half, _mm512_sub_ps(ab, cd));
-      _mm512_storeu_ps(v + i + 3 * half, _mm512_sub_ps(aMinusB, cMinusD));
-    }
-  }
-}
+// The vector operations the butterflies between vectors take (butterflies_between_vectors.h).
+struct Avx512Vectors {
+  using Vector = __m512;
+  static constexpr uint32_t kLanes = zccl::kLanes;
+  static Vector load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Vector x) { _mm512_storeu_ps(p, x); }
+  static Vector add(Vector a, Vector b) { return _mm512_add_ps(a, b); }
+  static Vector sub(Vector a, Vector b) { return _mm512_sub_ps(a, b); }
+};
 
 // The butterflies of the first four stages inside each sixteen-lane vector: the pairs' sums
 // and differences, then a blend keeps each lane's (a - b itself, not a + -b, which differs
@@ -269,18 +262,7 @@ void walshHadamardLanes(float* v, uint32_t n) {
                   _mm512_shuffle_f32x4(x, x, _MM_SHUFFLE(3, 2, 3, 2)), 0xff00);
     _mm512_storeu_ps(v + at, x);
   }
-  uint32_t half = kLanes;
-  for (; 4 * half <= n; half *= 4) butterflyTwoStages(v, n, half);
-  if (half < n) {
-    for (uint32_t start = 0; start < n; start += 2 * half) {
-      for (uint32_t i = start; i < start + half; i += kLanes) {
-        const __m512 a = _mm512_loadu_ps(v + i);
-        const __m512 b = _mm512_loadu_ps(v + i + half);
-        _mm512_storeu_ps(v + i, _mm512_add_ps(a, b));
-        _mm512_storeu_ps(v + i + half, _mm512_sub_ps(a, b));
-      }
-    }
-  }
+  butterfliesBetweenVectors<Avx512Vectors>(v, n, Avx512Vectors::kLanes);
 }
 
 // Sixteen signs a vector: the word's half is the mask of the lanes whose sign bit flips.
