@@ -86,7 +86,7 @@ class PricedKernels final : public Kernels {
   Status dequantizeOnto(const void* message, size_t bytes, const QuantParams& format, size_t count,
                         const SumTarget& target, float* work) override {
     charge(Family::kDequantize, count * elementSize(target.type));
-    charge(Family::kAccumulate, count * elementSize(target.type));
+    charge(Family::kAccumulate, count * sizeof(float));  // the sum in float32, as storeSumAs
     return inner_.dequantizeOnto(message, bytes, format, count, target, work);
   }
   Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
