@@ -135,6 +135,7 @@ Status runSimulated(const std::shared_ptr<SimFabric>& fabric, const zcclConfig* 
   std::vector<std::string> errors(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(ranks));
+  fabric->runInOrder();
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       Status& result = results[static_cast<size_t>(r)];
@@ -152,6 +153,7 @@ Status runSimulated(const std::shared_ptr<SimFabric>& fabric, const zcclConfig* 
       if (result != Status::kSuccess && errors[static_cast<size_t>(r)].empty()) {
         errors[static_cast<size_t>(r)] = lastThreadError();
       }
+      fabric->retire(r);
     });
   }
   for (std::thread& thread : threads) thread.join();

@@ -149,7 +149,8 @@ SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds
       clocks_(static_cast<size_t>(ranks), 0.0),
       gpuOut_(static_cast<size_t>(ranks)),
       gpuIn_(static_cast<size_t>(ranks)),
-      cpu_(static_cast<size_t>(ranks)) {
+      cpu_(static_cast<size_t>(ranks)),
+      wakeups_(std::make_unique<std::condition_variable[]>(static_cast<size_t>(ranks))) {
   const int nodes = (ranks + machine.gpusPerNode - 1) / machine.gpusPerNode;
   nicOut_.resize(static_cast<size_t>(nodes) * static_cast<size_t>(machine.nicsPerNode));
   nicIn_.resize(nicOut_.size());
@@ -159,26 +160,138 @@ SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds
   }
 }
 
+void SimFabric::runInOrder() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ordered_ = true;
+  states_.assign(static_cast<size_t>(ranks_), RankState{});
+  running_.clear();
+  for (int rank = 0; rank < ranks_; ++rank) {
+    RankState& state = states_[static_cast<size_t>(rank)];
+    state.frontier = Frontier{clocks_[static_cast<size_t>(rank)], 0, rank};
+    running_.insert(state.frontier);
+  }
+}
+
+void SimFabric::retire(int rank) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!ordered_) return;
+  block(rank);
+  states_[static_cast<size_t>(rank)].retired = true;
+  notifyWoken(lock, false);
+}
+
+void SimFabric::leaveRunning(int rank) {
+  if (!ordered_) return;
+  RankState& state = states_[static_cast<size_t>(rank)];
+  if (!state.running) return;
+  running_.erase(state.frontier);
+  state.running = false;
+}
+
+void SimFabric::block(int rank) {
+  leaveRunning(rank);
+  runDue();
+}
+
+void SimFabric::wake(int rank, double time, const Frontier& cause) {
+  if (!ordered_) return;
+  RankState& state = states_[static_cast<size_t>(rank)];
+  if (state.running || state.retired) return;
+  const auto [was, wasDepth, self] = state.frontier;
+  const double at = std::max(was, time);
+  uint64_t depth = at == was ? wasDepth : 0;
+  if (at == std::get<0>(cause)) depth = std::max(depth, std::get<1>(cause) + 1);
+  state.frontier = Frontier{at, depth, rank};
+  state.running = true;
+  running_.insert(state.frontier);
+}
+
+void SimFabric::clockMoved(int rank) {
+  if (!ordered_) return;
+  RankState& state = states_[static_cast<size_t>(rank)];
+  const double now = clocks_[static_cast<size_t>(rank)];
+  if (!state.running || now <= std::get<0>(state.frontier)) return;
+  running_.erase(state.frontier);
+  state.frontier = Frontier{now, 0, rank};
+  running_.insert(state.frontier);
+}
+
+void SimFabric::schedule(int rank, Pending event) {
+  RankState& state = states_[static_cast<size_t>(rank)];
+  event.key = state.frontier;
+  event.sequence = state.sequence++;
+  pending_.push_back(std::move(event));
+  std::push_heap(pending_.begin(), pending_.end(), std::greater<Pending>());
+  runDue();
+}
+
+void SimFabric::runDue() {
+  while (!pending_.empty() && (running_.empty() || !(pending_.front().key > *running_.begin()))) {
+    std::pop_heap(pending_.begin(), pending_.end(), std::greater<Pending>());
+    Pending due = std::move(pending_.back());
+    pending_.pop_back();
+    if (due.isSend) {
+      carry(due);
+      continue;
+    }
+    const int rank = std::get<2>(due.key);
+    const double end = reserveCpu(rank, due.from, due.seconds, due.inGaps);
+    if (!due.inGaps) {
+      double& clock = clocks_[static_cast<size_t>(rank)];
+      clock = std::max(clock, end);
+      clockMoved(rank);
+    }
+    complete(due.done.get(), end, due.key);
+  }
+}
+
+void SimFabric::complete(Event* event, double end, const Frontier& cause) {
+  event->at = end;
+  event->done = true;
+  if (event->waiter < 0) return;
+  woken_.push_back(event->waiter);
+  wake(event->waiter, end, cause);
+}
+
+void SimFabric::notifyWoken(std::unique_lock<std::mutex>& lock, bool relock) {
+  if (woken_.empty()) return;
+  std::vector<int> woken;
+  woken.swap(woken_);
+  lock.unlock();
+  for (const int rank : woken) wakeups_[rank].notify_all();
+  if (relock) lock.lock();
+}
+
 double SimFabric::clock(int rank) {
   std::lock_guard<std::mutex> lock(mutex_);
   return clocks_[static_cast<size_t>(rank)];
 }
 
 void SimFabric::advance(int rank, double seconds) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   clocks_[static_cast<size_t>(rank)] += seconds;
+  clockMoved(rank);
+  runDue();
+  notifyWoken(lock, false);
 }
 
-void SimFabric::runKernel(int rank, double seconds) {
-  std::lock_guard<std::mutex> lock(mutex_);
+void SimFabric::advanceTo(int rank, double time) {
+  std::unique_lock<std::mutex> lock(mutex_);
   double& clock = clocks_[static_cast<size_t>(rank)];
-  clock = reserve(&cpu_[static_cast<size_t>(rank)], clock, seconds / machine_.cpuShare());
+  if (time <= clock) return;
+  clock = time;
+  clockMoved(rank);
+  runDue();
+  notifyWoken(lock, false);
 }
 
-double SimFabric::runBeside(int rank, double from, double seconds) {
-  if (machine_.hostCores == 0) return from + seconds;  // a GPU's compute: engines of its own
-  std::lock_guard<std::mutex> lock(mutex_);
+bool SimFabric::cpuCarriesMessages() const {
+  return machine_.stackGBps > 0 || machine_.shmGBps > 0;
+}
+
+double SimFabric::reserveCpu(int rank, double from, double seconds, bool inGaps) {
   Timeline* busy = &cpu_[static_cast<size_t>(rank)];
+  if (!inGaps) return reserve(busy, from, seconds);
   double at = from;
   for (double left = seconds; left > 0;) {
     auto next = busy->upper_bound(at);
@@ -192,6 +305,38 @@ double SimFabric::runBeside(int rank, double from, double seconds) {
     left -= part;
   }
   return at;
+}
+
+double SimFabric::cpuWork(std::unique_lock<std::mutex>& lock, int rank, double from, double seconds,
+                          bool inGaps) {
+  // A CPU only its rank's thread uses needs no order; one that carries messages does.
+  if (!ordered_ || !cpuCarriesMessages()) return reserveCpu(rank, from, seconds, inGaps);
+  auto done = std::make_shared<Event>();
+  done->waiter = rank;
+  Pending work;
+  work.from = from;
+  work.seconds = seconds;
+  work.inGaps = inGaps;
+  work.done = done;
+  schedule(rank, std::move(work));
+  notifyWoken(lock, true);
+  wakeups_[rank].wait(lock, [&] { return done->done; });
+  return done->at;
+}
+
+void SimFabric::runKernel(int rank, double seconds) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  double& clock = clocks_[static_cast<size_t>(rank)];
+  clock = std::max(clock, cpuWork(lock, rank, clock, seconds / machine_.cpuShare(), false));
+  clockMoved(rank);
+  runDue();
+  notifyWoken(lock, false);
+}
+
+double SimFabric::runBeside(int rank, double from, double seconds) {
+  if (machine_.hostCores == 0) return from + seconds;  // a GPU's compute: engines of its own
+  std::unique_lock<std::mutex> lock(mutex_);
+  return cpuWork(lock, rank, from, seconds, true);
 }
 
 int SimFabric::switchOf(int nic) const {
@@ -276,15 +421,33 @@ void SimFabric::deliver(const Message& message, Receive* receive) {
   if (!receive->truncated && !message.data.empty()) {
     std::memcpy(receive->buffer, message.data.data(), message.data.size());
   }
-  receive->arrival = message.arrival;
-  receive->done = true;
-  receive->ready.notify_one();
+  complete(receive, message.arrival, message.cause);
 }
 
 void SimFabric::send(uint64_t context, int source, int destination, int tag, const void* data,
-                     size_t bytes, double* departedAt) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const double now = clocks_[static_cast<size_t>(source)];
+                     size_t bytes, std::shared_ptr<Event> departure) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto* begin = static_cast<const unsigned char*>(data);
+  Pending send;
+  send.key = Frontier{0, 0, source};
+  send.isSend = true;
+  send.context = context;
+  send.destination = destination;
+  send.tag = tag;
+  send.data.assign(begin, begin + bytes);
+  send.from = clocks_[static_cast<size_t>(source)];
+  send.done = std::move(departure);
+  if (ordered_) {
+    schedule(source, std::move(send));
+  } else {
+    carry(send);
+  }
+  notifyWoken(lock, false);
+}
+
+void SimFabric::carry(Pending& send) {
+  const int source = std::get<2>(send.key), destination = send.destination;
+  const double now = send.from;
   double arrival = now;
   double leaves = now;
   if (source != destination) {
@@ -293,10 +456,11 @@ void SimFabric::send(uint64_t context, int source, int destination, int tag, con
     // than the one before (a slower port on the way, an oversubscribed uplink, a CPU, sets the
     // pace); a busy port holds the stream back until it is free.
     const Route path = route(source, destination);
+    const double bytes = static_cast<double>(send.data.size());
     double flow = now, end = now;
     for (int hop = 0; hop < path.count; ++hop) {
       const Port& port = path.ports[hop];
-      const double duration = static_cast<double>(bytes) / port.bytesPerSecond;
+      const double duration = bytes / port.bytesPerSecond;
       if (hop == path.landing) {
         flow += path.latency;
         end += path.latency;
@@ -308,11 +472,9 @@ void SimFabric::send(uint64_t context, int source, int destination, int tag, con
     }
     arrival = end;
   }
-  *departedAt = leaves;
-  Message message{std::vector<unsigned char>(static_cast<const unsigned char*>(data),
-                                             static_cast<const unsigned char*>(data) + bytes),
-                  arrival};
-  Mailbox& box = mailboxes_[Key{context, destination, source, tag}];
+  complete(send.done.get(), leaves, send.key);
+  Message message{std::move(send.data), arrival, send.key};
+  Mailbox& box = mailboxes_[Key{send.context, destination, source, send.tag}];
   if (!box.posted.empty()) {
     deliver(message, box.posted.front());
     box.posted.pop_front();
@@ -357,21 +519,38 @@ bool SimFabric::exchangeControl(uint64_t context, uint64_t round, const std::vec
   }
   const auto* data = static_cast<const unsigned char*>(mine);
   control.parts[static_cast<size_t>(me)].assign(data, data + bytes);
-  control.latest = std::max(control.latest, clocks_[static_cast<size_t>(members[me])]);
-  ++control.arrived;
-  if (control.arrived == static_cast<int>(size)) controlChanged_.notify_all();
+  const int rank = members[static_cast<size_t>(me)];
+  control.latest = std::max(control.latest, clocks_[static_cast<size_t>(rank)]);
+  if (ordered_) {
+    control.release = std::max(control.release, states_[static_cast<size_t>(rank)].frontier);
+  }
+  if (++control.arrived == static_cast<int>(size)) {
+    // Every member leaves at the latest clock, after the latest key (whichever thread came
+    // last, so that every member's key is the same in every run).
+    leaveRunning(rank);
+    for (const int member : members) {
+      clocks_[static_cast<size_t>(member)] = control.latest;
+      wake(member, control.latest, control.release);
+    }
+    controlChanged_.notify_all();
+  } else {
+    block(rank);
+    notifyWoken(lock, true);
+  }
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_ > 0 ? timeout_ : 1e9));
   if (!controlChanged_.wait_until(lock, deadline,
                                   [&] { return control.arrived == static_cast<int>(size); })) {
+    wake(rank, 0, Frontier{0, 0, 0});
     return false;
   }
   for (size_t i = 0; i < size; ++i) {
     std::memcpy(static_cast<unsigned char*>(all) + i * bytes, control.parts[i].data(), bytes);
   }
-  clocks_[static_cast<size_t>(members[me])] = control.latest;
   if (--control.left == 0) controls_.erase({context, round});
+  runDue();
+  notifyWoken(lock, false);
   return true;
 }
 

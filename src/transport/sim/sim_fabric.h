@@ -7,6 +7,15 @@
 // later of the rank's clock and the arrival; kernels and modelled compute move the clock on.
 // Ports keep their busy intervals in virtual time, so ranks whose threads run out of step (as
 // they do: thousands of threads on a few cores) still share a port in virtual-time order.
+//
+// In order (runInOrder(), as runSimulated runs its ranks), the fabric is a conservative
+// discrete-event simulation and its figures are the same in every run: whatever reserves a
+// port another rank may reserve too (a send; a kernel or compute on a CPU that carries
+// messages) waits, as an event keyed by its rank's virtual time, until no rank that is still
+// running could make an earlier one, and events are carried out in key order, whatever order
+// the threads reached the fabric in. A rank waiting for a message or a control exchange makes
+// nothing until it is woken, so it holds nobody back. The order assumes each rank's calls come
+// from one thread at a time (blocking calls, as runSimulated's bodies make).
 #pragma once
 
 #include <algorithm>
@@ -15,8 +24,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -95,6 +107,8 @@ class SimFabric {
   // Rank `rank`'s virtual clock (seconds since the fabric began).
   double clock(int rank);
   void advance(int rank, double seconds);
+  // Moves the clock on to `time` if it is behind.
+  void advanceTo(int rank, double time);
   // Runs `seconds` of a rank's kernel work (at a whole core's speed) on its CPU, from its clock
   // on, when its CPU is free; the clock moves to its end.
   void runKernel(int rank, double seconds);
@@ -104,25 +118,36 @@ class SimFabric {
   // compute on engines of their own: `seconds` from `from`.
   double runBeside(int rank, double from, double seconds);
 
+  // From now on (before any rank has used the fabric) every rank is a thread that runs until
+  // retire(rank), and the fabric carries out what ranks share in virtual-time order.
+  void runInOrder();
+  void retire(int rank);
+
+  // Something a rank waits for: a send's departure from its rank (`at`: when its last byte
+  // left), a receive's arrival.
+  struct Event {
+    bool done = false;
+    double at = 0;
+    int waiter = -1;  // the rank whose thread waits for it
+  };
   // A receive posted by a rank: filled by the matching send, in posting order per
   // (context, source, tag).
-  struct Receive {
+  struct Receive : Event {
     void* buffer = nullptr;
     size_t bytes = 0;
-    bool done = false;
     bool truncated = false;  // the send was larger
-    double arrival = 0;
-    std::condition_variable ready;  // its own: a delivery wakes its one waiter only
   };
-  // Matching is per (context, destination, source, tag); ranks are global.
+  // Matching is per (context, destination, source, tag); ranks are global. `departure` is
+  // completed when the message has left (at once, unless in order).
   void send(uint64_t context, int source, int destination, int tag, const void* data, size_t bytes,
-            double* departedAt);
+            std::shared_ptr<Event> departure);
   void post(uint64_t context, int destination, int source, int tag, Receive* receive);
   // Drops a receive that will not be waited for (abandon).
   void cancel(uint64_t context, int destination, int source, int tag, const Receive* receive);
-  // Waits until `receive` is done or the timeout; false on timeout or when `stop()` holds.
+  // Rank `rank` waits until `event` is done or the timeout; false on timeout or when `stop()`
+  // holds.
   template <typename Stop>
-  bool waitFor(Receive& receive, Stop&& stop);
+  bool waitFor(int rank, Event& event, Stop&& stop);
 
   // Every member's `bytes` in member order, for the group `context` of `members` (global
   // ranks) where this rank is member `me`; `round` numbers its exchanges. The members' clocks
@@ -134,9 +159,15 @@ class SimFabric {
   uint64_t childContext(uint64_t parent, uint64_t round, int color);
 
  private:
+  // In order: what each rank may still make is keyed (virtual time, depth, rank); depth orders
+  // what happens at one virtual time by cause (a rank woken at the very time of what woke it
+  // comes after it), the rank breaks ties. An event carries its rank's key and a sequence
+  // number.
+  using Frontier = std::tuple<double, uint64_t, int>;
   struct Message {
     std::vector<unsigned char> data;
     double arrival;
+    Frontier cause;  // its send's key
   };
   using Key = std::tuple<uint64_t, int, int, int>;  // context, destination, source, tag
   struct Mailbox {
@@ -148,6 +179,7 @@ class SimFabric {
     int arrived = 0;
     int left = 0;
     double latest = 0;
+    Frontier release{0, 0, 0};  // in order: the latest of the members' keys as they arrived
   };
   // A port's busy intervals in virtual time (start -> end), adjacent ones merged.
   using Timeline = std::map<double, double>;
@@ -175,7 +207,53 @@ class SimFabric {
   // bytes per second.
   int switchOf(int nic) const;
   double uplinkBytesPerSecond() const;
-  static void deliver(const Message& message, Receive* receive);
+  // Delivers into a posted receive; wakes its rank if it is blocked on it.
+  void deliver(const Message& message, Receive* receive);
+
+  struct Pending {
+    Frontier key{0, 0, 0};
+    uint64_t sequence = 0;
+    // A send (carry) or CPU work on the rank's CPU (cpuWork: reserve `seconds` from `from`, in
+    // the gaps, or all at once, and complete `done` at its end).
+    bool isSend = false;
+    uint64_t context = 0;
+    int destination = 0, tag = 0;
+    std::vector<unsigned char> data;
+    double from = 0, seconds = 0;
+    bool inGaps = false;
+    std::shared_ptr<Event> done;
+    bool operator>(const Pending& other) const {
+      return std::tie(key, sequence) > std::tie(other.key, other.sequence);
+    }
+  };
+  struct RankState {
+    Frontier frontier{0, 0, 0};
+    bool running = true;  // not blocked, not retired
+    bool retired = false;
+    uint64_t sequence = 0;
+  };
+  // Queues `event` at its rank's key, then runs what is due.
+  void schedule(int rank, Pending event);
+  // Runs every pending event that no running rank could precede.
+  void runDue();
+  void carry(Pending& send);
+  // The threads of the ranks whose events completed are woken once the lock is released (so
+  // that they do not wake only to wait for it); `relock`: taken again after.
+  void notifyWoken(std::unique_lock<std::mutex>& lock, bool relock);
+  // `done` at `end`; wakes its waiter (at the later of its frontier and `end`).
+  void complete(Event* event, double end, const Frontier& cause);
+  void block(int rank);
+  // Out of the running ranks, without running what that lets run (the caller wakes it again).
+  void leaveRunning(int rank);
+  void wake(int rank, double time, const Frontier& cause);
+  // The rank's clock moved on: so does its frontier.
+  void clockMoved(int rank);
+  // The rank's work on its own CPU: at once where nothing else uses that CPU, else in order.
+  double cpuWork(std::unique_lock<std::mutex>& lock, int rank, double from, double seconds,
+                 bool inGaps);
+  double reserveCpu(int rank, double from, double seconds, bool inGaps);
+  bool cpuCarriesMessages() const;
+  void wakeWaiter(Event* event);
 
   const int ranks_;
   const SimMachine machine_;
@@ -191,22 +269,38 @@ class SimFabric {
   std::map<std::tuple<uint64_t, uint64_t>, Control> controls_;
   std::map<std::tuple<uint64_t, uint64_t, int>, uint64_t> children_;
   uint64_t nextContext_ = 1;
+  bool ordered_ = false;
+  std::vector<RankState> states_;
+  std::set<Frontier> running_;
+  std::vector<Pending> pending_;                        // a heap, the earliest key on top
+  std::unique_ptr<std::condition_variable[]> wakeups_;  // per rank
+  std::vector<int> woken_;
 };
 
 template <typename Stop>
-bool SimFabric::waitFor(Receive& receive, Stop&& stop) {
+bool SimFabric::waitFor(int rank, Event& event, Stop&& stop) {
   std::unique_lock<std::mutex> lock(mutex_);
+  if (event.done) return true;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_ > 0 ? timeout_ : 1e9));
-  while (!receive.done) {
-    if (stop()) return false;
+  event.waiter = rank;
+  block(rank);
+  notifyWoken(lock, true);
+  bool done = true;
+  while (!event.done) {
     // Short slices, so that an abort from another thread is seen.
     const auto slice = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
-    receive.ready.wait_until(lock, std::min(slice, deadline));
-    if (std::chrono::steady_clock::now() >= deadline && !receive.done) return false;
+    wakeups_[rank].wait_until(lock, std::min(slice, deadline));
+    if (!event.done && (stop() || std::chrono::steady_clock::now() >= deadline)) {
+      done = false;
+      break;
+    }
   }
-  return true;
+  event.waiter = -1;
+  // Given up: running again from where it was (a failed run's order no longer matters).
+  if (!done) wake(rank, 0, Frontier{0, 0, 0});
+  return done;
 }
 
 }  // namespace zccl

@@ -38,11 +38,10 @@ class SimTransport final : public Transport {
     ZCCL_CHECK(open(peer, TicketBook::Kind::kSend, ticket));
     chargeCompute();
     if (bytes > 0) {
-      double leaves = 0;
-      fabric_->send(context_, global(me_), global(peer), tag, data, bytes, &leaves);
-      sendsDone_.push_back(leaves);
+      auto departure = std::make_shared<SimFabric::Event>();
+      fabric_->send(context_, global(me_), global(peer), tag, data, bytes, departure);
       countSend(peer, bytes, 1);
-      operations_.push_back({true, nullptr, peer, tag, sendsDone_.size() - 1});
+      operations_.push_back({nullptr, std::move(departure), peer, tag});
     }
     tickets_.close(*ticket, operations_.size());
     resumeCompute();
@@ -57,7 +56,7 @@ class SimTransport final : public Transport {
       receive->buffer = data;
       receive->bytes = bytes;
       fabric_->post(context_, global(me_), global(peer), tag, receive.get());
-      operations_.push_back({false, std::move(receive), peer, tag, 0});
+      operations_.push_back({std::move(receive), nullptr, peer, tag});
     }
     tickets_.close(*ticket, operations_.size());
     resumeCompute();
@@ -74,7 +73,6 @@ class SimTransport final : public Transport {
     const Status status = complete(0, operations_.size());
     if (status == Status::kSuccess) {
       operations_.clear();
-      sendsDone_.clear();
       tickets_.clear();
     }
     return status;
@@ -115,12 +113,11 @@ class SimTransport final : public Transport {
 
   bool abandon() override {
     for (Operation& op : operations_) {
-      if (!op.isSend && !op.receive->done) {
+      if (op.receive != nullptr && !op.receive->done) {
         fabric_->cancel(context_, global(me_), global(op.peer), op.tag, op.receive.get());
       }
     }
     operations_.clear();
-    sendsDone_.clear();
     tickets_.clear();
     markBroken();
     return true;
@@ -154,11 +151,11 @@ class SimTransport final : public Transport {
 
  private:
   struct Operation {
-    bool isSend;
-    std::unique_ptr<SimFabric::Receive> receive;  // receives
+    std::unique_ptr<SimFabric::Receive> receive;  // a receive's
+    std::shared_ptr<SimFabric::Event> departure;  // a send's (the fabric may complete it later)
     int peer;
     int tag;
-    size_t send;  // sends: its index in sendsDone_
+    SimFabric::Event& event() const { return receive != nullptr ? *receive : *departure; }
   };
 
   int global(int member) const { return members_[static_cast<size_t>(member)]; }
@@ -170,6 +167,7 @@ class SimTransport final : public Transport {
   // The CPU time this thread spent since the transport last returned is the rank's compute.
   // (A call queued on the communicator's own thread starts counting there afresh.)
   void chargeCompute() {
+    if (!countsCpu_) return;
     const double now = threadCpuSeconds();
     if (std::this_thread::get_id() == cpuThread_) {
       fabric_->advance(global(me_), (now - lastCpu_) * fabric_->machine().computeScale);
@@ -178,6 +176,7 @@ class SimTransport final : public Transport {
     cpuThread_ = std::this_thread::get_id();
   }
   void resumeCompute() {
+    if (!countsCpu_) return;
     lastCpu_ = threadCpuSeconds();
     cpuThread_ = std::this_thread::get_id();
   }
@@ -185,17 +184,12 @@ class SimTransport final : public Transport {
   Status complete(size_t first, size_t last) {
     ZCCL_CHECK(checkUsable());
     chargeCompute();
-    double finished = fabric_->clock(global(me_));
+    double finished = 0;  // the latest of its operations; the clock moves on to it
     for (size_t i = first; i < last; ++i) {
       Operation& op = operations_[i];
-      if (op.isSend) {
-        finished = std::max(finished, sendsDone_[op.send]);
-        continue;
-      }
-      if (!fabric_->waitFor(*op.receive, [&] { return abortRequested(); })) {
-        const std::string pending = tickets_.pendingWork(*this, first, last, [&](size_t j) {
-          return !operations_[j].isSend && !operations_[j].receive->done;
-        });
+      if (!fabric_->waitFor(global(me_), op.event(), [&] { return abortRequested(); })) {
+        const std::string pending = tickets_.pendingWork(
+            *this, first, last, [&](size_t j) { return !operations_[j].event().done; });
         abandon();
         resumeCompute();
         if (abortRequested()) {
@@ -204,7 +198,7 @@ class SimTransport final : public Transport {
         }
         return timedOut(fabric_->timeoutSeconds(), pending);
       }
-      if (op.receive->truncated) {
+      if (op.receive != nullptr && op.receive->truncated) {
         abandon();
         resumeCompute();
         return fail(Status::kInvalidUsage,
@@ -212,9 +206,9 @@ class SimTransport final : public Transport {
                     "expected, so the ranks' calls do not match",
                     peerRank(op.peer));
       }
-      finished = std::max(finished, op.receive->arrival);
+      finished = std::max(finished, op.event().at);
     }
-    fabric_->advance(global(me_), finished - fabric_->clock(global(me_)));
+    fabric_->advanceTo(global(me_), finished);
     resumeCompute();
     return Status::kSuccess;
   }
@@ -225,9 +219,9 @@ class SimTransport final : public Transport {
   const int me_;
   TicketBook tickets_;
   std::vector<Operation> operations_;
-  std::vector<double> sendsDone_;
   uint64_t splits_ = 0;
   uint64_t controls_ = 0;
+  const bool countsCpu_ = fabric_->machine().computeScale != 0;
   double lastCpu_ = 0;
   std::thread::id cpuThread_ = std::this_thread::get_id();
 };
