@@ -96,7 +96,7 @@ bool parseSize(const char* text, size_t* value) {
                "[--node-gbps B]\n"
                "                [--machine gpus-per-node=8,intra-gbps=150,nics=8,nic-gbps=100,"
                "oversubscription=1,\n"
-               "                 nodes-per-leaf=0,rail-optimized=0,intra-latency-us=2,"
+               "                 nodes-per-leaf=0,rail-optimized=0,spines=0,intra-latency-us=2,"
                "inter-latency-us=5,kernel-gbps=1000,\n"
                "                 copy-gbps=0,reduce-gbps=0,accumulate-gbps=0,quantize-gbps=0,"
                "dequantize-gbps=0,\n"

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -210,6 +211,53 @@ TEST(Simulation, RailOptimizedFabricKeepsARailOffTheSpine) {
   EXPECT_NEAR(arrivalOf(fatTree, 0, 3, bytes), bytes / nic + latency, 1e-9);
 }
 
+// ECMP: 2 leaves of 4 single-NIC nodes whose uplinks are oversubscribed 4:1 (a leaf's 4 NICs'
+// worth over 4: one NIC's), split over 4 spines, a quarter of a NIC each. One flow across the
+// spine gets only the link its hash picks, where one pipe lets it fill the leaf's whole uplink.
+// The 16 flows between the leaves, sent at once, end when the busiest spine link has carried
+// its k flows back to back: k a whole number, 4 (an even spread, as fast as the one pipe) to
+// 16 (all on one link).
+TEST(Simulation, EcmpPutsEachFlowOnOneSpineLink) {
+  SimMachine pipe = twoLevelFabric(1, false);
+  pipe.nodesPerLeaf = 4;
+  SimMachine ecmp = pipe;
+  ecmp.spines = 4;
+  const size_t bytes = 8 << 20;
+  const double nic = pipe.nicGbps / 8 * 1e9, link = nic / 4;
+  const double latency = pipe.interLatencySeconds;
+  SimFabric onePipe(8, pipe, 10), spread(8, ecmp, 10);
+  EXPECT_NEAR(arrivalOf(onePipe, 0, 4, bytes), bytes / nic + latency, 1e-9);
+  EXPECT_NEAR(arrivalOf(spread, 0, 4, bytes), bytes / link + latency, 1e-9);
+  auto lastOfAllFlows = [&](const SimMachine& machine) {
+    SimFabric fabric(8, machine, 10);
+    std::vector<unsigned char> data(bytes);
+    for (int from = 0; from < 4; ++from) {
+      for (int to = 4; to < 8; ++to) {
+        fabric.send(1, from, to, 0, data.data(), bytes, std::make_shared<SimFabric::Event>());
+      }
+    }
+    double last = 0;
+    for (int from = 0; from < 4; ++from) {
+      for (int to = 4; to < 8; ++to) {
+        SimFabric::Receive receive;
+        receive.buffer = data.data();
+        receive.bytes = bytes;
+        fabric.post(1, to, from, 0, &receive);
+        EXPECT_TRUE(receive.done);
+        last = std::max(last, receive.at);
+      }
+    }
+    return last;
+  };
+  const double evenly = lastOfAllFlows(pipe);
+  EXPECT_NEAR(evenly, 4 * bytes / link + latency, 1e-9);
+  const double flowsOnBusiest = (lastOfAllFlows(ecmp) - latency) / (bytes / link);
+  EXPECT_NEAR(flowsOnBusiest, std::round(flowsOnBusiest), 1e-6);
+  EXPECT_GE(flowsOnBusiest, 4 - 1e-6);
+  EXPECT_LE(flowsOnBusiest, 16 + 1e-6);
+  std::printf("16 flows over 4 spine links: the busiest carried %.0f\n", flowsOnBusiest);
+}
+
 TEST(Simulation, MachineTextNamesTheFabric) {
   SimMachine machine;
   ASSERT_EQ(parseSimMachine("nodes-per-leaf=16,rail-optimized=1,oversubscription=2", &machine),
@@ -217,6 +265,9 @@ TEST(Simulation, MachineTextNamesTheFabric) {
   EXPECT_EQ(machine.nodesPerLeaf, 16);
   EXPECT_TRUE(machine.railOptimized);
   EXPECT_NE(describeSimMachine(machine).find("rail-optimized"), std::string::npos);
+  ASSERT_EQ(parseSimMachine("spines=8", &machine), Status::kSuccess);
+  EXPECT_EQ(machine.spines, 8);
+  EXPECT_NE(describeSimMachine(machine).find("ECMP over 8 spines"), std::string::npos);
   EXPECT_EQ(parseSimMachine("nodes-per-leaf=-1", &machine), Status::kInvalidArgument);
   ASSERT_EQ(parseSimMachine("host-cores=2,host-ranks=4,stack-gbps=3,shm-gbps=12,quantize-gbps=5",
                             &machine),

@@ -31,6 +31,7 @@ std::string fieldNames(const Field (&fields)[N]) {
 Status parseSimMachine(const std::string& text, SimMachine* machine) {
   double gpus = machine->gpusPerNode, nics = machine->nicsPerNode;
   double nodesPerLeaf = machine->nodesPerLeaf, rails = machine->railOptimized ? 1 : 0;
+  double spines = machine->spines;
   double hostCores = machine->hostCores, hostRanks = machine->hostRanks;
   double intraLatencyUs = machine->intraLatencySeconds * 1e6;
   double interLatencyUs = machine->interLatencySeconds * 1e6;
@@ -43,6 +44,7 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
                           {"nodes-per-leaf", &nodesPerLeaf, "one switch"},
                           {"rail-optimized", &rails, "a fat tree"},
                           {"oversubscription", &machine->oversubscription},
+                          {"spines", &spines, "one uplink a leaf"},
                           {"kernel-gbps", &machine->kernelGBps},
                           {"copy-gbps", &machine->copyGBps, "kernel-gbps"},
                           {"reduce-gbps", &machine->reduceGBps, "kernel-gbps"},
@@ -77,6 +79,7 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
   machine->nicsPerNode = static_cast<int>(nics);
   machine->nodesPerLeaf = static_cast<int>(nodesPerLeaf);
   machine->railOptimized = rails != 0;
+  machine->spines = static_cast<int>(spines);
   machine->hostCores = static_cast<int>(hostCores);
   machine->hostRanks = static_cast<int>(hostRanks);
   machine->intraLatencySeconds = intraLatencyUs * 1e-6;
@@ -94,6 +97,7 @@ std::string describeSimMachine(const SimMachine& m) {
     text << (m.railOptimized ? ", rail-optimized: a switch per rail for every "
                              : ", fat tree: a leaf for every ")
          << m.nodesPerLeaf << " nodes, spine uplinks oversubscribed " << m.oversubscription << ":1";
+    if (m.spines > 0) text << ", ECMP over " << m.spines << " spines";
   } else if (m.oversubscription != 1) {
     text << ", fabric oversubscribed " << m.oversubscription << ":1";
   }
@@ -155,7 +159,9 @@ SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds
   nicOut_.resize(static_cast<size_t>(nodes) * static_cast<size_t>(machine.nicsPerNode));
   nicIn_.resize(nicOut_.size());
   if (machine.nodesPerLeaf > 0) {
-    switchUp_.resize(static_cast<size_t>(switchOf(static_cast<int>(nicOut_.size()) - 1)) + 1);
+    const int switches = switchOf(static_cast<int>(nicOut_.size()) - 1) + 1;
+    switchUp_.resize(static_cast<size_t>(switches) *
+                     static_cast<size_t>(std::max(1, machine.spines)));
     switchDown_.resize(switchUp_.size());
   }
 }
@@ -345,10 +351,22 @@ int SimFabric::switchOf(int nic) const {
   return machine_.railOptimized ? group * nics + nic % nics : group;
 }
 
+int SimFabric::spineLinkOf(int nic, int from, int to) const {
+  const int spines = std::max(1, machine_.spines);
+  // A fixed mix of the flow's two ends (splitmix64's finalizer), as a switch hashes a flow's
+  // header: the same flow always takes the same spine.
+  uint64_t hash = (static_cast<uint64_t>(from) << 32) ^ static_cast<uint64_t>(to);
+  hash = (hash ^ (hash >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  hash = (hash ^ (hash >> 27)) * 0x94d049bb133111ebULL;
+  hash ^= hash >> 31;
+  return switchOf(nic) * spines + static_cast<int>(hash % static_cast<uint64_t>(spines));
+}
+
 double SimFabric::uplinkBytesPerSecond() const {
   const int nicsOnSwitch =
       machine_.nodesPerLeaf * (machine_.railOptimized ? 1 : machine_.nicsPerNode);
-  return nicsOnSwitch * machine_.nicGbps / 8 * 1e9 / machine_.oversubscription;
+  return nicsOnSwitch * machine_.nicGbps / 8 * 1e9 / machine_.oversubscription /
+         std::max(1, machine_.spines);
 }
 
 SimFabric::Route SimFabric::route(int source, int destination) {
@@ -385,8 +403,10 @@ void SimFabric::routeBetweenNodes(int source, int destination, Route* route) {
   route->ports[route->count++] = {&nicOut_[static_cast<size_t>(from)], rate};
   if (twoLevels && switchOf(from) != switchOf(to)) {
     const double uplink = uplinkBytesPerSecond();
-    route->ports[route->count++] = {&switchUp_[static_cast<size_t>(switchOf(from))], uplink};
-    route->ports[route->count++] = {&switchDown_[static_cast<size_t>(switchOf(to))], uplink};
+    route->ports[route->count++] = {&switchUp_[static_cast<size_t>(spineLinkOf(from, from, to))],
+                                    uplink};
+    route->ports[route->count++] = {&switchDown_[static_cast<size_t>(spineLinkOf(to, from, to))],
+                                    uplink};
   }
   route->ports[route->count++] = {&nicIn_[static_cast<size_t>(to)], rate};
 }
@@ -427,14 +447,14 @@ void SimFabric::deliver(const Message& message, Receive* receive) {
 void SimFabric::send(uint64_t context, int source, int destination, int tag, const void* data,
                      size_t bytes, std::shared_ptr<Event> departure) {
   std::unique_lock<std::mutex> lock(mutex_);
-  const auto* begin = static_cast<const unsigned char*>(data);
   Pending send;
   send.key = Frontier{0, 0, source};
   send.isSend = true;
   send.context = context;
   send.destination = destination;
   send.tag = tag;
-  send.data.assign(begin, begin + bytes);
+  send.data = static_cast<const unsigned char*>(data);
+  send.bytes = bytes;
   send.from = clocks_[static_cast<size_t>(source)];
   send.done = std::move(departure);
   if (ordered_) {
@@ -445,7 +465,7 @@ void SimFabric::send(uint64_t context, int source, int destination, int tag, con
   notifyWoken(lock, false);
 }
 
-void SimFabric::carry(Pending& send) {
+void SimFabric::carry(const Pending& send) {
   const int source = std::get<2>(send.key), destination = send.destination;
   const double now = send.from;
   double arrival = now;
@@ -456,7 +476,7 @@ void SimFabric::carry(Pending& send) {
     // than the one before (a slower port on the way, an oversubscribed uplink, a CPU, sets the
     // pace); a busy port holds the stream back until it is free.
     const Route path = route(source, destination);
-    const double bytes = static_cast<double>(send.data.size());
+    const double bytes = static_cast<double>(send.bytes);
     double flow = now, end = now;
     for (int hop = 0; hop < path.count; ++hop) {
       const Port& port = path.ports[hop];
@@ -473,7 +493,8 @@ void SimFabric::carry(Pending& send) {
     arrival = end;
   }
   complete(send.done.get(), leaves, send.key);
-  Message message{std::move(send.data), arrival, send.key};
+  if (send.done->abandoned) return;
+  Message message{std::vector<unsigned char>(send.data, send.data + send.bytes), arrival, send.key};
   Mailbox& box = mailboxes_[Key{send.context, destination, source, send.tag}];
   if (!box.posted.empty()) {
     deliver(message, box.posted.front());
@@ -492,6 +513,11 @@ void SimFabric::post(uint64_t context, int destination, int source, int tag, Rec
     return;
   }
   box.posted.push_back(receive);
+}
+
+void SimFabric::abandonSend(Event* departure) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  departure->abandoned = true;
 }
 
 void SimFabric::cancel(uint64_t context, int destination, int source, int tag,

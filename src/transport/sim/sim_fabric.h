@@ -52,6 +52,11 @@ struct SimMachine {
   int nodesPerLeaf = 0;
   bool railOptimized = false;
   double oversubscription = 1;
+  // spines = 0: a leaf's uplink is one pipe that any flow may fill. Else the leaf has a link
+  // to each of that many spine switches, its uplink bandwidth split evenly over them, and each
+  // flow (a pair of NICs) takes the one its hash picks, as ECMP does: flows that collide on a
+  // link share it while another idles.
+  int spines = 0;
   // A rank's kernels (copies, reductions, quantization) take the bytes they touch over this
   // rate, GB/s (a GPU's memory-bound kernels: about 1000), or over their family's where given
   // (> 0): copies (bytes copied), reductions (bytes of one input), work on a float32
@@ -128,7 +133,8 @@ class SimFabric {
   struct Event {
     bool done = false;
     double at = 0;
-    int waiter = -1;  // the rank whose thread waits for it
+    int waiter = -1;         // the rank whose thread waits for it
+    bool abandoned = false;  // a send's: its buffer is no longer there to carry
   };
   // A receive posted by a rank: filled by the matching send, in posting order per
   // (context, source, tag).
@@ -144,6 +150,8 @@ class SimFabric {
   void post(uint64_t context, int destination, int source, int tag, Receive* receive);
   // Drops a receive that will not be waited for (abandon).
   void cancel(uint64_t context, int destination, int source, int tag, const Receive* receive);
+  // A send whose buffer goes away before it departed (abandon): it is not carried.
+  void abandonSend(Event* departure);
   // Rank `rank` waits until `event` is done or the timeout; false on timeout or when `stop()`
   // holds.
   template <typename Stop>
@@ -206,6 +214,9 @@ class SimFabric {
   // The leaf (or rail switch) NIC `nic` (of every node's NICs) hangs from, and its uplink's
   // bytes per second.
   int switchOf(int nic) const;
+  // The uplink (and downlink) a flow from NIC `from` to NIC `to` takes: its switches' link to
+  // the spine that ECMP picks for it.
+  int spineLinkOf(int nic, int from, int to) const;
   double uplinkBytesPerSecond() const;
   // Delivers into a posted receive; wakes its rank if it is blocked on it.
   void deliver(const Message& message, Receive* receive);
@@ -218,7 +229,10 @@ class SimFabric {
     bool isSend = false;
     uint64_t context = 0;
     int destination = 0, tag = 0;
-    std::vector<unsigned char> data;
+    // The sender's buffer, which the transport keeps until the send's departure (its wait);
+    // copied when the send is carried.
+    const unsigned char* data = nullptr;
+    size_t bytes = 0;
     double from = 0, seconds = 0;
     bool inGaps = false;
     std::shared_ptr<Event> done;
@@ -236,7 +250,7 @@ class SimFabric {
   void schedule(int rank, Pending event);
   // Runs every pending event that no running rank could precede.
   void runDue();
-  void carry(Pending& send);
+  void carry(const Pending& send);
   // The threads of the ranks whose events completed are woken once the lock is released (so
   // that they do not wake only to wait for it); `relock`: taken again after.
   void notifyWoken(std::unique_lock<std::mutex>& lock, bool relock);

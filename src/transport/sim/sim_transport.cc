@@ -113,8 +113,10 @@ class SimTransport final : public Transport {
 
   bool abandon() override {
     for (Operation& op : operations_) {
-      if (op.receive != nullptr && !op.receive->done) {
+      if (op.receive != nullptr) {
         fabric_->cancel(context_, global(me_), global(op.peer), op.tag, op.receive.get());
+      } else {
+        fabric_->abandonSend(op.departure.get());
       }
     }
     operations_.clear();
