@@ -467,6 +467,29 @@ TEST(Simulation, ContendedFabricGivesTheSameFiguresEveryRun) {
   }
 }
 
+// In order, a rank that never makes its part of a call holds nobody back forever: the others
+// block on its messages, time out (the fabric's timeout, 1 s here) and name what they waited
+// for.
+TEST(Simulation, RanksWaitingForOneThatNeverCallsTimeOut) {
+  auto fabric = std::make_shared<SimFabric>(4, testMachine(), 1);
+  const zcclConfig config = configWith(zcclAlgoAuto);
+  std::vector<zcclResult_t> results(4, zcclSuccess);
+  const Status status = runSimulated(fabric, &config, [&](int rank, zcclComm_t comm) {
+    if (rank == 3) return zcclSuccess;
+    std::vector<float> in(8, 1.0f), out(32);
+    results[static_cast<size_t>(rank)] =
+        zcclAllGather(in.data(), out.data(), in.size(), zcclFloat32, comm, nullptr);
+    return results[static_cast<size_t>(rank)];
+  });
+  EXPECT_NE(status, Status::kSuccess);
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_NE(results[static_cast<size_t>(rank)], zcclSuccess) << "rank " << rank;
+  }
+  const std::string error = lastThreadError();
+  EXPECT_NE(error.find("timeout"), std::string::npos) << error;
+  EXPECT_NE(error.find("receive from rank 3"), std::string::npos) << error;
+}
+
 // Run by ctest with a 60 s limit (sim_1024): the largest job the simulator is sized for.
 TEST(Simulation, AllGatherAt1024Ranks) {
   Totals totals;
