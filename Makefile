@@ -84,7 +84,7 @@ test-second-mpi-long:
 # The unit and multi-rank suites under AddressSanitizer + UndefinedBehaviorSanitizer (leaks
 # included, those of MPI, UCX and hwloc's PCI plugin aside; the tests labelled asan), and the
 # threaded parts (abort from another thread, communicators set up on several threads, device
-# work on a communicator's own thread) under ThreadSanitizer.
+# work on a communicator's own thread, the simulator's ranks) under ThreadSanitizer.
 SANITIZER_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo $(call mpi_flags,$(ZCCL_MPI)) \
 	-DZCCL_WITH_CUDA=OFF -DZCCL_BUILD_PERF=OFF $(CMAKE_FLAGS)
 test-sanitizers: deps
@@ -95,10 +95,10 @@ test-sanitizers: deps
 		UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 1 -L asan
 	cmake -S . -B build-tsan -DZCCL_TSAN=ON -DZCCL_BUILD_EXAMPLES=OFF $(SANITIZER_FLAGS)
 	cmake --build build-tsan -j $(JOBS) --target zcclrun reliability_test_ucx bootstrap_test \
-		bootstrap_peer staged_test
+		bootstrap_peer staged_test zccl_sim_tests
 	# UCX's memory hooks (libucm) and ThreadSanitizer's interceptors do not mix.
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 UCX_MEM_EVENTS=no \
-		ctest --output-on-failure -j 1 -R "^reliability_test_ucx_np|^bootstrap$$|^staged_test_2x2$$"
+		ctest --output-on-failure -j 1 -R "^reliability_test_ucx_np|^bootstrap$$|^staged_test_2x2$$|^sim_threads$$"
 
 # zccl-sim on the shapes of make bench-link's table (docs/testbed.md) and of make bench-zero's
 # steps (where it has run), side by side with the measured figures: docs/figures/sim_testbed.md.
