@@ -485,7 +485,7 @@ TEST(Simulation, RanksWaitingForOneThatNeverCallsTimeOut) {
   for (int rank = 0; rank < 3; ++rank) {
     EXPECT_NE(results[static_cast<size_t>(rank)], zcclSuccess) << "rank " << rank;
   }
-  const std::string error = lastThreadError();
+  const std::string& error = lastThreadError();
   EXPECT_NE(error.find("timeout"), std::string::npos) << error;
   EXPECT_NE(error.find("receive from rank 3"), std::string::npos) << error;
 }
