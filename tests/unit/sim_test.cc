@@ -154,16 +154,21 @@ TEST(Simulation, RingAllGatherTakesTheLinkModelsTime) {
   EXPECT_LE(totals.latest, (ranks - 1) * (machine.interLatencySeconds + onNic + intraHop));
 }
 
-// When the one message from `source` (its clock at 0) to `destination` arrives, in virtual time.
-double arrivalOf(SimFabric& fabric, int source, int destination, size_t bytes) {
-  std::vector<unsigned char> sent(bytes), received(bytes);
-  fabric.send(1, source, destination, 0, sent.data(), bytes, std::make_shared<SimFabric::Event>());
+// When the message already sent from `source` to `destination` arrived, in virtual time.
+double receivedAt(SimFabric& fabric, int source, int destination, void* buffer, size_t bytes) {
   SimFabric::Receive receive;
-  receive.buffer = received.data();
+  receive.buffer = buffer;
   receive.bytes = bytes;
   fabric.post(1, destination, source, 0, &receive);
   EXPECT_TRUE(receive.done);
   return receive.at;
+}
+
+// When the one message from `source` (its clock at 0) to `destination` arrives, in virtual time.
+double arrivalOf(SimFabric& fabric, int source, int destination, size_t bytes) {
+  std::vector<unsigned char> sent(bytes), received(bytes);
+  fabric.send(1, source, destination, 0, sent.data(), bytes, std::make_shared<SimFabric::Event>());
+  return receivedAt(fabric, source, destination, received.data(), bytes);
 }
 
 // Nodes of `gpus` GPUs and as many 100 Gbit/s NICs, under switches of 2 nodes each whose
@@ -239,12 +244,7 @@ TEST(Simulation, EcmpPutsEachFlowOnOneSpineLink) {
     double last = 0;
     for (int from = 0; from < 4; ++from) {
       for (int to = 4; to < 8; ++to) {
-        SimFabric::Receive receive;
-        receive.buffer = data.data();
-        receive.bytes = bytes;
-        fabric.post(1, to, from, 0, &receive);
-        EXPECT_TRUE(receive.done);
-        last = std::max(last, receive.at);
+        last = std::max(last, receivedAt(fabric, from, to, data.data(), bytes));
       }
     }
     return last;

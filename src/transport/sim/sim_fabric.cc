@@ -273,12 +273,16 @@ double SimFabric::clock(int rank) {
   return clocks_[static_cast<size_t>(rank)];
 }
 
-void SimFabric::advance(int rank, double seconds) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  clocks_[static_cast<size_t>(rank)] += seconds;
+void SimFabric::afterClockMoved(std::unique_lock<std::mutex>& lock, int rank) {
   clockMoved(rank);
   runDue();
   notifyWoken(lock, false);
+}
+
+void SimFabric::advance(int rank, double seconds) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  clocks_[static_cast<size_t>(rank)] += seconds;
+  afterClockMoved(lock, rank);
 }
 
 void SimFabric::advanceTo(int rank, double time) {
@@ -286,9 +290,7 @@ void SimFabric::advanceTo(int rank, double time) {
   double& clock = clocks_[static_cast<size_t>(rank)];
   if (time <= clock) return;
   clock = time;
-  clockMoved(rank);
-  runDue();
-  notifyWoken(lock, false);
+  afterClockMoved(lock, rank);
 }
 
 bool SimFabric::cpuCarriesMessages() const {
@@ -334,9 +336,7 @@ void SimFabric::runKernel(int rank, double seconds) {
   std::unique_lock<std::mutex> lock(mutex_);
   double& clock = clocks_[static_cast<size_t>(rank)];
   clock = std::max(clock, cpuWork(lock, rank, clock, seconds / machine_.cpuShare(), false));
-  clockMoved(rank);
-  runDue();
-  notifyWoken(lock, false);
+  afterClockMoved(lock, rank);
 }
 
 double SimFabric::runBeside(int rank, double from, double seconds) {

@@ -262,6 +262,9 @@ class SimFabric {
   void wake(int rank, double time, const Frontier& cause);
   // The rank's clock moved on: so does its frontier.
   void clockMoved(int rank);
+  // A public call moved the rank's clock: its frontier follows, what that lets run runs, and
+  // the threads it woke are told once the lock is released.
+  void afterClockMoved(std::unique_lock<std::mutex>& lock, int rank);
   // The rank's work on its own CPU: at once where nothing else uses that CPU, else in order.
   double cpuWork(std::unique_lock<std::mutex>& lock, int rank, double from, double seconds,
                  bool inGaps);
