@@ -3,9 +3,10 @@
 docs/testbed.md (2 nodes x 1 or 2 ranks, 1 and 10 Gbit/s, bfloat16, plain / INT8 / INT4; its
 10 Gbit/s rows as rerun on this host kind, docs/figures/link_10gbit_later_host.md, or the
 tables SIM_TABLES names, later rows replacing earlier ones) run again by zccl-sim on the same
-shape, busbw side by side, and the share of rows within 15%; then, where make bench-zero has run (ZERO_LOG, default bench/zero/mlp_1gbit.node0.log), its
-ZeRO-3 and ZeRO++ steps simulated with the compute each measured: collectives, the step
-without overlap, and the step with the prefetch depth the bench ran.
+shape, busbw side by side, and the share of rows within 15%; then, where make bench-zero has
+run (ZERO_LOG, default bench/zero/mlp_1gbit.node0.log), its ZeRO-3 and ZeRO++ steps simulated
+with the compute each measured: collectives, the step without overlap, and the step with the
+prefetch depth the bench ran.
 
 usage: sim-validate.py ZCCL_SIM [HOST] > table.md
 HOST: how the testbed's ranks use this host, as --machine fields. By default every rank of the
@@ -214,7 +215,8 @@ def main() -> None:
             ratio = simulated / float(measured)
             errors.setdefault(gbit, []).append(abs(ratio - 1))
             cells.append(f"{measured} / {simulated:.3f} ({ratio - 1:+.0%})")
-        print(f"| {gbit} Gbit/s | 2 x {per_node} | {name} | {mib} MiB | " + " | ".join(cells) + " |")
+        print(f"| {gbit} Gbit/s | 2 x {per_node} | {name} | {mib} MiB | " + " | ".join(cells)
+              + " |")
     print()
     for gbit, rows in sorted(errors.items()):
         within = sum(error <= 0.15 for error in rows)
