@@ -91,6 +91,7 @@ def measured_link() -> dict:
             sys.exit(f"sim-validate: {LINK_FACTS.name} could not measure the link "
                      f"({out.stderr.strip()}); give SIM_LINK=stack-gbps=S,latency-us=L,"
                      "shared-latency-us=W instead")
+        sys.stderr.write(out.stderr)
         runs.append(parse_fields(out.stdout.strip()))
     return {name: statistics.median(run[name] for run in runs) for name in runs[0]}
 

@@ -9,7 +9,8 @@ nodes (testbed.sh; needs root), as zccl-sim's machine fields for the simulated t
                      message often waits for its receiver's time slice, so the mean grows;
   stack-gbps         a TCP stream's bytes over the CPU time it costs the host (every core's
                      busy time, softirq included, from /proc/stat) split evenly over the
-                     sender and the receiver: the rate a core carries one side at.
+                     sender and the receiver: the rate a core carries one side at (on an
+                     otherwise idle host: it says so when the host was busy before).
 
 usage: link-facts.py [--rate 10gbit] [--burst 256kb] [--shared 4]
 prints one line: stack-gbps=S,latency-us=L,shared-latency-us=W"""
@@ -25,6 +26,8 @@ from pathlib import Path
 PORT = 47123
 PING_SECONDS = 1.0  # each ping-pong: long enough to span many time slices
 SPINNERS_START_SECONDS = 0.3
+IDLE_CHECK_SECONDS = 0.5
+IDLE_LOAD_CORES = 0.1
 STREAM_BYTES = 1 << 30
 CHUNK = 1 << 20
 PING = 64
@@ -108,6 +111,13 @@ def measure(address: str, shared: int) -> str:
         for spinner in busy:
             spinner.kill()
             spinner.wait()
+    # The stack's figure is the whole host's busy time: other load counts in it.
+    before = host_busy_seconds()
+    time.sleep(IDLE_CHECK_SECONDS)
+    load = (host_busy_seconds() - before) / IDLE_CHECK_SECONDS
+    if load > IDLE_LOAD_CORES:
+        print(f"link-facts: the host was busy ({load:.2f} cores) before the stream; its "
+              "stack-gbps counts that load too", file=sys.stderr)
     chunk = bytes(CHUNK)
     before = host_busy_seconds()
     for _ in range(STREAM_BYTES // CHUNK):

@@ -2,7 +2,8 @@
 # The testbed's short check (ctest label testbed): 2 nodes of 2 ranks in namespaces of their
 # own behind a capped link; zccl's collectives suite across them under zcclrun (UCX), the
 # bytes the link carried against zccl's inter-node counters, and a perf binary under mpiexec
-# (Hydra entering the nodes) with MPI's collective beside it. Exits 77 (skipped) where
+# (Hydra entering the nodes) with MPI's collective beside it, and the link's facts as make
+# sim-validate measures them (link-facts.py). Exits 77 (skipped) where
 # namespaces cannot be made.
 #   scripts/testbed/smoke.sh BUILD_DIR
 set -euo pipefail
@@ -36,7 +37,11 @@ job() {
     -hosts "${addrs[0]},${addrs[1]}" -n 4 -ppn 2 -genv UCX_TLS sm,self,tcp \
     -genv LD_PRELOAD "$preload/finalize_progress.so" \
     "$build/perf/all_gather_perf" -b 64K -e 4M -f 8 -n 3 -w 1 -d bfloat16 -B
+  echo "== the link's facts (link-facts.py)"
+  local number='[0-9.]+(e[+-]?[0-9]+)?'
+  python3 "$here/link-facts.py" --on-testbed |
+    grep -E "^stack-gbps=$number,latency-us=$number,shared-latency-us=$number\$"
 }
 export -f job
-export build preload MPIEXEC=${MPIEXEC:-mpiexec}
+export build here preload MPIEXEC=${MPIEXEC:-mpiexec}
 "$here/testbed.sh" --nodes 2 --rate 4gbit -- bash -c job
