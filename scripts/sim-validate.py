@@ -115,7 +115,7 @@ def testbed(tool: str, gbit: int, per_node: int, host: str, link: dict, *args: s
     machine = f"gpus-per-node={per_node},nics=1,nic-gbps={gbit},intra-gbps=10,"
     machine += link_fields(link, ranks, cores, host) + ","
     machine += "kernel-gbps=4" if host == "none" else f"{host},host-ranks={ranks}"
-    return subprocess.run([tool, "--ranks", str(2 * per_node), "--machine", machine, *args],
+    return subprocess.run([tool, "--ranks", str(ranks), "--machine", machine, *args],
                           capture_output=True, text=True, check=True).stdout
 
 

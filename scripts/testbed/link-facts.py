@@ -2,8 +2,8 @@
 """What a message between two testbed nodes costs on this host, measured on a testbed of two
 nodes (testbed.sh; needs root), as zccl-sim's machine fields for the simulated testbed:
 
-  latency-us         the mean one-way time of a 64-byte message, both ends busy-polling as
-                     zccl's ranks do (a round trip over two, through TCP and the veth pair);
+  latency-us         the mean one-way time of a 64-byte message, both ends busy-polling
+                     without yielding (a round trip over two, through TCP and the veth pair);
   shared-latency-us  the same while SHARED busy-polling processes (the two ends among them)
                      share this host's cores, as the testbed's 2 x 2 ranks do on 2 cores: a
                      message often waits for its receiver's time slice, so the mean grows;
@@ -38,6 +38,13 @@ def host_busy_seconds() -> float:
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
     idle, iowait = fields[3], fields[4]
     return (sum(fields) - idle - iowait) / os.sysconf("SC_CLK_TCK")
+
+
+def host_busy_during(work) -> float:
+    """The host's busy seconds while `work()` runs."""
+    before = host_busy_seconds()
+    work()
+    return host_busy_seconds() - before
 
 
 def receive_polling(conn: socket.socket, size: int) -> bytes:
@@ -112,18 +119,18 @@ def measure(address: str, shared: int) -> str:
             spinner.kill()
             spinner.wait()
     # The stack's figure is the whole host's busy time: other load counts in it.
-    before = host_busy_seconds()
-    time.sleep(IDLE_CHECK_SECONDS)
-    load = (host_busy_seconds() - before) / IDLE_CHECK_SECONDS
+    load = host_busy_during(lambda: time.sleep(IDLE_CHECK_SECONDS)) / IDLE_CHECK_SECONDS
     if load > IDLE_LOAD_CORES:
         print(f"link-facts: the host was busy ({load:.2f} cores) before the stream; its "
               "stack-gbps counts that load too", file=sys.stderr)
-    chunk = bytes(CHUNK)
-    before = host_busy_seconds()
-    for _ in range(STREAM_BYTES // CHUNK):
-        conn.sendall(chunk)
-    conn.recv(1)
-    cpu = host_busy_seconds() - before
+
+    def stream() -> None:
+        chunk = bytes(CHUNK)
+        for _ in range(STREAM_BYTES // CHUNK):
+            conn.sendall(chunk)
+        conn.recv(1)
+
+    cpu = host_busy_during(stream)
     stack = STREAM_BYTES / (cpu / 2) / 1e9
     return f"stack-gbps={stack:.3g},latency-us={latency:.3g},shared-latency-us={shared_latency:.3g}"
 

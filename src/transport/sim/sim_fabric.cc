@@ -293,6 +293,12 @@ void SimFabric::advanceTo(int rank, double time) {
   afterClockMoved(lock, rank);
 }
 
+std::chrono::steady_clock::time_point SimFabric::waitDeadline() const {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             std::chrono::duration<double>(timeout_ > 0 ? timeout_ : 1e9));
+}
+
 bool SimFabric::cpuCarriesMessages() const {
   return machine_.stackGBps > 0 || machine_.shmGBps > 0;
 }
@@ -563,10 +569,7 @@ bool SimFabric::exchangeControl(uint64_t context, uint64_t round, const std::vec
     block(rank);
     notifyWoken(lock, true);
   }
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(timeout_ > 0 ? timeout_ : 1e9));
-  if (!controlChanged_.wait_until(lock, deadline,
+  if (!controlChanged_.wait_until(lock, waitDeadline(),
                                   [&] { return control.arrived == static_cast<int>(size); })) {
     wake(rank, 0, Frontier{0, 0, 0});
     return false;

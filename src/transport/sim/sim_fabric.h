@@ -270,7 +270,8 @@ class SimFabric {
                  bool inGaps);
   double reserveCpu(int rank, double from, double seconds, bool inGaps);
   bool cpuCarriesMessages() const;
-  void wakeWaiter(Event* event);
+  // When a wait that starts now times out (the fabric's timeout; none: far off).
+  std::chrono::steady_clock::time_point waitDeadline() const;
 
   const int ranks_;
   const SimMachine machine_;
@@ -298,9 +299,7 @@ template <typename Stop>
 bool SimFabric::waitFor(int rank, Event& event, Stop&& stop) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (event.done) return true;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(timeout_ > 0 ? timeout_ : 1e9));
+  const auto deadline = waitDeadline();
   event.waiter = rank;
   block(rank);
   notifyWoken(lock, true);
