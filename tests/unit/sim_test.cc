@@ -258,6 +258,30 @@ TEST(Simulation, EcmpPutsEachFlowOnOneSpineLink) {
   std::printf("16 flows over 4 spine links: the busiest carried %.0f\n", flowsOnBusiest);
 }
 
+// A third tier: pods of 2 such leaves (4 single-NIC nodes), whose links to the core carry what
+// their leaves' uplinks can (4 NICs' worth over 4, a NIC) over 4 again, a quarter of a NIC. A
+// message between leaves of one pod goes at the leaf's uplink's rate, one between pods at the
+// pod's link's, and two between pods at once from different leaves share it (where without the
+// third tier they go at their leaves' own uplinks' rate, side by side).
+TEST(Simulation, PodLinksSetThePaceAcrossPods) {
+  SimMachine machine = twoLevelFabric(1, false);
+  machine.leavesPerPod = 2;
+  machine.podOversubscription = 4;
+  const size_t bytes = 50 << 20;
+  const double nic = machine.nicGbps / 8 * 1e9, uplink = 2 * nic / 4, podLink = 4 * nic / 16;
+  const double latency = machine.interLatencySeconds;
+  SimFabric withinPod(8, machine, 10);
+  EXPECT_NEAR(arrivalOf(withinPod, 0, 1, bytes), bytes / nic + latency, 1e-9);
+  EXPECT_NEAR(arrivalOf(withinPod, 2, 0, bytes), bytes / uplink + latency, 1e-9);
+  SimFabric acrossPods(8, machine, 10);
+  EXPECT_NEAR(arrivalOf(acrossPods, 0, 4, bytes), bytes / podLink + latency, 1e-9);
+  EXPECT_NEAR(arrivalOf(acrossPods, 2, 6, bytes), 2 * bytes / podLink + latency, 1e-9);
+  machine.leavesPerPod = 0;
+  SimFabric twoTiers(8, machine, 10);
+  EXPECT_NEAR(arrivalOf(twoTiers, 0, 4, bytes), bytes / uplink + latency, 1e-9);
+  EXPECT_NEAR(arrivalOf(twoTiers, 2, 6, bytes), bytes / uplink + latency, 1e-9);
+}
+
 TEST(Simulation, MachineTextNamesTheFabric) {
   SimMachine machine;
   ASSERT_EQ(parseSimMachine("nodes-per-leaf=16,rail-optimized=1,oversubscription=2", &machine),
@@ -269,6 +293,15 @@ TEST(Simulation, MachineTextNamesTheFabric) {
   EXPECT_EQ(machine.spines, 8);
   EXPECT_NE(describeSimMachine(machine).find("ECMP over 8 spines"), std::string::npos);
   EXPECT_EQ(parseSimMachine("nodes-per-leaf=-1", &machine), Status::kInvalidArgument);
+  ASSERT_EQ(parseSimMachine("leaves-per-pod=4,pod-oversubscription=3", &machine), Status::kSuccess);
+  EXPECT_NE(describeSimMachine(machine).find("pods of 4 leaves under a core, pod uplinks "
+                                             "oversubscribed 3:1"),
+            std::string::npos)
+      << describeSimMachine(machine);
+  SimMachine oneSwitch;
+  EXPECT_EQ(parseSimMachine("leaves-per-pod=4", &oneSwitch), Status::kInvalidArgument);
+  EXPECT_EQ(parseSimMachine("nodes-per-leaf=2,leaves-per-pod=2,pod-oversubscription=0", &oneSwitch),
+            Status::kInvalidArgument);
   ASSERT_EQ(parseSimMachine("host-cores=2,host-ranks=4,stack-gbps=3,shm-gbps=12,quantize-gbps=5",
                             &machine),
             Status::kSuccess);

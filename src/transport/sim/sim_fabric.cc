@@ -31,7 +31,7 @@ std::string fieldNames(const Field (&fields)[N]) {
 Status parseSimMachine(const std::string& text, SimMachine* machine) {
   double gpus = machine->gpusPerNode, nics = machine->nicsPerNode;
   double nodesPerLeaf = machine->nodesPerLeaf, rails = machine->railOptimized ? 1 : 0;
-  double spines = machine->spines;
+  double spines = machine->spines, leavesPerPod = machine->leavesPerPod;
   double hostCores = machine->hostCores, hostRanks = machine->hostRanks;
   double intraLatencyUs = machine->intraLatencySeconds * 1e6;
   double interLatencyUs = machine->interLatencySeconds * 1e6;
@@ -45,6 +45,8 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
                           {"rail-optimized", &rails, "a fat tree"},
                           {"oversubscription", &machine->oversubscription},
                           {"spines", &spines, "one uplink a leaf"},
+                          {"leaves-per-pod", &leavesPerPod, "no third tier"},
+                          {"pod-oversubscription", &machine->podOversubscription},
                           {"kernel-gbps", &machine->kernelGBps},
                           {"copy-gbps", &machine->copyGBps, "kernel-gbps"},
                           {"reduce-gbps", &machine->reduceGBps, "kernel-gbps"},
@@ -80,11 +82,18 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
   machine->nodesPerLeaf = static_cast<int>(nodesPerLeaf);
   machine->railOptimized = rails != 0;
   machine->spines = static_cast<int>(spines);
+  machine->leavesPerPod = static_cast<int>(leavesPerPod);
   machine->hostCores = static_cast<int>(hostCores);
   machine->hostRanks = static_cast<int>(hostRanks);
   machine->intraLatencySeconds = intraLatencyUs * 1e-6;
   machine->interLatencySeconds = interLatencyUs * 1e-6;
   if (machine->nicsPerNode > machine->gpusPerNode) machine->nicsPerNode = machine->gpusPerNode;
+  if (machine->leavesPerPod > 0 && machine->nodesPerLeaf == 0) {
+    return fail(Status::kInvalidArgument,
+                "machine: leaves-per-pod=%d needs leaves: give nodes-per-leaf too (it is 0, one "
+                "switch for every node)",
+                machine->leavesPerPod);
+  }
   return Status::kSuccess;
 }
 
@@ -98,6 +107,10 @@ std::string describeSimMachine(const SimMachine& m) {
                              : ", fat tree: a leaf for every ")
          << m.nodesPerLeaf << " nodes, spine uplinks oversubscribed " << m.oversubscription << ":1";
     if (m.spines > 0) text << ", ECMP over " << m.spines << " spines";
+    if (m.leavesPerPod > 0) {
+      text << ", pods of " << m.leavesPerPod << " leaves under a core, pod uplinks oversubscribed "
+           << m.podOversubscription << ":1";
+    }
   } else if (m.oversubscription != 1) {
     text << ", fabric oversubscribed " << m.oversubscription << ":1";
   }
@@ -163,6 +176,10 @@ SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds
     switchUp_.resize(static_cast<size_t>(switches) *
                      static_cast<size_t>(std::max(1, machine.spines)));
     switchDown_.resize(switchUp_.size());
+  }
+  if (machine.leavesPerPod > 0) {
+    podUp_.resize(static_cast<size_t>(podOf(static_cast<int>(nicOut_.size()) - 1) + 1));
+    podDown_.resize(podUp_.size());
   }
 }
 
@@ -375,6 +392,17 @@ double SimFabric::uplinkBytesPerSecond() const {
          std::max(1, machine_.spines);
 }
 
+int SimFabric::podOf(int nic) const {
+  return nic / machine_.nicsPerNode / machine_.nodesPerLeaf / machine_.leavesPerPod;
+}
+
+double SimFabric::podUplinkBytesPerSecond() const {
+  // What its leaves' uplinks carry (every node's NICs, whether on a leaf or on rail switches).
+  const int nicsInPod = machine_.leavesPerPod * machine_.nodesPerLeaf * machine_.nicsPerNode;
+  return nicsInPod * machine_.nicGbps / 8 * 1e9 / machine_.oversubscription /
+         machine_.podOversubscription;
+}
+
 SimFabric::Route SimFabric::route(int source, int destination) {
   Route route;
   const int perNode = machine_.gpusPerNode;
@@ -411,6 +439,11 @@ void SimFabric::routeBetweenNodes(int source, int destination, Route* route) {
     const double uplink = uplinkBytesPerSecond();
     route->ports[route->count++] = {&switchUp_[static_cast<size_t>(spineLinkOf(from, from, to))],
                                     uplink};
+    if (machine_.leavesPerPod > 0 && podOf(from) != podOf(to)) {
+      const double podUplink = podUplinkBytesPerSecond();
+      route->ports[route->count++] = {&podUp_[static_cast<size_t>(podOf(from))], podUplink};
+      route->ports[route->count++] = {&podDown_[static_cast<size_t>(podOf(to))], podUplink};
+    }
     route->ports[route->count++] = {&switchDown_[static_cast<size_t>(spineLinkOf(to, from, to))],
                                     uplink};
   }

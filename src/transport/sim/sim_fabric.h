@@ -57,6 +57,13 @@ struct SimMachine {
   // flow (a pair of NICs) takes the one its hash picks, as ECMP does: flows that collide on a
   // link share it while another idles.
   int spines = 0;
+  // leavesPerPod = 0: the spine joins every leaf. Else a third tier (needs nodesPerLeaf): the
+  // nodes of every leavesPerPod leaves form a pod under a spine of its own, and pods meet at a
+  // non-blocking core through one link each way a pod, which carries what its leaves' uplinks
+  // can over podOversubscription. A message between pods takes its leaf's uplink, its pod's,
+  // the other pod's downlink and the other leaf's.
+  int leavesPerPod = 0;
+  double podOversubscription = 1;
   // A rank's kernels (copies, reductions, quantization) take the bytes they touch over this
   // rate, GB/s (a GPU's memory-bound kernels: about 1000), or over their family's where given
   // (> 0): copies (bytes copied), reductions (bytes of one input), work on a float32
@@ -199,11 +206,11 @@ class SimFabric {
   // The end of the first interval of `duration` from `ready` on that `busy` leaves free; it is
   // then busy.
   static double reserve(Timeline* busy, double ready, double duration);
-  // The ports a message between two ranks takes, in order (2, or 4 through the spine; the
-  // CPUs at either end where they carry it), the one whose end completes the send, the one
-  // the latency comes before (the receiving GPU's or NIC's), and the latency.
+  // The ports a message between two ranks takes, in order (2, 4 through the spine, 6 through
+  // the core; the CPUs at either end where they carry it), the one whose end completes the send,
+  // the one the latency comes before (the receiving GPU's or NIC's), and the latency.
   struct Route {
-    Port ports[6];
+    Port ports[8];
     int count = 0;
     int departure = 0;
     int landing = 0;
@@ -218,6 +225,9 @@ class SimFabric {
   // the spine that ECMP picks for it.
   int spineLinkOf(int nic, int from, int to) const;
   double uplinkBytesPerSecond() const;
+  // The pod NIC `nic` is in, and its link to the core's bytes per second.
+  int podOf(int nic) const;
+  double podUplinkBytesPerSecond() const;
   // Delivers into a posted receive; wakes its rank if it is blocked on it.
   void deliver(const Message& message, Receive* receive);
 
@@ -283,6 +293,7 @@ class SimFabric {
   std::vector<Timeline> cpu_;                    // per rank
   std::vector<Timeline> nicOut_, nicIn_;         // per node x NIC
   std::vector<Timeline> switchUp_, switchDown_;  // per leaf (or rail switch), to the spine
+  std::vector<Timeline> podUp_, podDown_;        // per pod, to the core
   std::map<Key, Mailbox> mailboxes_;
   std::map<std::tuple<uint64_t, uint64_t>, Control> controls_;
   std::map<std::tuple<uint64_t, uint64_t, int>, uint64_t> children_;
