@@ -199,6 +199,37 @@ TEST(Simulation, FatTreeUplinksSetThePaceAcrossLeaves) {
   EXPECT_NEAR(arrivalOf(acrossLeaves, 1, 3, bytes), 2 * bytes / uplink + latency, 1e-9);
 }
 
+// When every one of `flows` messages of `bytes`, from rank f to rank `offset` + f, sent at
+// once, has arrived.
+double lastOfFlows(SimFabric& fabric, int flows, int offset, size_t bytes) {
+  std::vector<unsigned char> data(bytes);
+  for (int from = 0; from < flows; ++from) {
+    fabric.send(1, from, offset + from, 0, data.data(), bytes,
+                std::make_shared<SimFabric::Event>());
+  }
+  double last = 0;
+  for (int from = 0; from < flows; ++from) {
+    last = std::max(last, receivedAt(fabric, from, offset + from, data.data(), bytes));
+  }
+  return last;
+}
+
+// 2 leaves of 4 single-NIC nodes. Not oversubscribed, the uplinks carry 4 NICs' worth: the 4
+// messages from one leaf to the other, sent at once, all go at their NICs' rate, as through
+// one switch. At 2:1 they carry 2 NICs' worth: two go at once, the other two after them.
+TEST(Simulation, UplinksCarrySeveralNicsAtOnce) {
+  SimMachine machine = twoLevelFabric(1, false);
+  machine.nodesPerLeaf = 4;
+  const size_t bytes = 8 << 20;
+  const double nic = machine.nicGbps / 8 * 1e9, latency = machine.interLatencySeconds;
+  for (double oversubscription : {1.0, 2.0}) {
+    machine.oversubscription = oversubscription;
+    SimFabric fabric(8, machine, 10);
+    EXPECT_NEAR(lastOfFlows(fabric, 4, 4, bytes), oversubscription * bytes / nic + latency, 1e-9)
+        << oversubscription << ":1";
+  }
+}
+
 // Rail-optimized, 2 nodes of 2 GPUs with 2 NICs, a switch per rail, uplinks oversubscribed
 // 4:1: GPU 0 to the other node's GPU 0 stays on its rail (the NIC's rate); GPU 0 to GPU 1
 // crosses rails through the spine (the uplink's rate). On a fat tree of the same 2-node leaf

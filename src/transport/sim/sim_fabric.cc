@@ -1,6 +1,7 @@
 // The simulated cluster (sim_fabric.h).
 #include "transport/sim/sim_fabric.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -173,12 +174,15 @@ SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds
   nicIn_.resize(nicOut_.size());
   if (machine.nodesPerLeaf > 0) {
     const int switches = switchOf(static_cast<int>(nicOut_.size()) - 1) + 1;
+    uplinkLanes_ = lanesOf(uplinkBytesPerSecond());
     switchUp_.resize(static_cast<size_t>(switches) *
-                     static_cast<size_t>(std::max(1, machine.spines)));
+                     static_cast<size_t>(std::max(1, machine.spines) * uplinkLanes_));
     switchDown_.resize(switchUp_.size());
   }
   if (machine.leavesPerPod > 0) {
-    podUp_.resize(static_cast<size_t>(podOf(static_cast<int>(nicOut_.size()) - 1) + 1));
+    const int pods = podOf(static_cast<int>(nicOut_.size()) - 1) + 1;
+    podLinkLanes_ = lanesOf(podUplinkBytesPerSecond());
+    podUp_.resize(static_cast<size_t>(pods) * static_cast<size_t>(podLinkLanes_));
     podDown_.resize(podUp_.size());
   }
 }
@@ -403,6 +407,17 @@ double SimFabric::podUplinkBytesPerSecond() const {
          machine_.podOversubscription;
 }
 
+int SimFabric::lanesOf(double bytesPerSecond) const {
+  const double nic = machine_.nicGbps / 8 * 1e9;
+  return std::max(1, static_cast<int>(std::floor(bytesPerSecond / nic * (1 + 1e-9))));
+}
+
+SimFabric::Port SimFabric::linkPort(std::vector<Timeline>* timelines, int link, int lanes,
+                                    double bytesPerSecond) {
+  return {&(*timelines)[static_cast<size_t>(link) * static_cast<size_t>(lanes)],
+          bytesPerSecond / lanes, lanes};
+}
+
 SimFabric::Route SimFabric::route(int source, int destination) {
   Route route;
   const int perNode = machine_.gpusPerNode;
@@ -437,27 +452,45 @@ void SimFabric::routeBetweenNodes(int source, int destination, Route* route) {
   route->ports[route->count++] = {&nicOut_[static_cast<size_t>(from)], rate};
   if (twoLevels && switchOf(from) != switchOf(to)) {
     const double uplink = uplinkBytesPerSecond();
-    route->ports[route->count++] = {&switchUp_[static_cast<size_t>(spineLinkOf(from, from, to))],
-                                    uplink};
+    route->ports[route->count++] =
+        linkPort(&switchUp_, spineLinkOf(from, from, to), uplinkLanes_, uplink);
     if (machine_.leavesPerPod > 0 && podOf(from) != podOf(to)) {
       const double podUplink = podUplinkBytesPerSecond();
-      route->ports[route->count++] = {&podUp_[static_cast<size_t>(podOf(from))], podUplink};
-      route->ports[route->count++] = {&podDown_[static_cast<size_t>(podOf(to))], podUplink};
+      route->ports[route->count++] = linkPort(&podUp_, podOf(from), podLinkLanes_, podUplink);
+      route->ports[route->count++] = linkPort(&podDown_, podOf(to), podLinkLanes_, podUplink);
     }
-    route->ports[route->count++] = {&switchDown_[static_cast<size_t>(spineLinkOf(to, from, to))],
-                                    uplink};
+    route->ports[route->count++] =
+        linkPort(&switchDown_, spineLinkOf(to, from, to), uplinkLanes_, uplink);
   }
   route->ports[route->count++] = {&nicIn_[static_cast<size_t>(to)], rate};
 }
 
-double SimFabric::reserve(Timeline* busy, double ready, double duration) {
+double SimFabric::firstFree(const Timeline& busy, double ready, double duration) {
   double start = ready;
-  auto next = busy->upper_bound(start);
-  if (next != busy->begin()) start = std::max(start, std::prev(next)->second);
-  while (next != busy->end() && next->first < start + duration) {
+  auto next = busy.upper_bound(start);
+  if (next != busy.begin()) start = std::max(start, std::prev(next)->second);
+  while (next != busy.end() && next->first < start + duration) {
     start = std::max(start, next->second);
     ++next;
   }
+  return start;
+}
+
+double SimFabric::reserve(const Port& port, double ready, double duration) {
+  Timeline* earliest = port.busy;
+  double start = firstFree(*earliest, ready, duration);
+  for (int lane = 1; lane < port.lanes && start > ready; ++lane) {
+    const double laneStart = firstFree(port.busy[lane], ready, duration);
+    if (laneStart < start) {
+      start = laneStart;
+      earliest = &port.busy[lane];
+    }
+  }
+  return reserve(earliest, start, duration);
+}
+
+double SimFabric::reserve(Timeline* busy, double ready, double duration) {
+  const double start = firstFree(*busy, ready, duration);
   const double end = start + duration;
   // Merged with a neighbour it touches, so that back-to-back messages keep one interval.
   auto before = busy->upper_bound(start);
@@ -525,7 +558,7 @@ void SimFabric::carry(const Pending& send) {
         end += path.latency;
       }
       const double ready = std::max(flow, end - duration);
-      end = reserve(port.busy, ready, duration);
+      end = reserve(port, ready, duration);
       if (end - duration > ready) flow = end - duration;  // the port was busy: held back
       if (hop == path.departure) leaves = end;
     }

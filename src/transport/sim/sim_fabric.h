@@ -198,14 +198,23 @@ class SimFabric {
   };
   // A port's busy intervals in virtual time (start -> end), adjacent ones merged.
   using Timeline = std::map<double, double>;
-  // The port a message leaves or enters by, and its bytes per second.
+  // The port a message leaves or enters by: `lanes` timelines from `busy` on, each at
+  // bytesPerSecond. A link that carries several NICs' worth is as many lanes of a NIC's rate
+  // each (a message takes the lane free first): one timeline at the whole link's rate would
+  // carry messages one after another at that rate, so that where each sender's NIC sets a
+  // message's pace, a link with room for all of them would still hold each back behind the ones
+  // before it.
   struct Port {
     Timeline* busy;
     double bytesPerSecond;
+    int lanes = 1;
   };
-  // The end of the first interval of `duration` from `ready` on that `busy` leaves free; it is
-  // then busy.
+  // The start of the first interval of `duration` from `ready` on that `busy` leaves free.
+  static double firstFree(const Timeline& busy, double ready, double duration);
+  // The end of that interval; it is then busy.
   static double reserve(Timeline* busy, double ready, double duration);
+  // The same on the port's lane that is free first.
+  static double reserve(const Port& port, double ready, double duration);
   // The ports a message between two ranks takes, in order (2, 4 through the spine, 6 through
   // the core; the CPUs at either end where they carry it), the one whose end completes the send,
   // the one the latency comes before (the receiving GPU's or NIC's), and the latency.
@@ -228,6 +237,11 @@ class SimFabric {
   // The pod NIC `nic` is in, and its link to the core's bytes per second.
   int podOf(int nic) const;
   double podUplinkBytesPerSecond() const;
+  // The lanes of a NIC's rate (at least one) a link of `bytesPerSecond` carries.
+  int lanesOf(double bytesPerSecond) const;
+  // Link `link`'s port among `timelines`, `lanes` each.
+  static Port linkPort(std::vector<Timeline>* timelines, int link, int lanes,
+                       double bytesPerSecond);
   // Delivers into a posted receive; wakes its rank if it is blocked on it.
   void deliver(const Message& message, Receive* receive);
 
@@ -294,6 +308,7 @@ class SimFabric {
   std::vector<Timeline> nicOut_, nicIn_;         // per node x NIC
   std::vector<Timeline> switchUp_, switchDown_;  // per leaf (or rail switch), to the spine
   std::vector<Timeline> podUp_, podDown_;        // per pod, to the core
+  int uplinkLanes_ = 1, podLinkLanes_ = 1;       // a link's lanes in the vectors above
   std::map<Key, Mailbox> mailboxes_;
   std::map<std::tuple<uint64_t, uint64_t>, Control> controls_;
   std::map<std::tuple<uint64_t, uint64_t, int>, uint64_t> children_;
