@@ -293,7 +293,8 @@ TEST(Simulation, EcmpPutsEachFlowOnOneSpineLink) {
 // their leaves' uplinks can (4 NICs' worth over 4, a NIC) over 4 again, a quarter of a NIC. A
 // message between leaves of one pod goes at the leaf's uplink's rate, one between pods at the
 // pod's link's, and two between pods at once from different leaves share it (where without the
-// third tier they go at their leaves' own uplinks' rate, side by side).
+// third tier they go at their leaves' own uplinks' rate, side by side). With a latency a
+// switch, a message pays it for every switch past its first: 2 across leaves, 4 across pods.
 TEST(Simulation, PodLinksSetThePaceAcrossPods) {
   SimMachine machine = twoLevelFabric(1, false);
   machine.leavesPerPod = 2;
@@ -307,6 +308,12 @@ TEST(Simulation, PodLinksSetThePaceAcrossPods) {
   SimFabric acrossPods(8, machine, 10);
   EXPECT_NEAR(arrivalOf(acrossPods, 0, 4, bytes), bytes / podLink + latency, 1e-9);
   EXPECT_NEAR(arrivalOf(acrossPods, 2, 6, bytes), 2 * bytes / podLink + latency, 1e-9);
+  machine.switchLatencySeconds = 1e-6;
+  SimFabric pastSwitches(8, machine, 10);
+  EXPECT_NEAR(arrivalOf(pastSwitches, 0, 1, bytes), bytes / nic + latency, 1e-9);
+  EXPECT_NEAR(arrivalOf(pastSwitches, 2, 0, bytes), bytes / uplink + latency + 2e-6, 1e-9);
+  EXPECT_NEAR(arrivalOf(pastSwitches, 4, 3, bytes), bytes / podLink + latency + 4e-6, 1e-9);
+  machine.switchLatencySeconds = 0;
   machine.leavesPerPod = 0;
   SimFabric twoTiers(8, machine, 10);
   EXPECT_NEAR(arrivalOf(twoTiers, 0, 4, bytes), bytes / uplink + latency, 1e-9);

@@ -36,6 +36,7 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
   double hostCores = machine->hostCores, hostRanks = machine->hostRanks;
   double intraLatencyUs = machine->intraLatencySeconds * 1e6;
   double interLatencyUs = machine->interLatencySeconds * 1e6;
+  double switchLatencyUs = machine->switchLatencySeconds * 1e6;
   const Field fields[] = {{"gpus-per-node", &gpus},
                           {"intra-gbps", &machine->intraGBps},
                           {"intra-latency-us", &intraLatencyUs},
@@ -48,6 +49,7 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
                           {"spines", &spines, "one uplink a leaf"},
                           {"leaves-per-pod", &leavesPerPod, "no third tier"},
                           {"pod-oversubscription", &machine->podOversubscription},
+                          {"switch-latency-us", &switchLatencyUs, "none"},
                           {"kernel-gbps", &machine->kernelGBps},
                           {"copy-gbps", &machine->copyGBps, "kernel-gbps"},
                           {"reduce-gbps", &machine->reduceGBps, "kernel-gbps"},
@@ -88,6 +90,7 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
   machine->hostRanks = static_cast<int>(hostRanks);
   machine->intraLatencySeconds = intraLatencyUs * 1e-6;
   machine->interLatencySeconds = interLatencyUs * 1e-6;
+  machine->switchLatencySeconds = switchLatencyUs * 1e-6;
   if (machine->nicsPerNode > machine->gpusPerNode) machine->nicsPerNode = machine->gpusPerNode;
   if (machine->leavesPerPod > 0 && machine->nodesPerLeaf == 0) {
     return fail(Status::kInvalidArgument,
@@ -111,6 +114,9 @@ std::string describeSimMachine(const SimMachine& m) {
     if (m.leavesPerPod > 0) {
       text << ", pods of " << m.leavesPerPod << " leaves under a core, pod uplinks oversubscribed "
            << m.podOversubscription << ":1";
+    }
+    if (m.switchLatencySeconds > 0) {
+      text << ", " << m.switchLatencySeconds * 1e6 << " us a switch past the first";
     }
   } else if (m.oversubscription != 1) {
     text << ", fabric oversubscribed " << m.oversubscription << ":1";
@@ -454,7 +460,9 @@ void SimFabric::routeBetweenNodes(int source, int destination, Route* route) {
     const double uplink = uplinkBytesPerSecond();
     route->ports[route->count++] =
         linkPort(&switchUp_, spineLinkOf(from, from, to), uplinkLanes_, uplink);
+    route->latency += 2 * machine_.switchLatencySeconds;
     if (machine_.leavesPerPod > 0 && podOf(from) != podOf(to)) {
+      route->latency += 2 * machine_.switchLatencySeconds;
       const double podUplink = podUplinkBytesPerSecond();
       route->ports[route->count++] = linkPort(&podUp_, podOf(from), podLinkLanes_, podUplink);
       route->ports[route->count++] = linkPort(&podDown_, podOf(to), podLinkLanes_, podUplink);

@@ -64,6 +64,10 @@ struct SimMachine {
   // the other pod's downlink and the other leaf's.
   int leavesPerPod = 0;
   double podOversubscription = 1;
+  // interLatencySeconds is a message's through its first switch; each switch after it (a
+  // spine and the other leaf across leaves; a spine, the core, a spine and a leaf across pods)
+  // adds this.
+  double switchLatencySeconds = 0;
   // A rank's kernels (copies, reductions, quantization) take the bytes they touch over this
   // rate, GB/s (a GPU's memory-bound kernels: about 1000), or over their family's where given
   // (> 0): copies (bytes copied), reductions (bytes of one input), work on a float32
