@@ -511,20 +511,24 @@ TEST(Simulation, Int4ReduceScatterStaysWithinItsBound) {
   }
 }
 
-// Where messages contend for ports (a fat tree's uplinks oversubscribed 4:1; ranks whose
-// shared cores carry their messages), which takes a port first is decided in virtual time,
-// not by which thread got there first: every rank's time is the same to the bit in every run.
+// Where messages contend for ports (a fat tree's uplinks oversubscribed 4:1, one lane; at
+// 2:1, two lanes that messages take in turn; ranks whose shared cores carry their messages),
+// which takes a port first is decided in virtual time, not by which thread got there first:
+// every rank's time is the same to the bit in every run.
 TEST(Simulation, ContendedFabricGivesTheSameFiguresEveryRun) {
   SimMachine onCpus = sharedHost();
   onCpus.gpusPerNode = 2;
   onCpus.hostRanks = 4;
   onCpus.shmGBps = 6;
+  SimMachine twoLanes = twoLevelFabric(2, false);
+  twoLanes.oversubscription = 2;
   const struct {
     SimMachine machine;
     int ranks;
     Kind kind;
   } cases[] = {{twoLevelFabric(2, false), 32, Kind::kReduceScatter},
                {twoLevelFabric(2, false), 32, Kind::kAllGather},
+               {twoLanes, 32, Kind::kReduceScatter},
                {onCpus, 4, Kind::kAllReduce}};
   for (const auto& c : cases) {
     std::vector<double> first;
