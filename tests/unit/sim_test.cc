@@ -320,6 +320,30 @@ TEST(Simulation, PodLinksSetThePaceAcrossPods) {
   EXPECT_NEAR(arrivalOf(twoTiers, 2, 6, bytes), bytes / uplink + latency, 1e-9);
 }
 
+// ECMP at the core: pods of 2 leaves of 2 single-NIC nodes, not oversubscribed (a pod's link
+// to the core carries its 4 NICs' worth), over 8 core switches: half a NIC a link. One flow
+// between pods gets its link's half, where one link a pod lets it go at its NIC's rate; the
+// 4 flows from one pod to the other, sent at once, end when the busiest link has carried its
+// k flows back to back (1 to 4: the hash at the core is seeded apart from the spine's).
+TEST(Simulation, EcmpAtTheCorePutsEachFlowOnOneCoreLink) {
+  SimMachine machine = twoLevelFabric(1, false);
+  machine.oversubscription = 1;
+  machine.leavesPerPod = 2;
+  const size_t bytes = 8 << 20;
+  const double nic = machine.nicGbps / 8 * 1e9, link = nic / 2;
+  const double latency = machine.interLatencySeconds;
+  SimFabric onePipe(8, machine, 10);
+  EXPECT_NEAR(arrivalOf(onePipe, 0, 4, bytes), bytes / nic + latency, 1e-9);
+  machine.coreLinks = 8;
+  SimFabric spread(8, machine, 10);
+  EXPECT_NEAR(arrivalOf(spread, 0, 4, bytes), bytes / link + latency, 1e-9);
+  SimFabric allFlows(8, machine, 10);
+  const double flowsOnBusiest = (lastOfFlows(allFlows, 4, 4, bytes) - latency) / (bytes / link);
+  EXPECT_NEAR(flowsOnBusiest, std::round(flowsOnBusiest), 1e-6);
+  EXPECT_GE(flowsOnBusiest, 1 - 1e-6);
+  EXPECT_LE(flowsOnBusiest, 4 + 1e-6);
+}
+
 TEST(Simulation, MachineTextNamesTheFabric) {
   SimMachine machine;
   ASSERT_EQ(parseSimMachine("nodes-per-leaf=16,rail-optimized=1,oversubscription=2", &machine),
@@ -331,9 +355,10 @@ TEST(Simulation, MachineTextNamesTheFabric) {
   EXPECT_EQ(machine.spines, 8);
   EXPECT_NE(describeSimMachine(machine).find("ECMP over 8 spines"), std::string::npos);
   EXPECT_EQ(parseSimMachine("nodes-per-leaf=-1", &machine), Status::kInvalidArgument);
-  ASSERT_EQ(parseSimMachine("leaves-per-pod=4,pod-oversubscription=3", &machine), Status::kSuccess);
+  ASSERT_EQ(parseSimMachine("leaves-per-pod=4,pod-oversubscription=3,core-links=2", &machine),
+            Status::kSuccess);
   EXPECT_NE(describeSimMachine(machine).find("pods of 4 leaves under a core, pod uplinks "
-                                             "oversubscribed 3:1"),
+                                             "oversubscribed 3:1, ECMP over 2 core switches"),
             std::string::npos)
       << describeSimMachine(machine);
   SimMachine oneSwitch;

@@ -33,6 +33,7 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
   double gpus = machine->gpusPerNode, nics = machine->nicsPerNode;
   double nodesPerLeaf = machine->nodesPerLeaf, rails = machine->railOptimized ? 1 : 0;
   double spines = machine->spines, leavesPerPod = machine->leavesPerPod;
+  double coreLinks = machine->coreLinks;
   double hostCores = machine->hostCores, hostRanks = machine->hostRanks;
   double intraLatencyUs = machine->intraLatencySeconds * 1e6;
   double interLatencyUs = machine->interLatencySeconds * 1e6;
@@ -49,6 +50,7 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
                           {"spines", &spines, "one uplink a leaf"},
                           {"leaves-per-pod", &leavesPerPod, "no third tier"},
                           {"pod-oversubscription", &machine->podOversubscription},
+                          {"core-links", &coreLinks, "one link a pod"},
                           {"switch-latency-us", &switchLatencyUs, "none"},
                           {"kernel-gbps", &machine->kernelGBps},
                           {"copy-gbps", &machine->copyGBps, "kernel-gbps"},
@@ -86,6 +88,7 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
   machine->railOptimized = rails != 0;
   machine->spines = static_cast<int>(spines);
   machine->leavesPerPod = static_cast<int>(leavesPerPod);
+  machine->coreLinks = static_cast<int>(coreLinks);
   machine->hostCores = static_cast<int>(hostCores);
   machine->hostRanks = static_cast<int>(hostRanks);
   machine->intraLatencySeconds = intraLatencyUs * 1e-6;
@@ -114,6 +117,7 @@ std::string describeSimMachine(const SimMachine& m) {
     if (m.leavesPerPod > 0) {
       text << ", pods of " << m.leavesPerPod << " leaves under a core, pod uplinks oversubscribed "
            << m.podOversubscription << ":1";
+      if (m.coreLinks > 0) text << ", ECMP over " << m.coreLinks << " core switches";
     }
     if (m.switchLatencySeconds > 0) {
       text << ", " << m.switchLatencySeconds * 1e6 << " us a switch past the first";
@@ -188,7 +192,8 @@ SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds
   if (machine.leavesPerPod > 0) {
     const int pods = podOf(static_cast<int>(nicOut_.size()) - 1) + 1;
     podLinkLanes_ = lanesOf(podUplinkBytesPerSecond());
-    podUp_.resize(static_cast<size_t>(pods) * static_cast<size_t>(podLinkLanes_));
+    podUp_.resize(static_cast<size_t>(pods) *
+                  static_cast<size_t>(std::max(1, machine.coreLinks) * podLinkLanes_));
     podDown_.resize(podUp_.size());
   }
 }
@@ -384,15 +389,22 @@ int SimFabric::switchOf(int nic) const {
   return machine_.railOptimized ? group * nics + nic % nics : group;
 }
 
-int SimFabric::spineLinkOf(int nic, int from, int to) const {
-  const int spines = std::max(1, machine_.spines);
+int SimFabric::ecmpLinkOf(int group, int links, int from, int to, uint64_t tier) {
   // A fixed mix of the flow's two ends (splitmix64's finalizer), as a switch hashes a flow's
-  // header: the same flow always takes the same spine.
-  uint64_t hash = (static_cast<uint64_t>(from) << 32) ^ static_cast<uint64_t>(to);
+  // header: the same flow always takes the same link.
+  uint64_t hash = ((static_cast<uint64_t>(from) << 32) ^ static_cast<uint64_t>(to)) + tier;
   hash = (hash ^ (hash >> 30)) * 0xbf58476d1ce4e5b9ULL;
   hash = (hash ^ (hash >> 27)) * 0x94d049bb133111ebULL;
   hash ^= hash >> 31;
-  return switchOf(nic) * spines + static_cast<int>(hash % static_cast<uint64_t>(spines));
+  return group * links + static_cast<int>(hash % static_cast<uint64_t>(links));
+}
+
+int SimFabric::spineLinkOf(int nic, int from, int to) const {
+  return ecmpLinkOf(switchOf(nic), std::max(1, machine_.spines), from, to, 0);
+}
+
+int SimFabric::coreLinkOf(int nic, int from, int to) const {
+  return ecmpLinkOf(podOf(nic), std::max(1, machine_.coreLinks), from, to, 0x9e3779b97f4a7c15ULL);
 }
 
 double SimFabric::uplinkBytesPerSecond() const {
@@ -407,10 +419,11 @@ int SimFabric::podOf(int nic) const {
 }
 
 double SimFabric::podUplinkBytesPerSecond() const {
-  // What its leaves' uplinks carry (every node's NICs, whether on a leaf or on rail switches).
+  // What its leaves' uplinks carry (every node's NICs, whether on a leaf or on rail switches),
+  // split over its links to core switches.
   const int nicsInPod = machine_.leavesPerPod * machine_.nodesPerLeaf * machine_.nicsPerNode;
   return nicsInPod * machine_.nicGbps / 8 * 1e9 / machine_.oversubscription /
-         machine_.podOversubscription;
+         machine_.podOversubscription / std::max(1, machine_.coreLinks);
 }
 
 int SimFabric::lanesOf(double bytesPerSecond) const {
@@ -464,8 +477,10 @@ void SimFabric::routeBetweenNodes(int source, int destination, Route* route) {
     if (machine_.leavesPerPod > 0 && podOf(from) != podOf(to)) {
       route->latency += 2 * machine_.switchLatencySeconds;
       const double podUplink = podUplinkBytesPerSecond();
-      route->ports[route->count++] = linkPort(&podUp_, podOf(from), podLinkLanes_, podUplink);
-      route->ports[route->count++] = linkPort(&podDown_, podOf(to), podLinkLanes_, podUplink);
+      route->ports[route->count++] =
+          linkPort(&podUp_, coreLinkOf(from, from, to), podLinkLanes_, podUplink);
+      route->ports[route->count++] =
+          linkPort(&podDown_, coreLinkOf(to, from, to), podLinkLanes_, podUplink);
     }
     route->ports[route->count++] =
         linkPort(&switchDown_, spineLinkOf(to, from, to), uplinkLanes_, uplink);

@@ -64,6 +64,11 @@ struct SimMachine {
   // the other pod's downlink and the other leaf's.
   int leavesPerPod = 0;
   double podOversubscription = 1;
+  // coreLinks = 0: a pod's link to the core is one any flow may take. Else the pod has a link
+  // to each of that many core switches, its bandwidth split evenly over them, each flow on the
+  // one its hash picks (hashed apart from its spine link's, as switches seed each tier's hash
+  // differently).
+  int coreLinks = 0;
   // interLatencySeconds is a message's through its first switch; each switch after it (a
   // spine and the other leaf across leaves; a spine, the core, a spine and a leaf across pods)
   // adds this.
@@ -234,12 +239,17 @@ class SimFabric {
   // The leaf (or rail switch) NIC `nic` (of every node's NICs) hangs from, and its uplink's
   // bytes per second.
   int switchOf(int nic) const;
-  // The uplink (and downlink) a flow from NIC `from` to NIC `to` takes: its switches' link to
-  // the spine that ECMP picks for it.
+  // The link of `group`'s `links` that ECMP picks for a flow from NIC `from` to NIC `to`, by a
+  // hash seeded with `tier`.
+  static int ecmpLinkOf(int group, int links, int from, int to, uint64_t tier);
+  // The uplink (and downlink) such a flow takes: its switches' link to the spine that ECMP
+  // picks for it.
   int spineLinkOf(int nic, int from, int to) const;
   double uplinkBytesPerSecond() const;
-  // The pod NIC `nic` is in, and its link to the core's bytes per second.
+  // The pod NIC `nic` is in, its link to the core a flow takes, and that link's bytes per
+  // second.
   int podOf(int nic) const;
+  int coreLinkOf(int nic, int from, int to) const;
   double podUplinkBytesPerSecond() const;
   // The lanes of a NIC's rate (at least one) a link of `bytesPerSecond` carries.
   int lanesOf(double bytesPerSecond) const;
