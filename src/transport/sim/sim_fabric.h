@@ -52,7 +52,7 @@ struct SimMachine {
   int nodesPerLeaf = 0;
   bool railOptimized = false;
   double oversubscription = 1;
-  // spines = 0: a leaf's uplink is one pipe that any flow may fill. Else the leaf has a link
+  // spines = 0: a leaf's uplink is one link that any flow may take. Else the leaf has a link
   // to each of that many spine switches, its uplink bandwidth split evenly over them, and each
   // flow (a pair of NICs) takes the one its hash picks, as ECMP does: flows that collide on a
   // link share it while another idles.
