@@ -571,8 +571,6 @@ int simulateZero(const Settings& s) {
   return 0;
 }
 
-}  // namespace
-
 // The memory this host has free (MemAvailable), bytes; 0 where it cannot tell.
 double availableMemory() {
   FILE* meminfo = std::fopen("/proc/meminfo", "r");
@@ -606,6 +604,8 @@ void refuseWhatCannotFit(const Settings& s) {
                available / (1 << 30));
   std::exit(1);
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const Settings s = parse(argc, argv);

@@ -85,8 +85,8 @@ def run(what, command, timeout_s, kill_ms=200):
     failed = 0
     # A rooted collective's rank whose large call ended well aborts and exits while the others
     # may still be in theirs: they may find it gone before the victim, and say so, truly.
-    gone_first = [f"rank {rank} (pid" for rank in succeeded
-                  if size == "large" and operation in ROOTED]
+    gone_first = ([f"rank {rank} (pid" for rank in succeeded]
+                  if size == "large" and operation in ROOTED else [])
     for rank, (_, code, call_s, abort_s, aborted, message) in survivors.items():
         code, call_s, abort_s = int(code), float(call_s), float(abort_s)
         check(call_s <= timeout_s + LATE_S, f"{what}: rank {rank} took {call_s} s")

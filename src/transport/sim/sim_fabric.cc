@@ -185,16 +185,12 @@ SimFabric::SimFabric(int ranks, const SimMachine& machine, double timeoutSeconds
   if (machine.nodesPerLeaf > 0) {
     const int switches = switchOf(static_cast<int>(nicOut_.size()) - 1) + 1;
     uplinkLanes_ = lanesOf(uplinkBytesPerSecond());
-    switchUp_.resize(static_cast<size_t>(switches) *
-                     static_cast<size_t>(std::max(1, machine.spines) * uplinkLanes_));
-    switchDown_.resize(switchUp_.size());
+    sizeLinks(switches, std::max(1, machine.spines), uplinkLanes_, &switchUp_, &switchDown_);
   }
   if (machine.leavesPerPod > 0) {
     const int pods = podOf(static_cast<int>(nicOut_.size()) - 1) + 1;
     podLinkLanes_ = lanesOf(podUplinkBytesPerSecond());
-    podUp_.resize(static_cast<size_t>(pods) *
-                  static_cast<size_t>(std::max(1, machine.coreLinks) * podLinkLanes_));
-    podDown_.resize(podUp_.size());
+    sizeLinks(pods, std::max(1, machine.coreLinks), podLinkLanes_, &podUp_, &podDown_);
   }
 }
 
@@ -431,6 +427,12 @@ int SimFabric::lanesOf(double bytesPerSecond) const {
   return std::max(1, static_cast<int>(std::floor(bytesPerSecond / nic * (1 + 1e-9))));
 }
 
+void SimFabric::sizeLinks(int groups, int links, int lanes, std::vector<Timeline>* up,
+                          std::vector<Timeline>* down) {
+  up->resize(static_cast<size_t>(groups) * static_cast<size_t>(links) * static_cast<size_t>(lanes));
+  down->resize(up->size());
+}
+
 SimFabric::Port SimFabric::linkPort(std::vector<Timeline>* timelines, int link, int lanes,
                                     double bytesPerSecond) {
   return {&(*timelines)[static_cast<size_t>(link) * static_cast<size_t>(lanes)],
@@ -509,11 +511,14 @@ double SimFabric::reserve(const Port& port, double ready, double duration) {
       earliest = &port.busy[lane];
     }
   }
-  return reserve(earliest, start, duration);
+  return occupy(earliest, start, duration);
 }
 
 double SimFabric::reserve(Timeline* busy, double ready, double duration) {
-  const double start = firstFree(*busy, ready, duration);
+  return occupy(busy, firstFree(*busy, ready, duration), duration);
+}
+
+double SimFabric::occupy(Timeline* busy, double start, double duration) {
   const double end = start + duration;
   // Merged with a neighbour it touches, so that back-to-back messages keep one interval.
   auto before = busy->upper_bound(start);

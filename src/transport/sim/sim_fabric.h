@@ -222,6 +222,8 @@ class SimFabric {
   static double firstFree(const Timeline& busy, double ready, double duration);
   // The end of that interval; it is then busy.
   static double reserve(Timeline* busy, double ready, double duration);
+  // Marks `duration` from `start` busy (a free interval); its end.
+  static double occupy(Timeline* busy, double start, double duration);
   // The same on the port's lane that is free first.
   static double reserve(const Port& port, double ready, double duration);
   // The ports a message between two ranks takes, in order (2, 4 through the spine, 6 through
@@ -253,6 +255,9 @@ class SimFabric {
   double podUplinkBytesPerSecond() const;
   // The lanes of a NIC's rate (at least one) a link of `bytesPerSecond` carries.
   int lanesOf(double bytesPerSecond) const;
+  // Sizes a tier's links, up and down: `links` for each of `groups`, `lanes` each.
+  static void sizeLinks(int groups, int links, int lanes, std::vector<Timeline>* up,
+                        std::vector<Timeline>* down);
   // Link `link`'s port among `timelines`, `lanes` each.
   static Port linkPort(std::vector<Timeline>* timelines, int link, int lanes,
                        double bytesPerSecond);
