@@ -1,13 +1,15 @@
 // One rank of a job in which the last rank is killed (SIGKILL) in the middle of a collective.
 // Every survivor must get zcclRemoteError or zcclTimeout within ZCCL_TIMEOUT_S + 15 s, with a
 // message that names the operation and the rank that stopped answering; zcclCommAbort must
-// then return promptly and the process exit cleanly. Each survivor prints one line that
+// then return promptly and the process exit cleanly. Each survivor reports one line that
 // peer_death_test.py checks:
 //   survivor rank=R result=N call_s=S abort_s=A message=...
 // The victim dies PEER_DEATH_KILL_MS (default 200) after entering its call; where the call
 // ended before that (a fast host), it says so, and the test runs the case again with an earlier
 // kill:
 //   victim: the call ended before the kill
+// A report goes to stdout and, with PEER_DEATH_REPORT_DIR, to a file of the rank's own there
+// (rank-R): the launchers merge the ranks' stdout with UCX's warnings, which can cut a line.
 //
 //   peer_death OPERATION large|small blocking|request
 // OPERATION: all-gather, qgz-reduce-scatter, two-level-all-reduce, broadcast, all-to-all,
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -88,6 +91,25 @@ zcclResult_t runOperation(const std::string& operation, const std::string& size,
   }
 }
 
+// Prints a report line, and writes it to the rank's file where PEER_DEATH_REPORT_DIR names a
+// folder.
+__attribute__((format(printf, 2, 3))) void report(int rank, const char* format, ...) {
+  char line[4096];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(line, sizeof(line), format, args);
+  va_end(args);
+  std::printf("%s\n", line);
+  std::fflush(stdout);
+  const char* folder = std::getenv("PEER_DEATH_REPORT_DIR");
+  if (folder == nullptr) return;
+  const std::string path = std::string(folder) + "/rank-" + std::to_string(rank);
+  if (FILE* file = std::fopen(path.c_str(), "w")) {
+    std::fprintf(file, "%s\n", line);
+    std::fclose(file);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,8 +143,7 @@ int main(int argc, char** argv) {
       kill(getpid(), SIGKILL);
     });
     runOperation(operation, size, queued, comm, ranks);
-    std::printf("victim: the call ended before the kill\n");
-    std::fflush(stdout);
+    report(rank, "victim: the call ended before the kill");
     killer.join();
     return 0;  // not reached
   }
@@ -134,10 +155,9 @@ int main(int argc, char** argv) {
   const auto aborting = Clock::now();
   const zcclResult_t aborted = zcclCommAbort(comm);
   const double abortSeconds = secondsSince(aborting);
-  std::printf("survivor rank=%d result=%d call_s=%.2f abort_s=%.2f aborted=%d message=%s\n", rank,
-              static_cast<int>(result), callSeconds, abortSeconds, static_cast<int>(aborted),
-              message.c_str());
-  std::fflush(stdout);
+  report(rank, "survivor rank=%d result=%d call_s=%.2f abort_s=%.2f aborted=%d message=%s", rank,
+         static_cast<int>(result), callSeconds, abortSeconds, static_cast<int>(aborted),
+         message.c_str());
   // Exits cleanly without MPI_Finalize, which would wait for the dead rank.
   return 0;
 }

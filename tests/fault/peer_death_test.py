@@ -14,8 +14,10 @@ usage: peer_death_test.py TIMEOUT_S ZCCLRUN PEER_UCX [MPIEXEC PEER_MPI]
 """
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 OPERATIONS = {
@@ -52,25 +54,70 @@ def check(condition, message):
         failures.append(message)
 
 
+def processes_of(folder):
+    """The live processes started with PEER_DEATH_REPORT_DIR=folder: this job's ranks."""
+    mark = f"PEER_DEATH_REPORT_DIR={folder}".encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if mark in environ.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            pass  # gone, or a zombie
+    return found
+
+
+def kill_all(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def launch(command, env, timeout_s):
+    """Runs the job; returns its output, the ranks' reports (read from their own files: the
+    ranks' stdout is merged with UCX's warnings, which can cut a line) and the ranks still alive
+    once the launcher returned (after a grace of LATE_S), or None on a hang."""
+    with tempfile.TemporaryDirectory(prefix="peer_death.") as folder:
+        try:
+            result = subprocess.run(command, capture_output=True, text=True,
+                                    env=dict(env, PEER_DEATH_REPORT_DIR=folder),
+                                    timeout=timeout_s + 60, start_new_session=True)
+        except subprocess.TimeoutExpired:
+            kill_all(processes_of(folder))
+            return None
+        deadline = time.monotonic() + LATE_S
+        while processes_of(folder) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = processes_of(folder)
+        kill_all(left)
+        reports = ""
+        for name in sorted(os.listdir(folder)):
+            with open(os.path.join(folder, name)) as report:
+                reports += report.read()
+    return result.stdout + result.stderr, reports, left
+
+
 def run(what, command, timeout_s, kill_ms=200):
     operation, size = command[-3], command[-2]
     env = dict(os.environ, ZCCL_TIMEOUT_S=str(timeout_s), ZCCL_RANKS_PER_NODE="2",
                PEER_DEATH_KILL_MS=str(kill_ms))
     start = time.monotonic()
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, env=env,
-                                timeout=timeout_s + 60, start_new_session=True)
-    except subprocess.TimeoutExpired as expired:
+    launched = launch(command, env, timeout_s)
+    if launched is None:
         check(False, f"{what}: the job was still running after {timeout_s + 60} s")
         return
     elapsed = time.monotonic() - start
-    out = result.stdout + result.stderr
-    survivors = {int(m[0]): m for m in LINE.findall(result.stdout)}
+    out, reports, left = launched
+    check(not left, f"{what}: processes left behind after the launcher returned: {left}")
+    survivors = {int(m[0]): m for m in LINE.findall(reports)}
     # A large call the victim's part of was over before the kill (a fast host: its call ended
     # first, or every byte it owed had left and nobody needed more of it) tests nothing: again,
     # with an earlier kill; the last kill's run is held to every check.
     succeeded = [rank for rank, m in survivors.items() if m[1] == "0"]
-    late = VICTIM_DONE in result.stdout or (
+    late = VICTIM_DONE in reports or (
         size == "large" and survivors and
         (len(succeeded) == len(survivors) or (succeeded and operation not in ROOTED)))
     if late and kill_ms > MIN_KILL_MS:
@@ -78,7 +125,7 @@ def run(what, command, timeout_s, kill_ms=200):
               "an earlier one")
         run(what, command, timeout_s, kill_ms // 5)
         return
-    check(VICTIM_DONE not in result.stdout,
+    check(VICTIM_DONE not in reports,
           f"{what}: the call ended within {kill_ms} ms, before any kill")
     check(sorted(survivors) == list(range(VICTIM)),
           f"{what}: survivors that reported: {sorted(survivors)}\n{out}")
