@@ -111,7 +111,8 @@ class TwoLevelAllGather {
     return Status::kSuccess;
   }
   size_t nodeTicket(int local, int node) const {
-    return static_cast<size_t>(local * lv_.numNodes + node);
+    return static_cast<size_t>(local) * static_cast<size_t>(lv_.numNodes) +
+           static_cast<size_t>(node);
   }
 
   Context& ctx_;
@@ -136,10 +137,12 @@ Status run(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {
 
 double allGatherTwoLevelCost(const CostTerms& t, Plan* /*plan*/) {
   const double n = t.c.ranks(), N = t.c.nodes, L = t.c.ranksPerNode;
-  // Both levels and the kernels run in rows, each beside the others.
-  return t.pipelined(t.pipelined((N - 1) * t.crossNodeStep(t.wireBlock),
-                                 (L - 1) * CostTerms::step(t.c.intra, N * t.wireBlock, N)),
-                     t.quantize(1) + t.dequantize(n));
+  // Both levels and the kernels run in rows, each beside the others; a row's messages of
+  // each level are posted together.
+  return t.pipelined(
+      t.pipelined(t.crossNodeStep((N - 1) * t.wireBlock, N - 1),
+                  CostTerms::step(t.c.intra, (L - 1) * N * t.wireBlock, (L - 1) * N)),
+      t.quantize(1) + t.dequantize(n));
 }
 
 extern const AlgorithmRow kAllGatherTwoLevel =

@@ -52,8 +52,8 @@ Status broadcastPipelined(Context& ctx, const CollectiveArgs& a, const Plan& pla
 size_t bestSegment(const CostTerms& t) {
   const LinkModel& link = t.flatLink();
   const double hops = std::max(1, t.c.ranks() - 2);
-  const double best =
-      std::sqrt(static_cast<double>(t.bytes) * link.latencySeconds * link.bytesPerSecond / hops);
+  const double best = std::sqrt(static_cast<double>(t.bytes) * link.loneMessageSeconds() *
+                                link.bytesPerSecond / hops);
   size_t segment = size_t{64} << 10;
   while (segment < (size_t{64} << 20) && static_cast<double>(segment) * 1.5 < best) segment *= 2;
   return segment;

@@ -1,10 +1,10 @@
 // The planner's cost model, in the spirit of NCCL's tuning tables: each candidate path's time
-// is the sum of its steps, a step costing one message latency plus its bytes over the link's
-// bandwidth (the slowest link the step uses), plus the CPU time of quantizing, dequantizing
-// and reducing what it touches. Link classes and bandwidths come from the topology every
-// rank discovered and exchanged at init, so every rank computes the same plan. The formula
-// of each path lives with its algorithm (its registry row's cost function); this file holds
-// the model they are written in.
+// is the sum of its steps, a step costing the link's latency, each of its messages' overhead
+// and its bytes over the link's bandwidth (the slowest link the step uses), plus the CPU time
+// of quantizing, dequantizing and reducing what it touches. Link classes and bandwidths come from
+// the topology every rank discovered and exchanged at init, so every rank computes the same plan.
+// The formula of each path lives with its algorithm (its registry row's cost function); this file
+// holds the model they are written in.
 #pragma once
 
 #include <algorithm>
@@ -18,10 +18,17 @@
 
 namespace zccl {
 
+// A link class's message costs, split as LogP splits them: the latency of the wire and its
+// switches, which messages posted together wait out side by side, and the overhead each
+// message costs its ends one after another (the CPU's protocol work and copies on the host
+// transports; a descriptor for an RDMA or NVLink engine).
 struct LinkModel {
   LinkClass link = LinkClass::kShm;
-  double latencySeconds = 1e-6;
+  double latencySeconds = 0;
+  double overheadSeconds = 1e-6;
   double bytesPerSecond = 20e9;
+
+  double loneMessageSeconds() const { return latencySeconds + overheadSeconds; }
 };
 
 // A job as the planner sees it: nodes of equal size (or not), and its two link classes.
@@ -49,7 +56,8 @@ struct ClusterModel {
   bool twoLevelAvailable() const { return uniform && nodes > 1 && ranksPerNode > 1; }
 };
 
-// A link's latency by class (an estimate: a few microseconds on fabrics, tens on Ethernet).
+// A link's message costs by class (estimates: a few microseconds on fabrics, tens on
+// Ethernet).
 LinkModel linkModel(LinkClass link, double gbps);
 
 // The model of a job from every rank's node topology (the slowest of each class wins) and
@@ -68,8 +76,9 @@ struct CostTerms {
   bool smoothed = false;  // the groups are rotated before quantizing and after decoding
   bool feedback = false;  // error feedback: the residual added, then what was lost recovered
 
+  // `messages` posted together over `link`, `bytes` in all.
   static double step(const LinkModel& link, double bytes, double messages = 1) {
-    return messages * link.latencySeconds + bytes / link.bytesPerSecond;
+    return link.latencySeconds + messages * link.overheadSeconds + bytes / link.bytesPerSecond;
   }
   // The link a flat algorithm's slowest step crosses.
   const LinkModel& flatLink() const { return c.nodes > 1 ? c.inter : c.intra; }

@@ -109,12 +109,23 @@ class PricedKernels final : public Kernels {
   const SimMachine& machine_;
 };
 
+// GPU ranks plan with their kernels' rates, as a GPU job's device engine measures them; CPU
+// ranks with this host's, which the communicator measured.
+void showKernelRates(const SimMachine& machine, ClusterModel* cluster) {
+  if (machine.hostCores > 0) return;
+  using Family = SimMachine::KernelFamily;
+  cluster->quantizeBytesPerSecond = machine.kernelBytesPerSecond(Family::kQuantize);
+  cluster->dequantizeBytesPerSecond = machine.kernelBytesPerSecond(Family::kDequantize);
+  cluster->reduceBytesPerSecond = machine.kernelBytesPerSecond(Family::kReduce);
+}
+
 }  // namespace
 
 NodeTopology modelledTopology(const SimMachine& machine) {
   NodeTopology links;
   links.source = "simulated: " + describeSimMachine(machine);
-  links.intraNode = LinkClass::kNvlink;
+  // CPU ranks share a host's memory, as a job of processes on one host does.
+  links.intraNode = machine.hostCores > 0 ? LinkClass::kShm : LinkClass::kNvlink;
   links.intraNodeGBps = machine.intraGBps;
   links.interNode = machine.nicGbps >= 100 ? LinkClass::kInfiniband : LinkClass::kEthernet;
   links.interNodeGBps = machine.nicGbps / 8 / machine.oversubscription;
@@ -144,6 +155,7 @@ Status runSimulated(const std::shared_ptr<SimFabric>& fabric, const zcclConfig* 
       std::unique_ptr<PricedKernels> kernels;
       if (result == Status::kSuccess) {
         kernels = std::make_unique<PricedKernels>(comm->transport.get(), fabric->machine());
+        showKernelRates(fabric->machine(), &comm->cluster);
         comm->simulatedKernels = kernels.get();
         result = static_cast<Status>(body(r, comm));
         if (result != Status::kSuccess) errors[static_cast<size_t>(r)] = zcclGetLastError(comm);
