@@ -309,8 +309,8 @@ TEST(Planner, MessagesPostedTogetherShareTheLatency) {
   ClusterModel railed = cluster(16, 8, LinkClass::kNvlink, 150, LinkClass::kInfiniband, 12.5);
   railed.rails = 8;
   const size_t bytes = size_t{64} << 10;
-  Plan twoLevel = cheapestPlan(railed, Collective::kAllGather, DataType::kFloat32, RedOp::kSum,
-                               bytes, CollectiveOptions{});
+  const Plan twoLevel = cheapestPlan(railed, Collective::kAllGather, DataType::kFloat32,
+                                     RedOp::kSum, bytes, CollectiveOptions{});
   ASSERT_EQ(twoLevel.algorithm, Algorithm::kTwoLevel);
   Plan ring = twoLevel;
   ring.algorithm = Algorithm::kRing;
