@@ -112,7 +112,7 @@ class PricedKernels final : public Kernels {
 // GPU ranks plan with their kernels' rates, as a GPU job's device engine measures them; CPU
 // ranks with this host's, which the communicator measured.
 void showKernelRates(const SimMachine& machine, ClusterModel* cluster) {
-  if (machine.hostCores > 0) return;
+  if (machine.ranksOnCpus()) return;
   using Family = SimMachine::KernelFamily;
   cluster->quantizeBytesPerSecond = machine.kernelBytesPerSecond(Family::kQuantize);
   cluster->dequantizeBytesPerSecond = machine.kernelBytesPerSecond(Family::kDequantize);
@@ -125,7 +125,7 @@ NodeTopology modelledTopology(const SimMachine& machine) {
   NodeTopology links;
   links.source = "simulated: " + describeSimMachine(machine);
   // CPU ranks share a host's memory, as a job of processes on one host does.
-  links.intraNode = machine.hostCores > 0 ? LinkClass::kShm : LinkClass::kNvlink;
+  links.intraNode = machine.ranksOnCpus() ? LinkClass::kShm : LinkClass::kNvlink;
   links.intraNodeGBps = machine.intraGBps;
   links.interNode = machine.nicGbps >= 100 ? LinkClass::kInfiniband : LinkClass::kEthernet;
   links.interNodeGBps = machine.nicGbps / 8 / machine.oversubscription;

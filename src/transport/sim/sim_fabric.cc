@@ -133,7 +133,7 @@ std::string describeSimMachine(const SimMachine& m) {
     if (rate > 0) text << ", " << families[family] << " at " << rate << " GB/s";
   }
   if (m.computeScale != 0) text << ", CPU time x" << m.computeScale;
-  if (m.hostCores > 0) {
+  if (m.ranksOnCpus()) {
     text << ", " << m.ranksSharingCores() << " ranks on " << m.hostCores << " cores";
   }
   if (m.stackGBps > 0) text << ", network stack at " << m.stackGBps << " GB/s a core";
@@ -166,7 +166,7 @@ SimMachine SimMachine::slowedBy(double factor) const {
 int SimMachine::ranksSharingCores() const { return hostRanks > 0 ? hostRanks : gpusPerNode; }
 
 double SimMachine::cpuShare() const {
-  if (hostCores <= 0) return 1;
+  if (!ranksOnCpus()) return 1;
   return std::min(1.0, static_cast<double>(hostCores) / ranksSharingCores());
 }
 
@@ -374,7 +374,7 @@ void SimFabric::runKernel(int rank, double seconds) {
 }
 
 double SimFabric::runBeside(int rank, double from, double seconds) {
-  if (machine_.hostCores == 0) return from + seconds;  // a GPU's compute: engines of its own
+  if (!machine_.ranksOnCpus()) return from + seconds;  // a GPU's compute: engines of its own
   std::unique_lock<std::mutex> lock(mutex_);
   return cpuWork(lock, rank, from, seconds, true);
 }

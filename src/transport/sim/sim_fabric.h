@@ -104,7 +104,9 @@ struct SimMachine {
   double familyGBps(KernelFamily family) const;
   // The rate the family's kernels run at, bytes per second.
   double kernelBytesPerSecond(KernelFamily family) const;
-  // The ranks that share the host's cores, and the part of a core each one's CPU work gets.
+  // Whether the ranks run on a host's CPUs (hostCores > 0) rather than GPUs; the ranks that
+  // share its cores, and the part of a core each one's CPU work gets.
+  bool ranksOnCpus() const { return hostCores > 0; }
   int ranksSharingCores() const;
   double cpuShare() const;
   // The same machine with every bandwidth and rate divided by `factor` (and measured CPU time
