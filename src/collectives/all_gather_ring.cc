@@ -36,8 +36,7 @@ Status copyAlongside(Context& ctx, Transport& t, void* to, const void* from, siz
 
 double allGatherRingCost(const CostTerms& t, Plan* /*plan*/) {
   const double n = t.c.ranks();
-  return t.overlapped((n - 1) * CostTerms::step(t.flatLink(), t.wireBlock),
-                      t.quantize(1) + t.dequantize(n));
+  return t.overlapped(t.ring(n - 1, t.wireBlock), t.quantize(1) + t.dequantize(n));
 }
 
 namespace {

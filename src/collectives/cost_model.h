@@ -82,6 +82,22 @@ struct CostTerms {
   }
   // The link a flat algorithm's slowest step crosses.
   const LinkModel& flatLink() const { return c.nodes > 1 ? c.inter : c.intra; }
+  // A ring of `steps`, each rank sending `bytes` to the next and then spending `perStep` on
+  // what it received (a reduction). A rank's send completes once its bytes have left (as an
+  // eager send's, and the simulated transport's), so the rank behind the slowest link sends
+  // at that link's pace and pays its latency once; and a block reaches the last rank through
+  // a chain of hops, each paying its own link's latency. The ring takes the longer of the two.
+  // Over shared memory and TCP (no latency apart from each message's overhead) that is the
+  // slowest link's step every step, as it always was.
+  double ring(double steps, double bytes, double perStep = 0) const {
+    const LinkModel& slowest = flatLink();
+    const double pace = slowest.latencySeconds + steps * (slowest.overheadSeconds +
+                                                          bytes / slowest.bytesPerSecond + perStep);
+    const double crossings = c.nodes > 1 ? std::min(static_cast<double>(c.nodes), steps) : 0;
+    const double chain = crossings * (step(c.inter, bytes) + perStep) +
+                         (steps - crossings) * (step(c.intra, bytes) + perStep);
+    return std::max(pace, chain);
+  }
   // Error feedback adds to each quantization a decode of its message and two passes over the
   // values (the residual added before, what was lost kept after: quantizeWithFeedback).
   double quantize(double blocks) const {

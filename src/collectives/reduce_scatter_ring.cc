@@ -47,7 +47,7 @@ Status reduceScatterRing(Context& ctx, const CollectiveArgs& a, const Plan& /*pl
 }
 
 double reduceScatterRingCost(const CostTerms& t, Plan* /*plan*/) {
-  return (t.c.ranks() - 1) * (CostTerms::step(t.flatLink(), t.block) + t.reduce(1));
+  return t.ring(t.c.ranks() - 1, t.block, t.reduce(1));
 }
 
 }  // namespace
