@@ -81,6 +81,7 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
     const size_t bytes = count * zccl::elementSize(type);
     ZCCL_CHECK(device(inout, bytes, "reduceInto inout"));
     ZCCL_CHECK(device(in, bytes, "reduceInto in"));
+    std::this_thread::sleep_for(reduceDelay * static_cast<double>(count) / kRateElements);
     return host().reduceInto(inout, in, count, type, op);
   }
   Status reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count,
@@ -141,6 +142,7 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
 
   static constexpr double kRateElements = 4 << 20;  // 16 MiB of float32: how rates are timed
   std::chrono::duration<double> quantizeDelay{0};   // per kRateElements elements
+  std::chrono::duration<double> reduceDelay{0};     // the same, for reduceInto
   std::atomic<bool> failQuantize{false};
 
  private:
@@ -427,6 +429,7 @@ class EmulatedDevice final : public TestDevice {
   EmulatedDeviceKernels& emulatedKernels() { return kernels_; }
   // Quantizing 16 MiB of float32 takes `delay` more.
   void slowQuantization(std::chrono::milliseconds delay) { kernels_.quantizeDelay = delay; }
+  void slowReductions(std::chrono::milliseconds delay) { kernels_.reduceDelay = delay; }
   zccl::Kernels& kernels() override { return kernels_; }
   zccl::DeviceCopier& copier() override { return copier_; }
   zccl::ScratchAllocator scratchAllocator() override { return runtime_.scratchAllocator(); }

@@ -91,14 +91,15 @@ void printPlan(const zcclTopologyInfo& info, int nodes, int ranksPerNode,
                const std::vector<PlanRow>& rows, bool allowLossy) {
   std::printf(
       "\nPlan for %d nodes x %d ranks, bfloat16 in host memory, %s (intra %s, inter %s; CPU "
-      "quantize %.1f GB/s, dequantize %.1f GB/s of float32)\n",
+      "quantize %.1f GB/s, dequantize %.1f GB/s, reduce %.1f GB/s of float32)\n",
       nodes, ranksPerNode, allowLossy ? "INT8 all-gather / INT4 reductions allowed" : "lossless",
-      info.intraNodeLink, info.interNodeLink, info.quantizeGBps, info.dequantizeGBps);
+      info.intraNodeLink, info.interNodeLink, info.quantizeGBps, info.dequantizeGBps,
+      info.reduceGBps);
   if (info.deviceQuantizeGBps > 0) {
     std::printf(
         "  (device memory plans with the GPU's rates: quantize %.1f GB/s, dequantize %.1f "
-        "GB/s of float32)\n",
-        info.deviceQuantizeGBps, info.deviceDequantizeGBps);
+        "GB/s, reduce %.1f GB/s of float32)\n",
+        info.deviceQuantizeGBps, info.deviceDequantizeGBps, info.deviceReduceGBps);
   }
   std::printf("  %-15s %8s  %-20s %12s %12s\n", "collective", "size", "path", "est. time",
               "est. busbw");

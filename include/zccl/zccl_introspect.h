@@ -27,14 +27,18 @@ typedef struct {
   double intraNodeGBps; /* bytes per second / 1e9 */
   const char* interNodeLink;
   double interNodeGBps;
-  int lowBandwidth;    /* neither NVLink nor InfiniBand: the ZeRO++ papers' slow cluster */
-  double quantizeGBps; /* the job's CPU quantization rates (float32 input), the slowest rank's */
+  int lowBandwidth; /* neither NVLink nor InfiniBand: the ZeRO++ papers' slow cluster */
+  /* The job's CPU kernel rates (bytes of float32 input per second / 1e9), the slowest rank's:
+   * quantizing, dequantizing into an accumulator, reducing one buffer into another. */
+  double quantizeGBps;
   double dequantizeGBps;
-  /* This rank's GPU quantization rates, where a GPU is visible (0 otherwise): measured on its
+  double reduceGBps;
+  /* This rank's GPU kernel rates, where a GPU is visible (0 otherwise): measured on its
    * current device at the first call that needs them; device calls plan with the slowest
    * rank's. */
   double deviceQuantizeGBps;
   double deviceDequantizeGBps;
+  double deviceReduceGBps;
   /* This host's CPU ("model name" of /proc/cpuinfo, "unknown" elsewhere) and the instruction
    * set its quantization kernels run ("avx512", "avx2" or "scalar"; ZCCL_QUANT_ISA lowers it),
    * which benchmarks print beside their figures. */

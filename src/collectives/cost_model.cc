@@ -91,7 +91,7 @@ double estimateSeconds(const ClusterModel& cluster, Collective collective, const
   return seconds;
 }
 
-void measureQuantRates(ClusterModel* cluster) {
+void measureHostRates(ClusterModel* cluster) {
   static const KernelRates rates = [] {
     constexpr size_t kCount = 1 << 18;  // 1 MiB of float32
     std::vector<float> data(kCount), accumulator(kCount, 0.0f);
@@ -100,8 +100,7 @@ void measureQuantRates(ClusterModel* cluster) {
     return measureKernelRates(hostKernels(), data.data(), message.data(), message.size(),
                               accumulator.data(), kCount, [] { return Status::kSuccess; });
   }();
-  cluster->quantizeBytesPerSecond = rates.quantize;
-  cluster->dequantizeBytesPerSecond = rates.dequantize;
+  cluster->useKernelRates(rates);
   cluster->smoothBytesPerSecond = measureSmoothingRate();
 }
 

@@ -31,6 +31,21 @@ struct LinkModel {
   double loneMessageSeconds() const { return latencySeconds + overheadSeconds; }
 };
 
+// Bytes of float32 input per second that a memory's kernels quantize, dequantize into an
+// accumulator, and reduce into another float32 buffer; the defaults stand where nothing was
+// measured.
+struct KernelRates {
+  double quantize = 7e9;
+  double dequantize = 14e9;
+  double reduce = 10e9;
+};
+
+// Each rate the slower of the two: what a job whose ranks measured `a` and `b` plans with.
+inline KernelRates slowerOf(const KernelRates& a, const KernelRates& b) {
+  return {std::min(a.quantize, b.quantize), std::min(a.dequantize, b.dequantize),
+          std::min(a.reduce, b.reduce)};
+}
+
 // A job as the planner sees it: nodes of equal size (or not), and its two link classes.
 struct ClusterModel {
   int nodes = 1;
@@ -41,11 +56,12 @@ struct ClusterModel {
   // The ports a node's ranks cross by at once, each at inter's rate: a flat ring's hop takes
   // one, a node's ranks sending to other nodes together take up to this many.
   int rails = 1;
-  // CPU rates per byte of float32 input: quantizing, dequantizing (and accumulating), and
-  // reducing in place; measured once per process (measureQuantRates) or the defaults.
-  double quantizeBytesPerSecond = 7e9;
-  double dequantizeBytesPerSecond = 14e9;
-  double reduceBytesPerSecond = 10e9;
+  // Kernel rates per byte of float32 input: quantizing, dequantizing (and accumulating), and
+  // reducing in place; the job's slowest rank's measured rates (measureKernelRates), or the
+  // defaults.
+  double quantizeBytesPerSecond = KernelRates{}.quantize;
+  double dequantizeBytesPerSecond = KernelRates{}.dequantize;
+  double reduceBytesPerSecond = KernelRates{}.reduce;
   // Smoothing's rotation of the groups (either way), per byte of float32.
   double smoothBytesPerSecond = 2e9;
   // Elements per row of the pipelined quantized paths: the planned memory's
@@ -53,6 +69,14 @@ struct ClusterModel {
   double pipelineElements = 65536;
 
   int ranks() const { return nodes * ranksPerNode; }
+  KernelRates kernelRates() const {
+    return {quantizeBytesPerSecond, dequantizeBytesPerSecond, reduceBytesPerSecond};
+  }
+  void useKernelRates(const KernelRates& rates) {
+    quantizeBytesPerSecond = rates.quantize;
+    dequantizeBytesPerSecond = rates.dequantize;
+    reduceBytesPerSecond = rates.reduce;
+  }
   bool twoLevelAvailable() const { return uniform && nodes > 1 && ranksPerNode > 1; }
 };
 
@@ -145,17 +169,12 @@ struct CostTerms {
 double estimateSeconds(const ClusterModel& cluster, Collective collective, const Plan& plan,
                        size_t bytes, DataType type, Plan* tuned = nullptr);
 
-// Bytes of float32 input per second: quantizing, and dequantizing into an accumulator.
-struct KernelRates {
-  double quantize = 7e9;
-  double dequantize = 14e9;
-};
-
 // Bytes of float32 per second that smoothing rotates (smoothGroup), measured once per process.
 double measureSmoothingRate();
 
-// Times quantize and dequantize-accumulate of `count` float32 values by `kernels`, in buffers
-// of their memory (`data` and `accumulator`: count floats, `message`: messageBytes), each
+// Times quantize, dequantize-accumulate and a sum reduction of `count` float32 values by
+// `kernels`, in buffers of their memory (`data` and `accumulator`: count floats, `message`:
+// messageBytes), each
 // followed by `finish` (the wait for work queued on a device; a no-op on the host), and keeps
 // each step's fastest of kRateRepeats: one timing alone reads a rank that lost its core to
 // another process during the step as many times slower, and the job plans with its slowest
@@ -167,8 +186,8 @@ KernelRates measureKernelRates(Kernels& kernels, const float* data, void* messag
                                size_t messageBytes, float* accumulator, size_t count,
                                Finish&& finish);
 
-// Quantization rates of this CPU, measured once per process on 1 MiB.
-void measureQuantRates(ClusterModel* cluster);
+// The kernel and smoothing rates of this CPU, measured once per process on 1 MiB.
+void measureHostRates(ClusterModel* cluster);
 
 template <typename Finish>
 KernelRates measureKernelRates(Kernels& kernels, const float* data, void* message,
@@ -187,6 +206,9 @@ KernelRates measureKernelRates(Kernels& kernels, const float* data, void* messag
   const auto dequantize = [&] {
     return kernels.dequantizeAccumulate(message, messageBytes, params, accumulator, count);
   };
+  const auto reduce = [&] {
+    return kernels.reduceInto(accumulator, data, count, DataType::kFloat32, RedOp::kSum);
+  };
   seconds(quantize);  // warm the caches (and the device's code) and page in the buffers
   const auto fastest = [&](auto&& step) {
     double best = 0;
@@ -199,9 +221,11 @@ KernelRates measureKernelRates(Kernels& kernels, const float* data, void* messag
   KernelRates rates;
   const double q = fastest(quantize);
   const double d = fastest(dequantize);
+  const double r = fastest(reduce);
   const double bytes = static_cast<double>(count) * sizeof(float);
   if (q > 0) rates.quantize = bytes / q;
   if (d > 0) rates.dequantize = bytes / d;
+  if (r > 0) rates.reduce = bytes / r;
   return rates;
 }
 

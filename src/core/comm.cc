@@ -228,31 +228,33 @@ Status buildClusterModel(zcclComm* comm) {
   struct Summary {
     int intraClass, interClass, interRails;
     double intraGBps, interGBps;
-    double quantizeRate, dequantizeRate;
+    KernelRates kernels;
+    double smoothRate;
   };
-  // This process's quantization rates are measured; they differ between ranks (and runs), so
-  // they are agreed on with the links.
+  // This process's kernel rates are measured; they differ between ranks (and runs), so they
+  // are agreed on with the links.
   ClusterModel measured;
-  measureQuantRates(&measured);
+  measureHostRates(&measured);
   const Summary local{static_cast<int>(mine->intraNode),
                       static_cast<int>(mine->interNode),
                       mine->interNodeRails,
                       mine->intraNodeGBps,
                       mine->interNodeGBps,
-                      measured.quantizeBytesPerSecond,
-                      measured.dequantizeBytesPerSecond};
+                      measured.kernelRates(),
+                      measured.smoothBytesPerSecond};
   std::vector<Summary> all(static_cast<size_t>(comm->size()));
   ZCCL_CHECK(comm->transport->allGatherControl(&local, sizeof(Summary), all.data()));
-  // Every rank plans with the slowest link of each class and the slowest quantization in the
-  // job, so all plans agree (ranks that chose differently would exchange unreadable messages).
+  // Every rank plans with the slowest link of each class and the slowest kernels in the job,
+  // so all plans agree (ranks that chose differently would exchange unreadable messages).
   NodeTopology slowest;
   slowest.intraNodeGBps = slowest.interNodeGBps = 1e300;
   slowest.interNodeRails = all[0].interRails;
-  double quantizeRate = 1e300, dequantizeRate = 1e300;
+  KernelRates kernels = all[0].kernels;
+  double smoothRate = all[0].smoothRate;
   for (const Summary& s : all) {
     slowest.interNodeRails = std::min(slowest.interNodeRails, s.interRails);
-    quantizeRate = std::min(quantizeRate, s.quantizeRate);
-    dequantizeRate = std::min(dequantizeRate, s.dequantizeRate);
+    kernels = slowerOf(kernels, s.kernels);
+    smoothRate = std::min(smoothRate, s.smoothRate);
     if (s.intraGBps < slowest.intraNodeGBps) {
       slowest.intraNodeGBps = s.intraGBps;
       slowest.intraNode = static_cast<LinkClass>(s.intraClass);
@@ -265,8 +267,8 @@ Status buildClusterModel(zcclComm* comm) {
   const NodeMap& nodes = comm->nodes;
   const int perNode = std::max(1, comm->size() / nodes.numNodes());
   comm->cluster = clusterModel(slowest, nodes.numNodes(), perNode, nodes.isUniform());
-  comm->cluster.quantizeBytesPerSecond = quantizeRate;
-  comm->cluster.dequantizeBytesPerSecond = dequantizeRate;
+  comm->cluster.useKernelRates(kernels);
+  comm->cluster.smoothBytesPerSecond = smoothRate;
   return Status::kSuccess;
 }
 

@@ -77,6 +77,7 @@ zcclResult_t zcclCommGetTopologyInfo(zcclComm_t comm, zcclTopologyInfo* info) {
         c.intra.link != zccl::LinkClass::kNvlink && c.inter.link != zccl::LinkClass::kInfiniband;
     info->quantizeGBps = c.quantizeBytesPerSecond / 1e9;
     info->dequantizeGBps = c.dequantizeBytesPerSecond / 1e9;
+    info->reduceGBps = c.reduceBytesPerSecond / 1e9;
     info->cpuModel = zccl::hostCpuModel();
     info->quantKernels = zccl::quantKernelName();
     if (zccl::deviceRuntime() != nullptr) {
@@ -87,6 +88,7 @@ zcclResult_t zcclCommGetTopologyInfo(zcclComm_t comm, zcclTopologyInfo* info) {
       ZCCL_CHECK(device->localRates(&rates));
       info->deviceQuantizeGBps = rates.quantize / 1e9;
       info->deviceDequantizeGBps = rates.dequantize / 1e9;
+      info->deviceReduceGBps = rates.reduce / 1e9;
     }
     return Status::kSuccess;
   });

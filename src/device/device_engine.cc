@@ -64,12 +64,12 @@ Status DeviceEngine::submit(void* stream, std::function<Status()> work,
   ZCCL_CHECK(gates_->close(stream, ticket, &inputs));
   tickets_ = ticket;
   std::shared_ptr<StreamInputs> after(std::move(inputs));
-  WorkQueue::Job job{[this, after, work] {
+  WorkQueue::Job job{[this, after, work = std::move(work)] {
                        ZCCL_CHECK(prepare());
                        ZCCL_CHECK(after->precede(*own_->resources));
                        return work();
                      },
-                     [this, ticket, done](const JobOutcome& outcome) {
+                     [this, ticket, done = std::move(done)](const JobOutcome& outcome) {
                        gates_->release(ticket);
                        if (done) done(outcome);
                      }};
@@ -205,16 +205,14 @@ Status DeviceEngine::agreeOnRates() {
   }
   ClusterModel cluster = *host_.cluster;
   cluster.pipelineElements = static_cast<double>(own_->resources->kernels().pipelineElements());
-  cluster.quantizeBytesPerSecond = cluster.dequantizeBytesPerSecond = 1e300;
+  KernelRates slowest = all[0].rates;
   for (size_t r = 0; r < all.size(); ++r) {
     if (all[r].measured == 0) {
       return fail(Status::kSystemError, "rank %zu could not measure its device's kernel rates", r);
     }
-    cluster.quantizeBytesPerSecond =
-        std::min(cluster.quantizeBytesPerSecond, all[r].rates.quantize);
-    cluster.dequantizeBytesPerSecond =
-        std::min(cluster.dequantizeBytesPerSecond, all[r].rates.dequantize);
+    slowest = slowerOf(slowest, all[r].rates);
   }
+  cluster.useKernelRates(slowest);
   cluster_ = cluster;
   return Status::kSuccess;
 }

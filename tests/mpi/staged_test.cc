@@ -640,6 +640,7 @@ TEST_F(DeviceMemoryErrors, RanksThatDifferInMemoryUnderCheck) {
 // Device calls plan with the device's kernel rates, measured at a communicator's first device
 // collective and agreed on: behind a slow link a fast CPU makes INT8 pay for host memory,
 // while a device whose quantization is slower than the link keeps the same all-gather plain.
+// Its reductions are measured too (an exact reduce-scatter is priced by them).
 TEST(DevicePlans, FollowTheDevicesKernelRatesNotTheCpus) {
   if (worldSize() < 2) GTEST_SKIP() << "one rank: nothing crosses a link";
   // The node's link estimate is read once per process: ctest runs this test on its own with
@@ -651,6 +652,7 @@ TEST(DevicePlans, FollowTheDevicesKernelRatesNotTheCpus) {
   EmulatedDevice device;
   // About 5.6 MB/s: slower than the link even with the quantization beside the link's rows.
   device.slowQuantization(std::chrono::milliseconds(3000));
+  device.slowReductions(std::chrono::milliseconds(300));  // about 56 MB/s
   zccl::installDeviceRuntime(device.runtime());
   zcclComm_t comm = makeComm(zcclAlgoAuto, 1);  // every rank a node of its own
   ASSERT_NE(comm, nullptr);
@@ -684,6 +686,9 @@ TEST(DevicePlans, FollowTheDevicesKernelRatesNotTheCpus) {
   EXPECT_GT(info.deviceQuantizeGBps, 0.0);
   EXPECT_LT(info.deviceQuantizeGBps, 0.05);
   EXPECT_GT(info.quantizeGBps, 4 * info.deviceQuantizeGBps);
+  EXPECT_GT(info.deviceReduceGBps, 0.0);
+  EXPECT_LT(info.deviceReduceGBps, 0.1);
+  EXPECT_GT(info.reduceGBps, 4 * info.deviceReduceGBps);
   EXPECT_EQ(zcclCommDestroy(comm), zcclSuccess);
   device.release(deviceIn);
   device.release(deviceOut);
