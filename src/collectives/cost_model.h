@@ -172,14 +172,13 @@ double estimateSeconds(const ClusterModel& cluster, Collective collective, const
 // Bytes of float32 per second that smoothing rotates (smoothGroup), measured once per process.
 double measureSmoothingRate();
 
-// Times quantize, dequantize-accumulate and a sum reduction of `count` float32 values by
-// `kernels`, in buffers of their memory (`data` and `accumulator`: count floats, `message`:
-// messageBytes), each
-// followed by `finish` (the wait for work queued on a device; a no-op on the host), and keeps
-// each step's fastest of kRateRepeats: one timing alone reads a rank that lost its core to
-// another process during the step as many times slower, and the job plans with its slowest
-// rank's rates (docs/measurements.md). `data` holds the values to quantize; the rates of a step
-// too fast to time stay the defaults.
+// Times quantize, dequantize-accumulate and a sum reduction of `count` float32 values by `kernels`,
+// in buffers of their memory (`data` and `accumulator`: count floats, `message`: messageBytes),
+// each followed by `finish` (the wait for work queued on a device; a no-op on the host), and keeps
+// each step's fastest of kRateRepeats: one timing alone reads a rank that lost its core to another
+// process during the step as many times slower, and the job plans with its slowest rank's rates
+// (docs/measurements.md). `data` holds the values to quantize; the rates of a step too fast to time
+// stay the defaults.
 inline constexpr int kRateRepeats = 5;
 template <typename Finish>
 KernelRates measureKernelRates(Kernels& kernels, const float* data, void* message,
