@@ -63,6 +63,7 @@ ClusterModel clusterModel(const NodeTopology& slowest, int nodes, int ranksPerNo
   c.intra = linkModel(slowest.intraNode, slowest.intraNodeGBps);
   c.inter = linkModel(slowest.interNode, slowest.interNodeGBps);
   c.rails = std::max(1, slowest.interNodeRails);
+  c.fabricShare = slowest.interNodeFabricShare;
   return c;
 }
 

@@ -56,6 +56,9 @@ struct ClusterModel {
   // The ports a node's ranks cross by at once, each at inter's rate: a flat ring's hop takes
   // one, a node's ranks sending to other nodes together take up to this many.
   int rails = 1;
+  // What the fabric carries of the rails when a node's ranks cross at once
+  // (NodeTopology::interNodeFabricShare); a flat ring's one flow a hop crosses at the port's rate.
+  double fabricShare = 1;
   // Kernel rates per byte of float32 input: quantizing, dequantizing (and accumulating), and
   // reducing in place; the job's slowest rank's measured rates (measureKernelRates), or the
   // defaults.
@@ -149,10 +152,11 @@ struct CostTerms {
     return quantized ? pipelined(wire, compute) : wire + compute;
   }
   // A step in which every rank of a node sends `bytesPerRank` to other nodes at once: the
-  // node's rails (each at ZCCL_INTER_NODE_GBPS's rate) carry them all between them.
+  // node's rails (each at ZCCL_INTER_NODE_GBPS's rate) carry them all between them, at the
+  // share of their rate the fabric carries.
   double crossNodeStep(double bytesPerRank, double messages = 1) const {
     const double rails = std::max(1, std::min(c.rails, c.ranksPerNode));
-    return step(c.inter, c.ranksPerNode * bytesPerRank / rails, messages);
+    return step(c.inter, c.ranksPerNode * bytesPerRank / (rails * c.fabricShare), messages);
   }
   // Sends to every other rank at once: the inter-node and intra-node shares overlap.
   double direct(double bytesPerPeer) const {

@@ -227,7 +227,7 @@ Status buildClusterModel(zcclComm* comm) {
   if (mine == nullptr) ZCCL_CHECK(localTopology(&mine));
   struct Summary {
     int intraClass, interClass, interRails;
-    double intraGBps, interGBps;
+    double intraGBps, interGBps, fabricShare;
     KernelRates kernels;
     double smoothRate;
   };
@@ -240,6 +240,7 @@ Status buildClusterModel(zcclComm* comm) {
                       mine->interNodeRails,
                       mine->intraNodeGBps,
                       mine->interNodeGBps,
+                      mine->interNodeFabricShare,
                       measured.kernelRates(),
                       measured.smoothBytesPerSecond};
   std::vector<Summary> all(static_cast<size_t>(comm->size()));
@@ -253,6 +254,7 @@ Status buildClusterModel(zcclComm* comm) {
   double smoothRate = all[0].smoothRate;
   for (const Summary& s : all) {
     slowest.interNodeRails = std::min(slowest.interNodeRails, s.interRails);
+    slowest.interNodeFabricShare = std::min(slowest.interNodeFabricShare, s.fabricShare);
     kernels = slowerOf(kernels, s.kernels);
     smoothRate = std::min(smoothRate, s.smoothRate);
     if (s.intraGBps < slowest.intraNodeGBps) {

@@ -1,6 +1,7 @@
 // Simulated jobs (sim_comms.h).
 #include "core/sim_comms.h"
 
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -128,8 +129,13 @@ NodeTopology modelledTopology(const SimMachine& machine) {
   links.intraNode = machine.ranksOnCpus() ? LinkClass::kShm : LinkClass::kNvlink;
   links.intraNodeGBps = machine.intraGBps;
   links.interNode = machine.nicGbps >= 100 ? LinkClass::kInfiniband : LinkClass::kEthernet;
-  links.interNodeGBps = machine.nicGbps / 8 / machine.oversubscription;
+  // One switch oversubscribed slows every port; leaves hold back what crosses their uplinks
+  // together, which a ring's one flow a hop does not (the pods beyond them the planner does
+  // not see).
+  const bool leaves = machine.nodesPerLeaf > 0;
+  links.interNodeGBps = machine.nicGbps / 8 / (leaves ? 1 : machine.oversubscription);
   links.interNodeRails = machine.nicsPerNode;
+  links.interNodeFabricShare = leaves ? std::min(1.0, 1 / machine.oversubscription) : 1;
   return links;
 }
 

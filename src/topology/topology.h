@@ -70,6 +70,10 @@ struct NodeTopology {
   // The ports of that rate the node's ranks cross by at once: its HCAs (a rail each); 1 for
   // Ethernet, whose NICs discovery cannot tell apart from those that lead elsewhere.
   int interNodeRails = 1;
+  // The share of those rails' rate the fabric carries when every rank of a node crosses it at
+  // once, where a lone flow crosses at its port's rate: 1 / k behind a fat tree's leaf uplinks
+  // oversubscribed k:1. Discovery cannot see the fabric (1); the simulator knows it.
+  double interNodeFabricShare = 1;
   std::string interNodeNote;  // why the inter-node estimate is what it is
   // Neither NVLink nor InfiniBand: the "low-bandwidth" cluster of the ZeRO papers.
   bool lowBandwidth() const {
