@@ -101,7 +101,7 @@ void measureHostRates(ClusterModel* cluster) {
     return measureKernelRates(hostKernels(), data.data(), message.data(), message.size(),
                               accumulator.data(), kCount, [] { return Status::kSuccess; });
   }();
-  cluster->useKernelRates(rates);
+  cluster->kernels = rates;
   cluster->smoothBytesPerSecond = measureSmoothingRate();
 }
 

@@ -59,12 +59,8 @@ struct ClusterModel {
   // What the fabric carries of the rails when a node's ranks cross at once
   // (NodeTopology::interNodeFabricShare); a flat ring's one flow a hop crosses at the port's rate.
   double fabricShare = 1;
-  // Kernel rates per byte of float32 input: quantizing, dequantizing (and accumulating), and
-  // reducing in place; the job's slowest rank's measured rates (measureKernelRates), or the
-  // defaults.
-  double quantizeBytesPerSecond = KernelRates{}.quantize;
-  double dequantizeBytesPerSecond = KernelRates{}.dequantize;
-  double reduceBytesPerSecond = KernelRates{}.reduce;
+  // The job's slowest rank's measured kernel rates (measureKernelRates), or the defaults.
+  KernelRates kernels;
   // Smoothing's rotation of the groups (either way), per byte of float32.
   double smoothBytesPerSecond = 2e9;
   // Elements per row of the pipelined quantized paths: the planned memory's
@@ -72,14 +68,6 @@ struct ClusterModel {
   double pipelineElements = 65536;
 
   int ranks() const { return nodes * ranksPerNode; }
-  KernelRates kernelRates() const {
-    return {quantizeBytesPerSecond, dequantizeBytesPerSecond, reduceBytesPerSecond};
-  }
-  void useKernelRates(const KernelRates& rates) {
-    quantizeBytesPerSecond = rates.quantize;
-    dequantizeBytesPerSecond = rates.dequantize;
-    reduceBytesPerSecond = rates.reduce;
-  }
   bool twoLevelAvailable() const { return uniform && nodes > 1 && ranksPerNode > 1; }
 };
 
@@ -130,15 +118,15 @@ struct CostTerms {
   double quantize(double blocks) const {
     if (!quantized) return 0;
     const double perByte =
-        1 / c.quantizeBytesPerSecond + rotation() +
-        (feedback ? 1 / c.dequantizeBytesPerSecond + rotation() + 2 / c.reduceBytesPerSecond : 0);
+        1 / c.kernels.quantize + rotation() +
+        (feedback ? 1 / c.kernels.dequantize + rotation() + 2 / c.kernels.reduce : 0);
     return blocks * floatBlock * perByte;
   }
   double dequantize(double blocks) const {
-    return quantized ? blocks * floatBlock * (1 / c.dequantizeBytesPerSecond + rotation()) : 0;
+    return quantized ? blocks * floatBlock * (1 / c.kernels.dequantize + rotation()) : 0;
   }
   double rotation() const { return smoothed ? 1 / c.smoothBytesPerSecond : 0; }
-  double reduce(double blocks) const { return blocks * floatBlock / c.reduceBytesPerSecond; }
+  double reduce(double blocks) const { return blocks * floatBlock / c.kernels.reduce; }
   // Rows of a block in the pipelined paths.
   double rows() const { return std::max(1.0, std::ceil(floatBlock / 4 / c.pipelineElements)); }
   // Two stages pipelined in rows: the slower counts, plus one row of the other to fill the

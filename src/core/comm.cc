@@ -241,7 +241,7 @@ Status buildClusterModel(zcclComm* comm) {
                       mine->intraNodeGBps,
                       mine->interNodeGBps,
                       mine->interNodeFabricShare,
-                      measured.kernelRates(),
+                      measured.kernels,
                       measured.smoothBytesPerSecond};
   std::vector<Summary> all(static_cast<size_t>(comm->size()));
   ZCCL_CHECK(comm->transport->allGatherControl(&local, sizeof(Summary), all.data()));
@@ -269,7 +269,7 @@ Status buildClusterModel(zcclComm* comm) {
   const NodeMap& nodes = comm->nodes;
   const int perNode = std::max(1, comm->size() / nodes.numNodes());
   comm->cluster = clusterModel(slowest, nodes.numNodes(), perNode, nodes.isUniform());
-  comm->cluster.useKernelRates(kernels);
+  comm->cluster.kernels = kernels;
   comm->cluster.smoothBytesPerSecond = smoothRate;
   return Status::kSuccess;
 }

@@ -75,9 +75,9 @@ zcclResult_t zcclCommGetTopologyInfo(zcclComm_t comm, zcclTopologyInfo* info) {
     info->interNodeGBps = c.inter.bytesPerSecond / 1e9;
     info->lowBandwidth =
         c.intra.link != zccl::LinkClass::kNvlink && c.inter.link != zccl::LinkClass::kInfiniband;
-    info->quantizeGBps = c.quantizeBytesPerSecond / 1e9;
-    info->dequantizeGBps = c.dequantizeBytesPerSecond / 1e9;
-    info->reduceGBps = c.reduceBytesPerSecond / 1e9;
+    info->quantizeGBps = c.kernels.quantize / 1e9;
+    info->dequantizeGBps = c.kernels.dequantize / 1e9;
+    info->reduceGBps = c.kernels.reduce / 1e9;
     info->cpuModel = zccl::hostCpuModel();
     info->quantKernels = zccl::quantKernelName();
     if (zccl::deviceRuntime() != nullptr) {

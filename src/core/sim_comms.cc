@@ -115,9 +115,9 @@ class PricedKernels final : public Kernels {
 void showKernelRates(const SimMachine& machine, ClusterModel* cluster) {
   if (machine.ranksOnCpus()) return;
   using Family = SimMachine::KernelFamily;
-  cluster->quantizeBytesPerSecond = machine.kernelBytesPerSecond(Family::kQuantize);
-  cluster->dequantizeBytesPerSecond = machine.kernelBytesPerSecond(Family::kDequantize);
-  cluster->reduceBytesPerSecond = machine.kernelBytesPerSecond(Family::kReduce);
+  cluster->kernels = KernelRates{machine.kernelBytesPerSecond(Family::kQuantize),
+                                 machine.kernelBytesPerSecond(Family::kDequantize),
+                                 machine.kernelBytesPerSecond(Family::kReduce)};
 }
 
 }  // namespace

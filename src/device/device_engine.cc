@@ -212,7 +212,7 @@ Status DeviceEngine::agreeOnRates() {
     }
     slowest = slowerOf(slowest, all[r].rates);
   }
-  cluster.useKernelRates(slowest);
+  cluster.kernels = slowest;
   cluster_ = cluster;
   return Status::kSuccess;
 }
