@@ -211,6 +211,8 @@ class EmulatedStream {
     }
     changed_.notify_all();
   }
+  // A graph capture of the stream, as CUDA's: what is queued meanwhile is recorded, not run.
+  std::atomic<bool> capturing{false};
   // Returns when the work queued so far has run.
   void synchronize() {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -300,8 +302,11 @@ class EmulatedGates final : public zccl::StreamGates {
 
   Status close(void* stream, uint64_t ticket,
                std::unique_ptr<zccl::StreamInputs>* inputs) override {
-    auto mark = std::make_shared<Latch>();
     auto* caller = static_cast<EmulatedStream*>(stream);
+    if (caller->capturing) {
+      return zccl::fail(Status::kInvalidUsage, "stream=%p is capturing a graph (emulated)", stream);
+    }
+    auto mark = std::make_shared<Latch>();
     caller->enqueue([mark] { mark->open(); });
     // The stream's thread may still be leaving a gate when the gates are gone.
     caller->enqueue([state = state_, ticket] {
@@ -350,6 +355,9 @@ class TestDevice {
   virtual void holdStream(Hold* hold) = 0;
   // Returns when the work queued on stream() so far has run.
   virtual void synchronize() = 0;
+  // Starts and ends capturing stream() into a graph (thrown away), CUDA's global mode.
+  virtual void beginCapture() = 0;
+  virtual void endCapture() = 0;
   // After the work queued on stream() so far.
   void download(void* host, const void* device, size_t bytes) {
     synchronize();
@@ -447,6 +455,8 @@ class EmulatedDevice final : public TestDevice {
     stream_.enqueue([hold] { hold->wait(); });
   }
   void synchronize() override { stream_.synchronize(); }
+  void beginCapture() override { stream_.capturing = true; }
+  void endCapture() override { stream_.capturing = false; }
 
  protected:
   void copyToHost(void* host, const void* device, size_t bytes) override {

@@ -60,7 +60,7 @@ class Decoder(nn.Module):
         self.head = nn.Linear(dim, vocab)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.tokens(tokens) + self.positions(torch.arange(tokens.shape[1]))
+        x = self.tokens(tokens) + self.positions(torch.arange(tokens.shape[1], device=tokens.device))
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x[:, -1]))
@@ -75,6 +75,16 @@ def batch(step: int, rank: int, size: int, modulus: int) -> tuple[torch.Tensor, 
     labels = torch.where(noisy, torch.randint(0, modulus, (size,), generator=generator), labels)
     equals = torch.full((size,), modulus)
     return torch.stack([a, b, equals], dim=1), labels
+
+
+def on(device: torch.device, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return tuple(t.to(device) for t in tensors)
+
+
+def settle(device: torch.device) -> None:
+    """Waits for the device's queued work, so that the clock reads what it took."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def noise_floor(modulus: int) -> float:
@@ -93,15 +103,18 @@ def time_compute(args, rank: int) -> float:
     """ms per step of the same model's forward, backward and optimizer step without FSDP2: the
     compute a step has to hide its collectives behind (every rank at once, as in training)."""
     torch.manual_seed(0)
-    model = Decoder(args.modulus + 1, args.dim, args.layers, args.heads, 3).to(args.dtype)
+    model = Decoder(args.modulus + 1, args.dim, args.layers, args.heads, 3)
+    model = model.to(args.device, args.dtype)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     seconds = 0.0
     for step in range(args.timing_steps + 1):
-        tokens, labels = batch(step, rank, args.batch, args.modulus)
+        tokens, labels = on(args.device, *batch(step, rank, args.batch, args.modulus))
+        settle(args.device)
         started = time.perf_counter()
         F.cross_entropy(model(tokens).float(), labels).backward()
         optimizer.step()
         optimizer.zero_grad()
+        settle(args.device)
         if step > 0:
             seconds += time.perf_counter() - started
     return 1000 * seconds / args.timing_steps
@@ -113,10 +126,11 @@ def time_collectives(sizes: list[int], group, node_group, args) -> float:
     reduce-scatter."""
     world = dist.get_world_size(group)
     shards = [math.ceil(size / world) for size in sizes]
-    full = [torch.empty(shard * world, dtype=args.dtype) for shard in shards]
-    mine = [torch.ones(shard, dtype=args.dtype) for shard in shards]
+    made = dict(dtype=args.dtype, device=args.device)
+    full = [torch.empty(shard * world, **made) for shard in shards]
+    mine = [torch.ones(shard, **made) for shard in shards]
     node_world = dist.get_world_size(node_group)
-    node_shards = [torch.ones(shard * world // node_world, dtype=args.dtype) for shard in shards]
+    node_shards = [torch.ones(shard * world // node_world, **made) for shard in shards]
     seconds = 0.0
     for step in range(args.timing_steps + 1):
         dist.barrier(group=group)
@@ -129,6 +143,7 @@ def time_collectives(sizes: list[int], group, node_group, args) -> float:
             else:
                 dist.all_gather_into_tensor(full[unit], node_shards[unit], group=node_group)
             dist.reduce_scatter_tensor(mine[unit], full[unit], group=group)
+        settle(args.device)
         if step > 0:
             seconds += time.perf_counter() - started
     return 1000 * seconds / args.timing_steps
@@ -160,7 +175,7 @@ SUMMARY_NAMES = {"ZeRO++ (qwZ+qgZ+hpZ)": "ZeRO++", "ZeRO++ 4-bit (diff+EF)": "Ze
 def train(mesh: DeviceMesh, args, config: str, report_group) -> dict:
     """One run; returns the mean loss of every step, ms per step and bytes per step."""
     torch.manual_seed(0)
-    model = Decoder(args.modulus + 1, args.dim, args.layers, args.heads, 3)
+    model = Decoder(args.modulus + 1, args.dim, args.layers, args.heads, 3).to(args.device)
     policy = CONFIGS[config][1]
     zeropp = policy is not None
     reshard = args.ranks_per_node if zeropp else True
@@ -182,17 +197,18 @@ def train(mesh: DeviceMesh, args, config: str, report_group) -> dict:
     rank = dist.get_rank()
     losses, seconds = [], 0.0
     for step in range(args.steps):
-        tokens, labels = batch(step, rank, args.batch, args.modulus)
+        tokens, labels = on(args.device, *batch(step, rank, args.batch, args.modulus))
         started = time.perf_counter()
         loss = F.cross_entropy(model(tokens), labels)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
         schedule.step()
+        settle(args.device)
         if step >= args.warmup:
             seconds += time.perf_counter() - started
         # The loss is averaged over the ranks on a gloo group: zccl's counters see only FSDP2.
-        mean = loss.detach().clone()
+        mean = loss.detach().to("cpu", copy=True)
         dist.all_reduce(mean, group=report_group)
         losses.append(mean.item() / dist.get_world_size())
     counted = torch.zeros(2, dtype=torch.float64)
@@ -234,11 +250,17 @@ def parse(argv=None):
     parser.add_argument("--modulus", type=int, default=11)
     parser.add_argument("--lr", type=float, default=5e-3)
     parser.add_argument("--dtype", choices=["bfloat16", "float32"], default="bfloat16")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="where the model and FSDP2's collectives run (cuda: every process on "
+                             "the current GPU, zccl's device path)")
     parser.add_argument("--csv", help="write step,config,loss rows to this CSV file (rank 0)")
     parser.add_argument("--timing-steps", type=int, default=5,
                         help="steps of compute alone and of the collectives alone, timed")
     args = parser.parse_args(argv)
     args.dtype = getattr(torch, args.dtype)
+    args.device = torch.device(args.device)
+    if args.backend == "gloo" and args.device.type != "cpu":
+        parser.error("--backend gloo runs FSDP2 on the CPU: leave out --device")
     args.ranks_per_node = int(os.environ.get("ZCCL_RANKS_PER_NODE",
                                              os.environ.get("LOCAL_WORLD_SIZE", "1")))
     return args
@@ -263,7 +285,7 @@ def main() -> None:
     dist.init_process_group("cpu:gloo" if args.backend == "gloo" else "zccl")
     report_group = dist.new_group(backend="gloo")
     args.node_group = node_groups(args.ranks_per_node)
-    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    mesh = init_device_mesh(args.device.type, (dist.get_world_size(),))
     configs = {"both": ["zero3", "zeropp"], "all": list(CONFIGS)}.get(args.config, [args.config])
     if args.backend == "gloo":
         configs = ["zero3"]

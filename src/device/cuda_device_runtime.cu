@@ -78,6 +78,18 @@ class CudaStreamInputs final : public StreamInputs {
   cudaEvent_t event_;
 };
 
+// A graph captured from the caller's stream would hold the gate but not the work, which runs
+// on zccl's thread and stream: the call fails, naming the capture, and leaves it intact.
+Status refuseCapture(cudaStream_t caller) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  ZCCL_CUDA_CHECK(cudaStreamIsCapturing(caller, &capture));
+  if (capture == cudaStreamCaptureStatusNone) return Status::kSuccess;
+  return fail(Status::kInvalidUsage,
+              "stream=%p is capturing a CUDA graph: zccl's device collectives run on zccl's own "
+              "thread and stream, which a graph cannot hold; call them outside the capture",
+              static_cast<void*>(caller));
+}
+
 class CudaStreamGates final : public StreamGates {
  public:
   ~CudaStreamGates() override {
@@ -95,6 +107,7 @@ class CudaStreamGates final : public StreamGates {
   }
   Status close(void* stream, uint64_t ticket, std::unique_ptr<StreamInputs>* inputs) override {
     const auto caller = static_cast<cudaStream_t>(stream);
+    ZCCL_CHECK(refuseCapture(caller));
     cudaEvent_t event = nullptr;
     ZCCL_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
     auto marked = std::make_unique<CudaStreamInputs>(event);

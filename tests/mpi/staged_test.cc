@@ -94,6 +94,16 @@ class CudaDevice final : public TestDevice {
               cudaSuccess);
   }
   void synchronize() override { EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess); }
+  void beginCapture() override {
+    EXPECT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), cudaSuccess);
+  }
+  // The capture may have been invalidated (a call refused inside it); either way it ends.
+  void endCapture() override {
+    cudaGraph_t graph = nullptr;
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();
+  }
 
  protected:
   void copyToHost(void* host, const void* device, size_t bytes) override {
@@ -458,6 +468,30 @@ TEST_P(Staged, ACallQueuesItsWorkBehindTheStreamsEarlierWork) {
   device_->release(out);
   device_->releaseHost(mine);
   device_->releaseHost(result);
+}
+
+// A collective called while its stream is captured into a graph fails at once, naming the
+// capture (the graph would hold the gate, not the work); the communicator works on after.
+TEST_P(Staged, ACallOnAStreamCapturingAGraphFailsNamingIt) {
+  if (!throughApi_) GTEST_SKIP() << "the stream is the public API's";
+  const size_t count = 1000, bytes = count * sizeof(float);
+  void* data = device_->allocate(bytes);
+  const std::vector<float> ones(count, 1.0f);
+  device_->upload(data, ones.data(), bytes);
+  device_->beginCapture();
+  const zcclResult_t captured =
+      zcclAllReduce(data, data, count, zcclFloat32, zcclSum, comm_, device_->stream());
+  const std::string message = zcclGetLastError(comm_);
+  device_->endCapture();
+  EXPECT_EQ(captured, zcclInvalidUsage) << zcclGetErrorString(captured);
+  EXPECT_NE(message.find("capturing a"), std::string::npos) << message;
+  ASSERT_EQ(zcclAllReduce(data, data, count, zcclFloat32, zcclSum, comm_, device_->stream()),
+            zcclSuccess)
+      << zcclGetLastError(comm_);
+  std::vector<float> result(count);
+  device_->download(result.data(), data, bytes);
+  EXPECT_EQ(result, std::vector<float>(count, static_cast<float>(worldSize())));
+  device_->release(data);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Staged,

@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 import zccl_torch  # noqa: F401  registers "zccl"
-from verdict import expect_error, failures, finish
+from verdict import expect, expect_error, failures, finish
 
 DTYPES = [torch.float32, torch.bfloat16, torch.int64]
 ZCCL_DEVICE = torch.device(os.environ.get("ZCCL_TORCH_TEST_DEVICE", "cpu"))
@@ -241,6 +241,33 @@ def test_bad_use() -> None:
                  lambda: dist.all_gather_into_tensor(torch.empty(3), torch.ones(2)), "output")
 
 
+def test_streams() -> None:
+    """On CUDA tensors, NCCL's stream semantics: a collective issued on a side stream (as FSDP2
+    issues its all-gathers) and waited for from the current stream is complete for the current
+    stream's next kernel; a collective inside a CUDA graph's capture fails naming it."""
+    if ZCCL_DEVICE.type != "cuda":
+        return
+    world = dist.get_world_size()
+    data = torch.full((1 << 22,), dist.get_rank() + 1.0, device=ZCCL_DEVICE)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        work = dist.all_reduce(data, async_op=True)
+    work.wait()
+    wrong = (data * 2 != world * (world + 1)).sum().item()  # on the current stream
+    expect(wrong == 0, f"all_reduce on a side stream, waited for: {wrong} of {data.numel()} wrong")
+    graph = torch.cuda.CUDAGraph()
+
+    def capture() -> None:
+        with torch.cuda.graph(graph):
+            dist.all_reduce(data)
+
+    expect_error("all_reduce inside torch.cuda.graph's capture", capture, "captur")
+    dist.all_reduce(data)  # the communicator works on
+    wrong = (data != world * world * (world + 1) / 2).sum().item()
+    expect(wrong == 0, f"all_reduce after a refused capture: {wrong} of {data.numel()} wrong")
+
+
 def test_mismatched_sizes() -> None:
     """Ranks that disagree on a count: with ZCCL_CHECK=1 every rank gets an error naming the
     field, at once; without it, ZCCL_TIMEOUT_S bounds the wait. Never a hang."""
@@ -265,6 +292,7 @@ def main() -> None:
         if me in ranks:
             test_group(f"group {ranks}", pair, sorted(ranks))
     test_bad_use()
+    test_streams()
     test_mismatched_sizes()
     finish()
 

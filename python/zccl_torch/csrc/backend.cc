@@ -93,7 +93,8 @@ zcclRedOp_t zcclOpOf(const c10d::ReduceOp& op, const char* operation) {
 // PREMUL_SUM: the input scaled by its factor (a copy: the caller's input stays as it was).
 at::Tensor premultiplied(const at::Tensor& input, const c10d::ReduceOp& op) {
   if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return input;
-  const auto* supplement = dynamic_cast<const c10d::PreMulSumSupplement*>(op.supplement_.get());
+  // NCCLPreMulSumSupplement: torch 2.11's name, which later versions keep beside their own.
+  const auto* supplement = dynamic_cast<const c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
   TORCH_CHECK(supplement != nullptr, "zccl backend: PREMUL_SUM without its factor");
   if (supplement->tensor_factor.defined()) {
     return input.mul(supplement->tensor_factor.to(input.device()));
