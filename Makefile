@@ -137,9 +137,9 @@ bench-fidelity: build
 	ZCCL_DEPS_EXTRA=bench ./scripts/install-deps.sh
 	./scripts/bench-fidelity.sh $(BUILD_DIR) bench/fidelity
 
-# Sources the GPU test machine lacks (GoogleTest), into .carry/ for the device tool to send.
+# What the GPU test machine lacks (GoogleTest, UCX's headers), into .carry/ for the device tool.
 carry:
-	mkdir -p .carry && rm -rf .carry/googletest && cp -r /usr/src/googletest .carry/googletest
+	./scripts/gpu-carry.sh
 
 install: build
 	cmake --install $(BUILD_DIR)

@@ -72,6 +72,11 @@ nvidia-smi -L || echo "gpu-check: nvidia-smi found no GPU; the GPU tests will sk
 echo "=== tools: $(nvcc --version 2>&1 | tail -1); $(c++ --version | head -1);" \
   "ucx $(pkg-config --modversion ucx 2>&1); hwloc $(pkg-config --modversion hwloc 2>&1);" \
   "torch $(python3 -c 'import torch; print(torch.__version__)' 2>&1 | tail -1)"
+# UCX's development files where the machine has only its libraries (make carry brings them).
+if ! pkg-config --exists ucx && [ -d "$root/.carry/ucx" ]; then
+  export PKG_CONFIG_PATH=$root/.carry/ucx/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  echo "=== UCX's headers from .carry/ucx over the machine's libraries"
+fi
 # The real NCCL where the loader's path lacks it: the copy PyTorch's wheels bring.
 if [ -z "${ZCCL_NCCL_LIB:-}" ] && ! ldconfig -p | grep -q 'libnccl\.so\.2 '; then
   nccl=$(find /usr/local/cuda/lib64 /usr/lib /opt "$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)" \
@@ -83,7 +88,7 @@ gtest_flags=()
 [ -d "$root/.carry/googletest" ] && gtest_flags=(-DZCCL_GTEST_SOURCE_DIR="$root/.carry/googletest")
 # Warnings stay warnings: this machine's compiler is not the one zccl is checked with.
 generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
+[ -n "${GPU_CHECK_NINJA:-}" ] && generator=(-G Ninja)
 step configure cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DZCCL_WITH_CUDA=ON -DZCCL_WERROR=OFF "${gtest_flags[@]}"
 # What the steps below run, not the host-only tests (GPU_CHECK_TARGETS=all builds everything).
