@@ -20,7 +20,9 @@ constexpr int kPointToPointTag = 0;
 constexpr int kCollectiveTag = 1;
 
 // Scratch slots, so that algorithms that nest (all-reduce = reduce-scatter + all-gather)
-// never hand out the same memory twice.
+// never hand out the same memory twice. Scratch is in the call's memory (a GPU's for device
+// calls): what the host itself reads or writes, such as an ordered reduction's input
+// pointers, is kept apart from it.
 enum ScratchSlot : size_t {
   kScratchStaging = 0,  // a copy of the input for in-place forms
   kScratchReceive = 1,
@@ -28,20 +30,11 @@ enum ScratchSlot : size_t {
   kScratchQuantizedSend = 3,
   kScratchQuantizedReceive = 4,
   kScratchPartial = 5,     // a two-level reduction's intra-node result
-  kScratchInputs = 6,      // the input pointers of an ordered reduction
-  kScratchReduced = 7,     // a reduce's block of a rank other than the root
-  kScratchFeedback = 8,    // float32 values being quantized with error feedback
-  kScratchDifference = 9,  // a rank's block's change from its reference (float32)
-  kScratchGathered = 10,   // every block's change in float32 (decoding's work space)
+  kScratchReduced = 6,     // a reduce's block of a rank other than the root
+  kScratchFeedback = 7,    // float32 values being quantized with error feedback
+  kScratchDifference = 8,  // a rank's block's change from its reference (float32)
+  kScratchGathered = 9,    // every block's change in float32 (decoding's work space)
 };
-
-// An array of `count` input pointers from the scratch pool (no allocation per call).
-inline Status scratchInputs(ScratchPool& scratch, int count, const void*** inputs) {
-  void* buffer = nullptr;
-  ZCCL_CHECK(scratch.get(kScratchInputs, static_cast<size_t>(count) * sizeof(void*), &buffer));
-  *inputs = static_cast<const void**>(buffer);
-  return Status::kSuccess;
-}
 
 // The two levels of a job whose nodes all hold the same number of ranks: `node` joins the
 // ranks of this rank's node (member i = local rank i), `cross` joins this rank's local rank

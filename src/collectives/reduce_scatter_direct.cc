@@ -2,6 +2,8 @@
 // reduces the n copies of its own block in rank order, accumulating in float32 for half
 // precision and rounding once. The bytes each rank sends equal the ring's, but the result
 // does not depend on where the ring starts.
+#include <vector>
+
 #include "collectives/algorithms.h"
 
 namespace zccl {
@@ -19,8 +21,7 @@ Status reduceScatterDirect(Context& ctx, const CollectiveArgs& a, const Plan& /*
 
   void* received = nullptr;
   ZCCL_CHECK(ctx.scratch.get(kScratchReceive, mineBytes * static_cast<size_t>(n), &received));
-  const void** inputs = nullptr;
-  ZCCL_CHECK(scratchInputs(ctx.scratch, n, &inputs));
+  std::vector<const void*> inputs(static_cast<size_t>(n));
   Ticket ticket;
   for (int peer = 0; peer < n; ++peer) {
     char* slot = static_cast<char*>(received) + static_cast<size_t>(peer) * mineBytes;
@@ -33,7 +34,7 @@ Status reduceScatterDirect(Context& ctx, const CollectiveArgs& a, const Plan& /*
         t.postSend(in + blocks.offset(peer) * es, blocks.size(peer) * es, peer, ctx.tag, &ticket));
   }
   ZCCL_CHECK(t.waitAll());
-  ZCCL_CHECK(ctx.kernels.reduceOrdered(a.recv, inputs, n, mine, a.type, a.op));
+  ZCCL_CHECK(ctx.kernels.reduceOrdered(a.recv, inputs.data(), n, mine, a.type, a.op));
   return Status::kSuccess;
 }
 

@@ -100,7 +100,8 @@ class TwoLevelReduceScatter {
     inbox_ = static_cast<char*>(buffers[0]);
     crossInbox_ = inbox_ + bundleBytes_ * lv_.ranksPerNode;
     partial_ = static_cast<char*>(buffers[1]);
-    return scratchInputs(ctx_.scratch, std::max(lv_.ranksPerNode, lv_.numNodes), &inputs_);
+    inputs_.resize(static_cast<size_t>(std::max(lv_.ranksPerNode, lv_.numNodes)));
+    return Status::kSuccess;
   }
 
   // Row `row` inside the node: chunk `row` of my bundle from every node peer, and of theirs
@@ -153,8 +154,8 @@ class TwoLevelReduceScatter {
       for (int local = 0; local < lv_.ranksPerNode; ++local) {
         inputs_[local] = local == lv_.myLocal ? input(owner, row) : fromPeer(local, node, row);
       }
-      ZCCL_CHECK(ctx_.kernels.reduceOrdered(partial(node, row), inputs_, lv_.ranksPerNode, count,
-                                            a_.type, levelOp_));
+      ZCCL_CHECK(ctx_.kernels.reduceOrdered(partial(node, row), inputs_.data(), lv_.ranksPerNode,
+                                            count, a_.type, levelOp_));
       if (node == lv_.myNode) continue;
       Ticket ticket;
       ZCCL_CHECK(lv_.cross->postSend(partial(node, row), count * es_, node, ctx_.tag, &ticket));
@@ -172,7 +173,8 @@ class TwoLevelReduceScatter {
       inputs_[node] = node == lv_.myNode ? partial(node, row) : fromNode(node, row);
     }
     char* out = static_cast<char*>(a_.recv) + rowOffset(row);
-    ZCCL_CHECK(ctx_.kernels.reduceOrdered(out, inputs_, lv_.numNodes, count, a_.type, levelOp_));
+    ZCCL_CHECK(
+        ctx_.kernels.reduceOrdered(out, inputs_.data(), lv_.numNodes, count, a_.type, levelOp_));
     if (a_.op != RedOp::kAvg) return Status::kSuccess;
     return ctx_.kernels.divideByCount(out, count, a_.type, ctx_.transport.size());
   }
@@ -191,7 +193,7 @@ class TwoLevelReduceScatter {
   char* inbox_ = nullptr;       // my bundle from each node peer
   char* crossInbox_ = nullptr;  // my block's partial from each node
   char* partial_ = nullptr;     // my bundle reduced over my node
-  const void** inputs_ = nullptr;
+  std::vector<const void*> inputs_;
 };
 
 Status reduceScatterTwoLevel(Context& ctx, const CollectiveArgs& a, const Plan& /*plan*/) {

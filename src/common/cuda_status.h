@@ -19,3 +19,22 @@ inline Status cudaFailure(cudaError_t error, const char* what) {
     const cudaError_t zccl_cuda_error_ = (call);                                              \
     if (zccl_cuda_error_ != cudaSuccess) return ::zccl::cudaFailure(zccl_cuda_error_, #call); \
   } while (0)
+
+namespace zccl {
+
+// Loads `kernels` into the current device's context now. CUDA loads a kernel at its first
+// launch by default (lazy loading), and a load may wait for every stream of the context: with
+// one of zccl's gates spinning on a caller's stream until zccl's work is done, the first
+// launch of a kernel of that work would never return. Loaded before the first gate, none is
+// loaded while one spins.
+template <typename... Kernels>
+Status preloadCudaKernels(Kernels... kernels) {
+  cudaError_t errors[] = {cudaSuccess, [&](auto kernel) {
+                            cudaFuncAttributes attributes;
+                            return cudaFuncGetAttributes(&attributes, kernel);
+                          }(kernels)...};
+  for (cudaError_t error : errors) ZCCL_CUDA_CHECK(error);
+  return Status::kSuccess;
+}
+
+}  // namespace zccl

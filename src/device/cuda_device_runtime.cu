@@ -10,10 +10,13 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <mutex>
+#include <set>
 
 #include "common/cuda_status.h"
 #include "device/device_runtime.h"
 #include "kernels/cuda_kernels.h"
+#include "kernels/reduce_cuda.h"
 #include "transport/staged/cuda_copier.h"
 
 namespace zccl {
@@ -124,6 +127,20 @@ class CudaStreamGates final : public StreamGates {
   const uint64_t* releasedOnDevice_ = nullptr;
 };
 
+Status preloadOnce() {
+  static std::mutex mutex;
+  static std::set<int> loaded;
+  int device = 0;
+  ZCCL_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded.count(device) != 0) return Status::kSuccess;
+  ZCCL_CHECK(preloadCudaKernels(holdUntilReleased));
+  ZCCL_CHECK(preloadReduceKernelsCuda());
+  ZCCL_CHECK(preloadQuantizeKernelsCuda());
+  loaded.insert(device);
+  return Status::kSuccess;
+}
+
 class CudaRuntime final : public DeviceRuntime {
  public:
   const char* name() const override { return "cuda"; }
@@ -157,7 +174,10 @@ class CudaRuntime final : public DeviceRuntime {
     *out = std::make_unique<CudaStreamResources>(stream);
     return Status::kSuccess;
   }
+  // At a communicator's first device call, before its first gate: zccl's kernels are loaded
+  // once per device (common/cuda_status.h says why).
   Status streamGates(std::unique_ptr<StreamGates>* out) override {
+    ZCCL_CHECK(preloadOnce());
     auto gates = std::make_unique<CudaStreamGates>();
     ZCCL_CHECK(gates->start());
     *out = std::move(gates);

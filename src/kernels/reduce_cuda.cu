@@ -184,6 +184,28 @@ Status negateFloatsCuda(float* data, size_t count, DeviceStream stream) {
   return launched();
 }
 
+Status preloadReduceKernelsCuda() {
+  for (int type = 0; type < static_cast<int>(DataType::kCount); ++type) {
+    ZCCL_CHECK(withType(static_cast<DataType>(type), [](auto tag) {
+      using T = decltype(tag);
+      for (int op = 0; op < static_cast<int>(RedOp::kCount); ++op) {
+        ZCCL_CHECK(withOp(static_cast<RedOp>(op), [](auto constant) {
+          return preloadCudaKernels(reduceIntoKernel<T, decltype(constant)::value>,
+                                    reduceOrderedKernel<T, decltype(constant)::value>);
+        }));
+      }
+      return preloadCudaKernels(divideKernel<T>);
+    }));
+  }
+  for (DataType type : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16}) {
+    ZCCL_CHECK(withFloatType(type, [](auto tag) {
+      using T = decltype(tag);
+      return preloadCudaKernels(accumulateKernel<T>, storeFloatKernel<T>);
+    }));
+  }
+  return preloadCudaKernels(negateKernel);
+}
+
 Status storeFloatAsCuda(float* values, size_t count, int divisor, DataType type, void* out,
                         DeviceStream stream) {
   if (count == 0) return Status::kSuccess;

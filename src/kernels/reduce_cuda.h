@@ -26,5 +26,7 @@ Status accumulateAsFloatCuda(const void* x, DataType type, size_t count, float* 
 Status storeFloatAsCuda(float* values, size_t count, int divisor, DataType type, void* out,
                         DeviceStream stream);
 Status negateFloatsCuda(float* data, size_t count, DeviceStream stream);
+// Loads every kernel above into the current device's context (common/cuda_status.h says why).
+Status preloadReduceKernelsCuda();
 
 }  // namespace zccl

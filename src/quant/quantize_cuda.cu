@@ -419,6 +419,16 @@ Status quantizeCuda(const void* in, DataType type, size_t count, const QuantPara
   return Status::kSuccess;
 }
 
+Status preloadQuantizeKernelsCuda() {
+  return preloadCudaKernels(quantizeKernel<float>, quantizeKernel<float16_t>,
+                            quantizeKernel<bfloat16_t>, dequantizeKernel<float, false>,
+                            dequantizeKernel<float16_t, false>, dequantizeKernel<bfloat16_t, false>,
+                            dequantizeKernel<float, true>, smoothKernel<float>,
+                            smoothKernel<float16_t>, smoothKernel<bfloat16_t>,
+                            unsmoothKernel<float, false>, unsmoothKernel<float16_t, false>,
+                            unsmoothKernel<bfloat16_t, false>, unsmoothKernel<float, true>);
+}
+
 Status dequantizeCuda(const void* message, size_t bytes, void* out, DataType type, size_t count,
                       DeviceStream stream) {
   ZCCL_CHECK(checkQuantizableType(type, "type"));

@@ -40,4 +40,7 @@ Status dequantizeKnownCuda(const void* message, size_t bytes, const QuantParams&
                            size_t count, void* out, DataType type, bool accumulate, int* mismatch,
                            DeviceStream stream);
 
+// Loads every kernel above into the current device's context (common/cuda_status.h says why).
+Status preloadQuantizeKernelsCuda();
+
 }  // namespace zccl

@@ -52,8 +52,13 @@ class CudaStateMemory final : public StateMemory {
   // On `device` (made current), or the current device for -1.
   bool open(int device) {
     if (device >= 0 && !ok(cudaSetDevice(device), "cudaSetDevice")) return false;
+    // The kernels are loaded now rather than at their first launch, which could find a stream
+    // held by zccl's gate (common/cuda_status.h says why that must not happen).
+    cudaFuncAttributes attributes;
     return ok(cudaGetDevice(&device_), "cudaGetDevice") &&
-           ok(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+           ok(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate") &&
+           ok(cudaFuncGetAttributes(&attributes, toWorkingKernel), "cudaFuncGetAttributes") &&
+           ok(cudaFuncGetAttributes(&attributes, adamKernel), "cudaFuncGetAttributes");
   }
 
   const char* name() const override { return "cuda"; }

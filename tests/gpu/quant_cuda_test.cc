@@ -143,6 +143,11 @@ void QuantCuda::dequantizeAccumulateMatchesTheCpu(bool smoothing) {
   }
 }
 
+// Every kernel loads (the device path loads them before its first gate).
+TEST_F(QuantCuda, EveryKernelPreloads) {
+  EXPECT_EQ(preloadQuantizeKernelsCuda(), Status::kSuccess) << lastThreadError();
+}
+
 TEST_F(QuantCuda, ShortOrCorruptMessagesAreRejected) {
   const size_t count = 1000;
   const auto input = makeInput(DataType::kFloat32, count, 9);

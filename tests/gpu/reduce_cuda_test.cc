@@ -185,6 +185,11 @@ TEST_F(ReduceCuda, TooManyOrderedInputsIsAnErrorNotACrash) {
             Status::kInvalidUsage);
 }
 
+// Every kernel loads (the device path loads them before its first gate).
+TEST_F(ReduceCuda, EveryKernelPreloads) {
+  EXPECT_EQ(preloadReduceKernelsCuda(), Status::kSuccess) << lastThreadError();
+}
+
 }  // namespace
 }  // namespace zccl
 

@@ -186,6 +186,19 @@ class Staged : public ::testing::TestWithParam<Route> {
     zccl::installDeviceRuntime(nullptr);
   }
 
+  // A communicator's first device call loads zccl's kernels, which may wait for every stream
+  // of the device (common/cuda_status.h): made before a test holds or captures its stream.
+  void firstDeviceCall() {
+    void* data = device_->allocate(sizeof(float));
+    const float one = 1.0f;
+    device_->upload(data, &one, sizeof(one));
+    EXPECT_EQ(zcclAllReduce(data, data, 1, zcclFloat32, zcclSum, comm_, device_->stream()),
+              zcclSuccess)
+        << zcclGetLastError(comm_);
+    device_->synchronize();
+    device_->release(data);
+  }
+
   // Per-rank send and receive sizes in elements (the public API's buffers).
   static void sizes(const Case& c, int n, size_t* send, size_t* recv) {
     const size_t all = c.count * static_cast<size_t>(n);
@@ -435,6 +448,7 @@ TEST_P(Staged, SendAndReceiveOnDeviceMemory) {
 // wrote, and the work queued after it reads its result.
 TEST_P(Staged, ACallQueuesItsWorkBehindTheStreamsEarlierWork) {
   if (!throughApi_) GTEST_SKIP() << "the stream is the public API's";
+  firstDeviceCall();
   const int n = worldSize();
   const size_t count = 5003, bytes = count * sizeof(float);
   auto* mine = static_cast<float*>(device_->allocateHost(bytes));
@@ -474,6 +488,7 @@ TEST_P(Staged, ACallQueuesItsWorkBehindTheStreamsEarlierWork) {
 // capture (the graph would hold the gate, not the work); the communicator works on after.
 TEST_P(Staged, ACallOnAStreamCapturingAGraphFailsNamingIt) {
   if (!throughApi_) GTEST_SKIP() << "the stream is the public API's";
+  firstDeviceCall();
   const size_t count = 1000, bytes = count * sizeof(float);
   void* data = device_->allocate(bytes);
   const std::vector<float> ones(count, 1.0f);
