@@ -1,16 +1,20 @@
 // An emulated device for the device path's tests, on machines without a GPU: its memory is
-// host memory registered as the device's, its kernels are the host's behind a check that
+// host memory that host code cannot touch through its pointers, its kernels are the host's behind a check that
 // every pointer they get is the device's, its copier checks that each copy goes between the
 // device and host staging memory, and its streams run their work in order on threads of
 // their own. Installed as the library's device runtime (zccl::installDeviceRuntime), it makes
 // calls with its stream take the library's device path.
 #pragma once
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -19,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "device/device_runtime.h"
 #include "kernels/kernels.h"
@@ -28,36 +33,81 @@ namespace zccl_harness {
 
 using zccl::Status;
 
-// Host memory that stands for a device's: allocations are recorded, and owns() tells them
-// from any other memory. The communicator's thread asks while the test allocates.
+// Memory that stands for a device's. The pointers handed out lie in a mapping without access,
+// as a GPU's memory is to its CPU, so that host code reading or writing device memory faults
+// here as it would there; the emulated kernels, copier and streams reach the same bytes
+// through a second mapping (hostAlias). Allocations are recorded, and owns() tells them from
+// any other memory; the communicator's thread asks while the test allocates.
 class EmulatedDeviceMemory {
  public:
+  EmulatedDeviceMemory() = default;
+  EmulatedDeviceMemory(const EmulatedDeviceMemory&) = delete;
+  EmulatedDeviceMemory& operator=(const EmulatedDeviceMemory&) = delete;
+  ~EmulatedDeviceMemory() {
+    for (const auto& [device, region] : regions_) unmap(device, region);
+  }
   void* allocate(size_t bytes) {
-    auto* data = new char[bytes > 0 ? bytes : 1];
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    Region region{nullptr, bytes, (std::max<size_t>(bytes, 1) + page - 1) / page * page};
+    const int file = memfd_create("zccl-emulated-device", MFD_CLOEXEC);
+    if (file < 0 || ftruncate(file, static_cast<off_t>(region.mapped)) != 0) std::abort();
+    void* device = mmap(nullptr, region.mapped, PROT_NONE, MAP_SHARED, file, 0);
+    void* alias = mmap(nullptr, region.mapped, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
+    close(file);
+    if (device == MAP_FAILED || alias == MAP_FAILED) std::abort();
+    region.alias = static_cast<char*>(alias);
     std::lock_guard<std::mutex> lock(mutex_);
-    regions_[data] = bytes;
-    return data;
+    regions_[static_cast<char*>(device)] = region;
+    return device;
   }
   void release(void* data) {
+    Region region;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      regions_.erase(static_cast<char*>(data));
+      auto it = regions_.find(static_cast<char*>(data));
+      if (it == regions_.end()) return;
+      region = it->second;
+      regions_.erase(it);
     }
-    delete[] static_cast<char*>(data);
+    unmap(static_cast<char*>(data), region);
   }
   bool owns(const void* data, size_t bytes) const {
     if (bytes == 0) return true;
-    const char* p = static_cast<const char*>(data);
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = regions_.upper_bound(const_cast<char*>(p));
-    if (it == regions_.begin()) return false;
-    --it;
-    return p >= it->first && p + bytes <= it->first + it->second;
+    return find(data, bytes) != nullptr;
+  }
+  // Where the host reaches `bytes` of device memory at `data`; nullptr if they are not the
+  // device's.
+  template <typename T>
+  T* hostAlias(T* data, size_t bytes) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const char* start = find(data, std::max<size_t>(bytes, 1));
+    if (start == nullptr) return nullptr;
+    const char* at = reinterpret_cast<const char*>(data);
+    return reinterpret_cast<T*>(regions_.at(const_cast<char*>(start)).alias + (at - start));
   }
 
  private:
+  struct Region {
+    char* alias;
+    size_t bytes;
+    size_t mapped;
+  };
+  // The start of the allocation holding [data, data + bytes), or nullptr.
+  const char* find(const void* data, size_t bytes) const {
+    const char* p = static_cast<const char*>(data);
+    auto it = regions_.upper_bound(const_cast<char*>(p));
+    if (it == regions_.begin()) return nullptr;
+    --it;
+    return p >= it->first && p + bytes <= it->first + it->second.bytes ? it->first : nullptr;
+  }
+  static void unmap(char* device, const Region& region) {
+    munmap(device, region.mapped);
+    munmap(region.alias, region.mapped);
+  }
+
   mutable std::mutex mutex_;
-  std::map<char*, size_t> regions_;
+  std::map<char*, Region> regions_;
 };
 
 // The host kernels, refusing any buffer that is not the device's; they run at once, on the
@@ -68,31 +118,37 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
   zccl::MemoryKind memory() const override { return zccl::MemoryKind::kDevice; }
 
   Status copy(void* to, const void* from, size_t bytes) override {
-    ZCCL_CHECK(device(to, bytes, "copy to"));
-    ZCCL_CHECK(device(from, bytes, "copy from"));
-    return host().copy(to, from, bytes);
+    void* hostTo = nullptr;
+    const void* hostFrom = nullptr;
+    ZCCL_CHECK(onHost(to, bytes, "copy to", &hostTo));
+    ZCCL_CHECK(onHost(from, bytes, "copy from", &hostFrom));
+    return host().copy(hostTo, hostFrom, bytes);
   }
   Status zeroFloats(float* data, size_t count) override {
-    ZCCL_CHECK(device(data, count * 4, "zeroFloats"));
+    ZCCL_CHECK(onHost(data, count * 4, "zeroFloats", &data));
     return host().zeroFloats(data, count);
   }
   Status reduceInto(void* inout, const void* in, size_t count, zccl::DataType type,
                     zccl::RedOp op) override {
     const size_t bytes = count * zccl::elementSize(type);
-    ZCCL_CHECK(device(inout, bytes, "reduceInto inout"));
-    ZCCL_CHECK(device(in, bytes, "reduceInto in"));
+    ZCCL_CHECK(onHost(inout, bytes, "reduceInto inout", &inout));
+    ZCCL_CHECK(onHost(in, bytes, "reduceInto in", &in));
     std::this_thread::sleep_for(reduceDelay * static_cast<double>(count) / kRateElements);
     return host().reduceInto(inout, in, count, type, op);
   }
+  // `inputs` is a host array of device pointers, as CUDA's kernel takes it.
   Status reduceOrdered(void* out, const void* const* inputs, int numInputs, size_t count,
                        zccl::DataType type, zccl::RedOp op) override {
     const size_t bytes = count * zccl::elementSize(type);
-    ZCCL_CHECK(device(out, bytes, "reduceOrdered out"));
-    for (int i = 0; i < numInputs; ++i) ZCCL_CHECK(device(inputs[i], bytes, "reduceOrdered in"));
-    return host().reduceOrdered(out, inputs, numInputs, count, type, op);
+    ZCCL_CHECK(onHost(out, bytes, "reduceOrdered out", &out));
+    std::vector<const void*> hostInputs(static_cast<size_t>(numInputs));
+    for (int i = 0; i < numInputs; ++i) {
+      ZCCL_CHECK(onHost(inputs[i], bytes, "reduceOrdered in", &hostInputs[i]));
+    }
+    return host().reduceOrdered(out, hostInputs.data(), numInputs, count, type, op);
   }
   Status divideByCount(void* data, size_t count, zccl::DataType type, int divisor) override {
-    ZCCL_CHECK(device(data, count * zccl::elementSize(type), "divideByCount"));
+    ZCCL_CHECK(onHost(data, count * zccl::elementSize(type), "divideByCount", &data));
     return host().divideByCount(data, count, type, divisor);
   }
   Status quantize(const void* in, zccl::DataType type, size_t count,
@@ -103,36 +159,36 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
     if (failQuantize) {
       return zccl::fail(Status::kSystemError, "the emulated device failed a quantize kernel");
     }
-    ZCCL_CHECK(device(in, count * zccl::elementSize(type), "quantize in"));
-    ZCCL_CHECK(device(out, zccl::quantizedBytes(count, params), "quantize out"));
+    ZCCL_CHECK(onHost(in, count * zccl::elementSize(type), "quantize in", &in));
+    ZCCL_CHECK(onHost(out, zccl::quantizedBytes(count, params), "quantize out", &out));
     return host().quantize(in, type, count, params, out, capacity);
   }
   Status dequantize(const void* message, size_t bytes, const zccl::QuantParams& format, void* out,
                     zccl::DataType type, size_t count) override {
-    ZCCL_CHECK(device(message, bytes, "dequantize message"));
-    ZCCL_CHECK(device(out, count * zccl::elementSize(type), "dequantize out"));
+    ZCCL_CHECK(onHost(message, bytes, "dequantize message", &message));
+    ZCCL_CHECK(onHost(out, count * zccl::elementSize(type), "dequantize out", &out));
     return host().dequantize(message, bytes, format, out, type, count);
   }
   Status dequantizeAccumulate(const void* message, size_t bytes, const zccl::QuantParams& format,
                               float* accumulator, size_t count) override {
-    ZCCL_CHECK(device(message, bytes, "dequantizeAccumulate message"));
-    ZCCL_CHECK(device(accumulator, count * 4, "dequantizeAccumulate accumulator"));
+    ZCCL_CHECK(onHost(message, bytes, "dequantizeAccumulate message", &message));
+    ZCCL_CHECK(onHost(accumulator, count * 4, "dequantizeAccumulate accumulator", &accumulator));
     return host().dequantizeAccumulate(message, bytes, format, accumulator, count);
   }
   Status accumulateAsFloat(const void* x, zccl::DataType type, size_t count,
                            float* accumulator) override {
-    ZCCL_CHECK(device(x, count * zccl::elementSize(type), "accumulateAsFloat x"));
-    ZCCL_CHECK(device(accumulator, count * 4, "accumulateAsFloat accumulator"));
+    ZCCL_CHECK(onHost(x, count * zccl::elementSize(type), "accumulateAsFloat x", &x));
+    ZCCL_CHECK(onHost(accumulator, count * 4, "accumulateAsFloat accumulator", &accumulator));
     return host().accumulateAsFloat(x, type, count, accumulator);
   }
   Status storeFloatAs(float* values, size_t count, int divisor, zccl::DataType type,
                       void* out) override {
-    ZCCL_CHECK(device(values, count * 4, "storeFloatAs values"));
-    ZCCL_CHECK(device(out, count * zccl::elementSize(type), "storeFloatAs out"));
+    ZCCL_CHECK(onHost(values, count * 4, "storeFloatAs values", &values));
+    ZCCL_CHECK(onHost(out, count * zccl::elementSize(type), "storeFloatAs out", &out));
     return host().storeFloatAs(values, count, divisor, type, out);
   }
   Status negateFloats(float* data, size_t count) override {
-    ZCCL_CHECK(device(data, count * 4, "negateFloats data"));
+    ZCCL_CHECK(onHost(data, count * 4, "negateFloats data", &data));
     return host().negateFloats(data, count);
   }
 
@@ -147,8 +203,12 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
 
  private:
   static zccl::Kernels& host() { return zccl::hostKernels(); }
-  Status device(const void* data, size_t bytes, const char* what) const {
-    if (memory_.owns(data, bytes)) return Status::kSuccess;
+  // Where the host kernels reach `bytes` of device memory at `data`: a failure naming `what`
+  // where they are not the device's.
+  template <typename T>
+  Status onHost(T* data, size_t bytes, const char* what, T** alias) const {
+    *alias = bytes == 0 ? data : memory_.hostAlias(data, bytes);
+    if (*alias != nullptr || bytes == 0) return Status::kSuccess;
     return zccl::fail(Status::kInternalError, "%s: %p (%zu bytes) is not device memory", what, data,
                       bytes);
   }
@@ -183,7 +243,9 @@ class EmulatedCopier final : public zccl::DeviceCopier {
                         "between the device and the host",
                         device, host);
     }
-    std::memcpy(to, from, bytes);
+    const bool toDevice = to == device;
+    std::memcpy(toDevice ? memory_.hostAlias(to, bytes) : to,
+                toDevice ? from : memory_.hostAlias(from, bytes), bytes);
     *id = copies_++;
     return Status::kSuccess;
   }
@@ -444,12 +506,18 @@ class EmulatedDevice final : public TestDevice {
   void* allocate(size_t bytes) override { return memory_.allocate(bytes); }
   void release(void* data) override { memory_.release(data); }
   void upload(void* device, const void* host, size_t bytes) override {
-    std::memcpy(device, host, bytes);
+    std::memcpy(onHost(device, bytes), host, bytes);
   }
   void* allocateHost(size_t bytes) override { return new char[bytes]; }
   void releaseHost(void* data) override { delete[] static_cast<char*>(data); }
   void copyOnStream(void* to, const void* from, size_t bytes) override {
-    stream_.enqueue([to, from, bytes] { std::memcpy(to, from, bytes); });
+    stream_.enqueue([=] { std::memcpy(onHost(to, bytes), onHost(from, bytes), bytes); });
+  }
+  // Where the host reaches `bytes` at `data`: its alias for device memory, else `data`.
+  template <typename T>
+  T* onHost(T* data, size_t bytes) const {
+    T* alias = memory_.hostAlias(data, bytes);
+    return alias != nullptr ? alias : data;
   }
   void holdStream(Hold* hold) override {
     stream_.enqueue([hold] { hold->wait(); });
@@ -460,7 +528,7 @@ class EmulatedDevice final : public TestDevice {
 
  protected:
   void copyToHost(void* host, const void* device, size_t bytes) override {
-    std::memcpy(host, device, bytes);
+    std::memcpy(host, onHost(device, bytes), bytes);
   }
 
  private:

@@ -37,7 +37,7 @@ class EmulatedStateMemory final : public StateMemory {
   zcclStream_t stream() const override { return device_.stream(); }
   zcclResult_t allocate(size_t bytes, void** data) override {
     *data = device_.allocate(bytes);
-    std::memset(*data, 0, bytes);
+    std::memset(device_.onHost(*data, bytes), 0, bytes);
     return zcclSuccess;
   }
   void release(void* data) override {
@@ -59,19 +59,27 @@ class EmulatedStateMemory final : public StateMemory {
   zcclResult_t toWorking(Precision precision, const float* in, size_t count,
                          void* out) override {
     device_.emulatedStream().enqueue(
-        [=] { zccl::zero::toWorking(precision, in, count, out); });
+        [=] { zccl::zero::toWorking(precision, onHost(in), count, onHost(out)); });
     return zcclSuccess;
   }
   zcclResult_t adam(const AdamStep& step, Precision precision, const void* grads, size_t count,
                     float* params, float* moment1, float* moment2) override {
     device_.emulatedStream().enqueue([=] {
-      zccl::zero::adamUpdate(step, precision, grads, count, params, moment1, moment2);
+      zccl::zero::adamUpdate(step, precision, onHost(grads), count, onHost(params),
+                             onHost(moment1), onHost(moment2));
     });
     return zcclSuccess;
   }
   const char* lastError() const override { return ""; }
 
  private:
+  // The host loops reach device memory through its alias (the start's: an allocation is
+  // contiguous there too).
+  template <typename T>
+  T* onHost(T* data) const {
+    return device_.onHost(data, 1);
+  }
+
   EmulatedDevice& device_;
 };
 
