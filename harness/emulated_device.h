@@ -1,9 +1,9 @@
 // An emulated device for the device path's tests, on machines without a GPU: its memory is
-// host memory that host code cannot touch through its pointers, its kernels are the host's behind a check that
-// every pointer they get is the device's, its copier checks that each copy goes between the
-// device and host staging memory, and its streams run their work in order on threads of
-// their own. Installed as the library's device runtime (zccl::installDeviceRuntime), it makes
-// calls with its stream take the library's device path.
+// host memory that host code cannot touch through its pointers, its kernels are the host's behind a
+// check that every pointer they get is the device's, its copier checks that each copy goes between
+// the device and host staging memory, and its streams run their work in order on threads of their
+// own. Installed as the library's device runtime (zccl::installDeviceRuntime), it makes calls with
+// its stream take the library's device path.
 #pragma once
 
 #include <sys/mman.h>
