@@ -256,6 +256,16 @@ def test_streams() -> None:
     work.wait()
     wrong = (data * 2 != world * (world + 1)).sum().item()  # on the current stream
     expect(wrong == 0, f"all_reduce on a side stream, waited for: {wrong} of {data.numel()} wrong")
+    # A list's all-gather is copied out of a flat buffer after the call: that copy too.
+    gathered = [torch.empty(1 << 20, device=ZCCL_DEVICE) for _ in range(world)]
+    mine = torch.full((1 << 20,), dist.get_rank() + 1.0, device=ZCCL_DEVICE)
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        work = dist.all_gather(gathered, mine, async_op=True)
+    work.wait()
+    want = torch.arange(1, world + 1, device=ZCCL_DEVICE, dtype=torch.float32).view(-1, 1)
+    wrong = (torch.stack(gathered) != want).sum().item()
+    expect(wrong == 0, f"all_gather into a list on a side stream, waited for: {wrong} wrong")
     graph = torch.cuda.CUDAGraph()
 
     def capture() -> None:

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 namespace zccl_torch {
@@ -346,16 +347,40 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::run(c10d::OpType type, const char* o
     coalesced_->push_back(Deferred{work, pointToPoint, operation, std::move(launch), {}});
     return work;
   }
-  completer_->add(work, start(launch), operation);
+  completer_->add(work, start(launch, *work), operation);
   return work;
 }
 
+namespace {
+
+bool onCuda(ZcclWork& work) {
+  const std::vector<at::Tensor> outputs = work.result();
+  return !outputs.empty() && outputs.front().is_cuda();
+}
+
+// A work on CUDA tensors marks where the current stream of its outputs' device stands.
+void markEnd(ZcclWork& work) {
+  if (!onCuda(work)) return;
+  const c10::Device device = work.result().front().device();
+  work.recordEnd(c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(device));
+}
+
+}  // namespace
+
 // An error while starting the calls propagates to the caller as it is, once the requests of
-// the calls already queued have ended (they may still use the tensors).
-Launched ZcclBackend::start(const Launch& launch) {
+// the calls already queued have ended (they may still use the tensors). On CUDA tensors what
+// follows the calls (copying results out) is queued at once on the current stream, behind the
+// calls' gate there, as torch's NCCL backend orders its copies; the work marks where the stream
+// then stands, for wait() to order the waiting stream after it. On CPU tensors it runs on the
+// completer's thread once the calls are done.
+Launched ZcclBackend::start(const Launch& launch, ZcclWork& work) {
   Launched launched;
   try {
     launch(&launched);
+    if (onCuda(work)) {
+      if (launched.finish) std::exchange(launched.finish, nullptr)();
+      markEnd(work);
+    }
   } catch (...) {
     for (zcclRequest_t request : launched.requests) {
       if (request != nullptr) zcclWait(request);
@@ -387,12 +412,14 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::endCoalescing() {
   try {
     ZCCL_TORCH_CHECK(zcclGroupStart(), "the sends and receives of a coalescing block");
     for (size_t i = 0; i < deferred->size(); ++i) {
-      if ((*deferred)[i].pointToPoint) started[i] = start((*deferred)[i].launch);
+      if ((*deferred)[i].pointToPoint) {
+        started[i] = start((*deferred)[i].launch, *(*deferred)[i].work);
+      }
     }
     ZCCL_TORCH_CHECK(zcclGroupEnd(), "the sends and receives of a coalescing block");
     for (; launchedItems < deferred->size(); ++launchedItems) {
       Deferred& item = (*deferred)[launchedItems];
-      if (!item.pointToPoint) started[launchedItems] = start(item.launch);
+      if (!item.pointToPoint) started[launchedItems] = start(item.launch, *item.work);
     }
   } catch (...) {
     // What started completes through its requests; the rest fails with the block's error.
@@ -412,6 +439,7 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::endCoalescing() {
                     (*deferred)[i].after);
   }
   auto work = c10::make_intrusive<ZcclWork>(c10d::OpType::COALESCED, std::move(outputs));
+  markEnd(*work);
   completer_->add(work, Launched{}, "a coalescing block", std::move(parts));
   return work;
 }
@@ -428,6 +456,7 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::joined(
         Deferred{work, false, "coalesced operations", [](Launched*) {}, std::move(parts)});
     return work;
   }
+  markEnd(*work);
   completer_->add(work, Launched{}, "coalesced operations", std::move(parts));
   return work;
 }
@@ -639,7 +668,7 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::allgather_into_tensor_coalesced(
     for (size_t i = 0; i < inputs.size(); ++i) {
       works.push_back(_allgather_base(outputs[i], inputs[i], opts));
     }
-    return joined(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, std::move(works));
+    return joined(c10d::OpType::COALESCED, outputs, std::move(works));
   });
 }
 
@@ -709,7 +738,7 @@ c10::intrusive_ptr<c10d::Work> ZcclBackend::reduce_scatter_tensor_coalesced(
     for (size_t i = 0; i < inputs.size(); ++i) {
       works.push_back(_reduce_scatter_base(outputs[i], inputs[i], opts));
     }
-    return joined(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, std::move(works));
+    return joined(c10d::OpType::COALESCED, outputs, std::move(works));
   });
 }
 

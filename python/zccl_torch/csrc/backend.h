@@ -124,7 +124,7 @@ class ZcclBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, const char* operation,
                                      std::vector<at::Tensor> outputs, bool pointToPoint,
                                      Launch launch);
-  Launched start(const Launch& launch);
+  Launched start(const Launch& launch, ZcclWork& work);
   // A collective's checks and start (`body`): where this rank's own checks reject its
   // arguments, its peers are told (zcclCommRejectCollective) and their calls fail at once
   // instead of waiting for it until the timeout.

@@ -2,6 +2,7 @@
 #include "work.h"
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 namespace zccl_torch {
 
@@ -15,6 +16,22 @@ zcclCollOptions Launched::queued() {
 ZcclWork::ZcclWork(c10d::OpType type, std::vector<at::Tensor> outputs)
     : c10d::Work(-1, type), outputs_(std::move(outputs)) {
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+}
+
+void ZcclWork::recordEnd(const c10::Stream& stream) {
+  end_.emplace(stream.device_type());
+  end_->record(stream);
+}
+
+bool ZcclWork::wait(std::chrono::milliseconds timeout) {
+  const bool done = c10d::Work::wait(timeout);
+  if (done) synchronize();
+  return done;
+}
+
+void ZcclWork::synchronize() {
+  if (!end_) return;
+  end_->block(c10::impl::getDeviceGuardImpl(end_->device_type())->getStream(end_->device()));
 }
 
 int ZcclWork::sourceRank() const {

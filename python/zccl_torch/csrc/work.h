@@ -4,11 +4,16 @@
 // done and setting its future. wait() blocks until then and raises the operation's error.
 #pragma once
 
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
+
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -42,6 +47,13 @@ class ZcclWork : public c10d::Work {
   ZcclWork(c10d::OpType type, std::vector<at::Tensor> outputs);
   // Marks the work done, its future set (or failed).
   void complete(std::exception_ptr error);
+  // CUDA tensors: where `stream` stands once the operation's work was queued on it.
+  void recordEnd(const c10::Stream& stream);
+  // As torch's NCCL backend: returns once the work is done, the current stream ordered after
+  // the operation's stream (its copies out included).
+  bool wait(std::chrono::milliseconds timeout) override;
+  // The current stream waits for the operation's stream (nothing for CPU tensors).
+  void synchronize() override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   // A receive from any source: its sender, once the receive has written it there.
@@ -51,6 +63,7 @@ class ZcclWork : public c10d::Work {
  private:
   std::vector<at::Tensor> outputs_;
   std::shared_ptr<const int> source_;
+  std::optional<c10::Event> end_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
