@@ -266,6 +266,14 @@ def test_streams() -> None:
     want = torch.arange(1, world + 1, device=ZCCL_DEVICE, dtype=torch.float32).view(-1, 1)
     wrong = (torch.stack(gathered) != want).sum().item()
     expect(wrong == 0, f"all_gather into a list on a side stream, waited for: {wrong} wrong")
+    # A future's callback (DDP's communication hooks) sees the result, and so does its waiter.
+    ones = torch.ones(1 << 20, device=ZCCL_DEVICE)
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        future = dist.all_reduce(ones, async_op=True).get_future()
+    doubled = future.then(lambda done: done.value()[0] * 2).wait()
+    wrong = (doubled != 2 * world).sum().item()
+    expect(wrong == 0, f"a future's callback after all_reduce on a side stream: {wrong} wrong")
     graph = torch.cuda.CUDAGraph()
 
     def capture() -> None:

@@ -2,6 +2,7 @@
 #include "work.h"
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 namespace zccl_torch {
@@ -19,8 +20,11 @@ ZcclWork::ZcclWork(c10d::OpType type, std::vector<at::Tensor> outputs)
 }
 
 void ZcclWork::recordEnd(const c10::Stream& stream) {
+  stream_ = stream;
   end_.emplace(stream.device_type());
   end_->record(stream);
+  future_ = c10::make_intrusive<c10::ivalue::Future>(
+      c10::ListType::create(c10::TensorType::get()), std::vector<c10::Device>{stream.device()});
 }
 
 bool ZcclWork::wait(std::chrono::milliseconds timeout) {
@@ -42,6 +46,10 @@ int ZcclWork::sourceRank() const {
 void ZcclWork::complete(std::exception_ptr error) {
   if (error) {
     future_->setError(error);
+  } else if (stream_) {
+    // A device future marks where the current stream stands: the operation's.
+    const c10::StreamGuard onOperationsStream(*stream_);
+    future_->markCompleted(c10::IValue(outputs_));
   } else {
     future_->markCompleted(c10::IValue(outputs_));
   }

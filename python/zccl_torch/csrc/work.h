@@ -47,7 +47,8 @@ class ZcclWork : public c10d::Work {
   ZcclWork(c10d::OpType type, std::vector<at::Tensor> outputs);
   // Marks the work done, its future set (or failed).
   void complete(std::exception_ptr error);
-  // CUDA tensors: where `stream` stands once the operation's work was queued on it.
+  // CUDA tensors: where `stream` stands once the operation's work was queued on it. The future
+  // then is the device's, as NCCL's: its callbacks and waiters are ordered after that point.
   void recordEnd(const c10::Stream& stream);
   // As torch's NCCL backend: returns once the work is done, the current stream ordered after
   // the operation's stream (its copies out included).
@@ -63,6 +64,7 @@ class ZcclWork : public c10d::Work {
  private:
   std::vector<at::Tensor> outputs_;
   std::shared_ptr<const int> source_;
+  std::optional<c10::Stream> stream_;
   std::optional<c10::Event> end_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
