@@ -13,8 +13,8 @@
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
-#include <utility>
 #include <torch/csrc/distributed/c10d/Types.hpp>
+#include <utility>
 
 namespace zccl_torch {
 

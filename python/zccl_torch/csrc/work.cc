@@ -23,8 +23,8 @@ void ZcclWork::recordEnd(const c10::Stream& stream) {
   stream_ = stream;
   end_.emplace(stream.device_type());
   end_->record(stream);
-  future_ = c10::make_intrusive<c10::ivalue::Future>(
-      c10::ListType::create(c10::TensorType::get()), std::vector<c10::Device>{stream.device()});
+  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                     std::vector<c10::Device>{stream.device()});
 }
 
 bool ZcclWork::wait(std::chrono::milliseconds timeout) {
