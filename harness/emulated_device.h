@@ -200,6 +200,7 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
   std::chrono::duration<double> quantizeDelay{0};   // per kRateElements elements
   std::chrono::duration<double> reduceDelay{0};     // the same, for reduceInto
   std::atomic<bool> failQuantize{false};
+  std::atomic<bool> loaded{false};  // by the runtime's loadKernels()
 
  private:
   static zccl::Kernels& host() { return zccl::hostKernels(); }
@@ -207,6 +208,10 @@ class EmulatedDeviceKernels final : public zccl::Kernels {
   // where they are not the device's.
   template <typename T>
   Status onHost(T* data, size_t bytes, const char* what, T** alias) const {
+    if (!loaded) {
+      return zccl::fail(Status::kInternalError,
+                        "%s: a kernel launched before the device runtime loaded the kernels", what);
+    }
     *alias = bytes == 0 ? data : memory_.hostAlias(data, bytes);
     if (*alias != nullptr || bytes == 0) return Status::kSuccess;
     return zccl::fail(Status::kInternalError, "%s: %p (%zu bytes) is not device memory", what, data,
@@ -452,7 +457,8 @@ class LentStreamResources final : public zccl::DeviceStreamResources {
 // current device unless a test says otherwise), any other is host memory.
 class EmulatedRuntime final : public zccl::DeviceRuntime {
  public:
-  EmulatedRuntime(EmulatedDeviceMemory& memory, zccl::Kernels& kernels, zccl::DeviceCopier& copier)
+  EmulatedRuntime(EmulatedDeviceMemory& memory, EmulatedDeviceKernels& kernels,
+                  zccl::DeviceCopier& copier)
       : memory_(memory), kernels_(kernels), copier_(copier) {}
   const char* name() const override { return "emulated"; }
   Status classify(const void* pointer, zccl::PointerInfo* info) override {
@@ -474,6 +480,12 @@ class EmulatedRuntime final : public zccl::DeviceRuntime {
     *out = std::make_unique<EmulatedGates>();
     return Status::kSuccess;
   }
+  // As a GPU's, the device's kernels run only once loaded; unlike a GPU's, they refuse to load
+  // themselves at their first launch, so that a path that did not load them first fails here.
+  Status loadKernels() override {
+    kernels_.loaded = true;
+    return Status::kSuccess;
+  }
   zccl::ScratchAllocator scratchAllocator() {
     return zccl::ScratchAllocator{[this](size_t bytes) { return memory_.allocate(bytes); },
                                   [this](void* data) { memory_.release(data); }};
@@ -486,7 +498,7 @@ class EmulatedRuntime final : public zccl::DeviceRuntime {
 
  private:
   EmulatedDeviceMemory& memory_;
-  zccl::Kernels& kernels_;
+  EmulatedDeviceKernels& kernels_;
   zccl::DeviceCopier& copier_;
 };
 

@@ -127,7 +127,7 @@ class CudaStreamGates final : public StreamGates {
   const uint64_t* releasedOnDevice_ = nullptr;
 };
 
-Status preloadOnce() {
+Status loadKernelsOnce() {
   static std::mutex mutex;
   static std::set<int> loaded;
   int device = 0;
@@ -174,15 +174,13 @@ class CudaRuntime final : public DeviceRuntime {
     *out = std::make_unique<CudaStreamResources>(stream);
     return Status::kSuccess;
   }
-  // At a communicator's first device call, before its first gate: zccl's kernels are loaded
-  // once per device (common/cuda_status.h says why).
   Status streamGates(std::unique_ptr<StreamGates>* out) override {
-    ZCCL_CHECK(preloadOnce());
     auto gates = std::make_unique<CudaStreamGates>();
     ZCCL_CHECK(gates->start());
     *out = std::move(gates);
     return Status::kSuccess;
   }
+  Status loadKernels() override { return loadKernelsOnce(); }
   bool ncclDeviceId(std::string* id, std::string* whyNot) override {
     int device = 0;
     char busId[32] = {};

@@ -38,6 +38,7 @@ DeviceEngine::~DeviceEngine() { releaseGates(); }
 
 Status DeviceEngine::start() {
   ZCCL_CHECK(runtime_.currentDevice(&device_));
+  ZCCL_CHECK(runtime_.loadKernels());
   ZCCL_CHECK(runtime_.streamGates(&gates_));
   // Work on another thread would use the host transports while the program makes its own calls
   // to the engine (MPI below MPI_THREAD_MULTIPLE forbids it): then each call runs its work itself.

@@ -70,6 +70,11 @@ class DeviceRuntime {
   // A new stream of zccl's own on the current device, with its kernels, copier and scratch.
   virtual Status ownStream(std::unique_ptr<DeviceStreamResources>* out) = 0;
   virtual Status streamGates(std::unique_ptr<StreamGates>* out) = 0;
+  // Loads zccl's kernels into the current device's context (once per device). CUDA loads a
+  // kernel at its first launch, and a load may wait for every stream of the context, a stream
+  // held at a gate too: the device path calls this before its first gate, as NCCL loads its
+  // kernels at initialization.
+  virtual Status loadKernels() = 0;
   // The current device's identity among this machine's (its PCI bus id) for NCCL, which runs
   // one rank per device; false, with *whyNot, where this runtime cannot run NCCL.
   virtual bool ncclDeviceId(std::string* id, std::string* whyNot) = 0;

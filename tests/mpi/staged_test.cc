@@ -157,6 +157,11 @@ class Staged : public ::testing::TestWithParam<Route> {
       GTEST_SKIP() << "no " << kind << " device visible";
     }
     zccl::installDeviceRuntime(device_->runtime());
+    // The internal route launches kernels with no device path before it to load them (the
+    // public route's device path must load them itself).
+    if (!throughApi_) {
+      ASSERT_EQ(zccl::deviceRuntime()->loadKernels(), Status::kSuccess) << zccl::lastThreadError();
+    }
     // The public path's chunks as small as the internal route's.
     setenv("ZCCL_STAGED_CHUNK_BYTES", std::to_string(kChunkBytes).c_str(), 1);
     scratch_ = std::make_unique<zccl::ScratchPool>(device_->scratchAllocator());
