@@ -4,19 +4,34 @@
 # copies Debian's sources there; the device tool sends it with `carry: [".carry"]`).
 #   scripts/gpu-check.sh [BUILD_DIR]
 # Each step after the build is stopped after GPU_CHECK_STEP_LIMIT seconds (default 300) and
-# reads FAIL (exit 124): a hang costs one step, not the machine's whole lease.
+# reads FAIL (exit 124): a hang costs one step, not the machine's whole lease. Where
+# GPU_CHECK_BUDGET is set, the steps that would start after that many seconds of the script
+# read SKIP (out of time), so that the summary is printed inside a lease.
 set -uo pipefail
 limit=${GPU_CHECK_STEP_LIMIT:-300}
+budget=${GPU_CHECK_BUDGET:-0}
+started=$SECONDS
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-gpu}
 cd "$root" || exit
 declare -a results=()
 record() { results+=("$(printf '%-44s %s' "$1" "$2")"); }
+# begin NAME ARGS...: announces a step with the seconds spent so far; false (recorded) once the
+# budget is spent.
+begin() {
+  local name=$1 elapsed=$((SECONDS - started))
+  shift
+  if [ "$budget" -gt 0 ] && [ "$elapsed" -ge "$budget" ]; then
+    record "$name" "SKIP (out of time)"
+    return 1
+  fi
+  echo "=== [${elapsed}s] $name: $*"
+}
 step() {  # step NAME COMMAND...: runs it, records PASS / FAIL / SKIP (exit 77)
   local name=$1
   shift
-  echo "=== $name: $*"
+  begin "$name" "$@" || return 0
   timeout -k 10 "$limit" "$@"
   local status=$?
   case $status in
@@ -32,7 +47,7 @@ step() {  # step NAME COMMAND...: runs it, records PASS / FAIL / SKIP (exit 77)
 ctest_step() {
   local name=$1
   shift
-  echo "=== $name: ctest $*"
+  begin "$name" ctest "$@" || return 0
   local log status passed skipped
   log=$(ctest --test-dir "$build" --output-on-failure --timeout "$limit" "$@" 2>&1)
   status=$?
@@ -54,7 +69,7 @@ ctest_step() {
 gtest_step() {
   local name=$1
   shift
-  echo "=== $name: $*"
+  begin "$name" "$@" || return 0
   local log status
   log=$(timeout -k 10 "$limit" "$@" 2>&1)
   status=$?
