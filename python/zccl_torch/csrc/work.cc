@@ -14,17 +14,21 @@ zcclCollOptions Launched::queued() {
   return options;
 }
 
+// On CUDA tensors the future is the device's, as NCCL's: its callbacks and waiters are ordered
+// after the operation on its stream (complete() marks it with that stream current). Made here,
+// since a coalescing block's works are handed out before their calls start.
 ZcclWork::ZcclWork(c10d::OpType type, std::vector<at::Tensor> outputs)
     : c10d::Work(-1, type), outputs_(std::move(outputs)) {
-  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  std::vector<c10::Device> devices;
+  if (!outputs_.empty() && outputs_.front().is_cuda()) devices.push_back(outputs_.front().device());
+  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                     std::move(devices));
 }
 
 void ZcclWork::recordEnd(const c10::Stream& stream) {
   stream_ = stream;
   end_.emplace(stream.device_type());
   end_->record(stream);
-  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
-                                                     std::vector<c10::Device>{stream.device()});
 }
 
 bool ZcclWork::wait(std::chrono::milliseconds timeout) {

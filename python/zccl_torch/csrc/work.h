@@ -47,8 +47,7 @@ class ZcclWork : public c10d::Work {
   ZcclWork(c10d::OpType type, std::vector<at::Tensor> outputs);
   // Marks the work done, its future set (or failed).
   void complete(std::exception_ptr error);
-  // CUDA tensors: where `stream` stands once the operation's work was queued on it. The future
-  // then is the device's, as NCCL's: its callbacks and waiters are ordered after that point.
+  // CUDA tensors: where `stream` stands once the operation's work was queued on it.
   void recordEnd(const c10::Stream& stream);
   // As torch's NCCL backend: returns once the work is done, the current stream ordered after
   // the operation's stream (its copies out included).
