@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "device/device_runtime.h"
@@ -81,10 +82,10 @@ class EmulatedDeviceMemory {
   template <typename T>
   T* hostAlias(T* data, size_t bytes) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    const char* start = find(data, std::max<size_t>(bytes, 1));
-    if (start == nullptr) return nullptr;
+    const auto* allocation = find(data, std::max<size_t>(bytes, 1));
+    if (allocation == nullptr) return nullptr;
     const char* at = reinterpret_cast<const char*>(data);
-    return reinterpret_cast<T*>(regions_.at(const_cast<char*>(start)).alias + (at - start));
+    return reinterpret_cast<T*>(allocation->second.alias + (at - allocation->first));
   }
 
  private:
@@ -93,13 +94,13 @@ class EmulatedDeviceMemory {
     size_t bytes;
     size_t mapped;
   };
-  // The start of the allocation holding [data, data + bytes), or nullptr.
-  const char* find(const void* data, size_t bytes) const {
+  // The allocation holding [data, data + bytes) (its start and region), or nullptr.
+  const std::pair<char* const, Region>* find(const void* data, size_t bytes) const {
     const char* p = static_cast<const char*>(data);
     auto it = regions_.upper_bound(const_cast<char*>(p));
     if (it == regions_.begin()) return nullptr;
     --it;
-    return p >= it->first && p + bytes <= it->first + it->second.bytes ? it->first : nullptr;
+    return p >= it->first && p + bytes <= it->first + it->second.bytes ? &*it : nullptr;
   }
   static void unmap(char* device, const Region& region) {
     munmap(device, region.mapped);
