@@ -64,6 +64,9 @@ ClusterModel clusterModel(const NodeTopology& slowest, int nodes, int ranksPerNo
   c.inter = linkModel(slowest.interNode, slowest.interNodeGBps);
   c.rails = std::max(1, slowest.interNodeRails);
   c.fabricShare = slowest.interNodeFabricShare;
+  c.nodesPerLeaf = slowest.nodesPerLeaf;
+  c.nodesPerPod = slowest.nodesPerPod;
+  c.podFabricShare = slowest.podFabricShare;
   return c;
 }
 

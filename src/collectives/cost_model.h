@@ -59,6 +59,11 @@ struct ClusterModel {
   // What the fabric carries of the rails when a node's ranks cross at once
   // (NodeTopology::interNodeFabricShare); a flat ring's one flow a hop crosses at the port's rate.
   double fabricShare = 1;
+  // The nodes a leaf (a pod) holds, 0 where not known, and the share of its leaves' uplinks
+  // the pod's links to the core carry (NodeTopology's fields of the same names).
+  int nodesPerLeaf = 0;
+  int nodesPerPod = 0;
+  double podFabricShare = 1;
   // The job's slowest rank's measured kernel rates (measureKernelRates), or the defaults.
   KernelRates kernels;
   // Smoothing's rotation of the groups (either way), per byte of float32.
@@ -139,12 +144,27 @@ struct CostTerms {
   double overlapped(double wire, double compute) const {
     return quantized ? pipelined(wire, compute) : wire + compute;
   }
-  // A step in which every rank of a node sends `bytesPerRank` to other nodes at once: the
-  // node's rails (each at ZCCL_INTER_NODE_GBPS's rate) carry them all between them, at the
-  // share of their rate the fabric carries.
+  // A step in which every rank of a node sends `bytesPerRank` to other nodes, every other node
+  // alike, at once: the node's rails (each at ZCCL_INTER_NODE_GBPS's rate) carry them all
+  // between them, or slower where its leaf's or pod's uplinks are the narrower.
   double crossNodeStep(double bytesPerRank, double messages = 1) const {
     const double rails = std::max(1, std::min(c.rails, c.ranksPerNode));
-    return step(c.inter, c.ranksPerNode * bytesPerRank / (rails * c.fabricShare), messages);
+    return step(c.inter, c.ranksPerNode * bytesPerRank * fabricSlowdown() / rails, messages);
+  }
+  // How much longer than its rails alone a node's traffic to every other node takes: what
+  // leaves its leaf (pod) over the share of the rails' rate that leaf's uplinks (the pod's
+  // links) carry for it, when every node sends at once.
+  double fabricSlowdown() const {
+    const double leaf = leavingShare(c.nodesPerLeaf) / c.fabricShare;
+    const double pod =
+        c.nodesPerPod > 0 ? leavingShare(c.nodesPerPod) / (c.fabricShare * c.podFabricShare) : 0;
+    return std::max({1.0, leaf, pod});
+  }
+  // The share of a node's traffic to every other node alike that leaves its group of
+  // `groupNodes` nodes (all of it where the group is not known).
+  double leavingShare(int groupNodes) const {
+    if (groupNodes <= 0 || c.nodes < 2) return 1;
+    return static_cast<double>(c.nodes - std::min(groupNodes, c.nodes)) / (c.nodes - 1);
   }
   // Sends to every other rank at once: the inter-node and intra-node shares overlap.
   double direct(double bytesPerPeer) const {

@@ -226,8 +226,8 @@ Status buildClusterModel(zcclComm* comm) {
   const NodeTopology* mine = comm->modelledTopology.get();
   if (mine == nullptr) ZCCL_CHECK(localTopology(&mine));
   struct Summary {
-    int intraClass, interClass, interRails;
-    double intraGBps, interGBps, fabricShare;
+    int intraClass, interClass, interRails, nodesPerLeaf, nodesPerPod;
+    double intraGBps, interGBps, fabricShare, podFabricShare;
     KernelRates kernels;
     double smoothRate;
   };
@@ -238,9 +238,12 @@ Status buildClusterModel(zcclComm* comm) {
   const Summary local{static_cast<int>(mine->intraNode),
                       static_cast<int>(mine->interNode),
                       mine->interNodeRails,
+                      mine->nodesPerLeaf,
+                      mine->nodesPerPod,
                       mine->intraNodeGBps,
                       mine->interNodeGBps,
                       mine->interNodeFabricShare,
+                      mine->podFabricShare,
                       measured.kernels,
                       measured.smoothBytesPerSecond};
   std::vector<Summary> all(static_cast<size_t>(comm->size()));
@@ -250,11 +253,19 @@ Status buildClusterModel(zcclComm* comm) {
   NodeTopology slowest;
   slowest.intraNodeGBps = slowest.interNodeGBps = 1e300;
   slowest.interNodeRails = all[0].interRails;
+  slowest.nodesPerLeaf = all[0].nodesPerLeaf;
+  slowest.nodesPerPod = all[0].nodesPerPod;
   KernelRates kernels = all[0].kernels;
   double smoothRate = all[0].smoothRate;
   for (const Summary& s : all) {
     slowest.interNodeRails = std::min(slowest.interNodeRails, s.interRails);
     slowest.interNodeFabricShare = std::min(slowest.interNodeFabricShare, s.fabricShare);
+    slowest.podFabricShare = std::min(slowest.podFabricShare, s.podFabricShare);
+    // The smaller group leaves more of its traffic to the uplinks; a leaf not known, all of it.
+    slowest.nodesPerLeaf = std::min(slowest.nodesPerLeaf, s.nodesPerLeaf);
+    if (s.nodesPerPod > 0 && (slowest.nodesPerPod == 0 || s.nodesPerPod < slowest.nodesPerPod)) {
+      slowest.nodesPerPod = s.nodesPerPod;
+    }
     kernels = slowerOf(kernels, s.kernels);
     smoothRate = std::min(smoothRate, s.smoothRate);
     if (s.intraGBps < slowest.intraNodeGBps) {

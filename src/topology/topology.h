@@ -74,6 +74,13 @@ struct NodeTopology {
   // once, where a lone flow crosses at its port's rate: 1 / k behind a fat tree's leaf uplinks
   // oversubscribed k:1. Discovery cannot see the fabric (1); the simulator knows it.
   double interNodeFabricShare = 1;
+  // Which nodes share a leaf, and a pod of leaves under a core whose links carry
+  // podFabricShare of what the pod's leaves' uplinks carry (0: not known: every cross-node
+  // byte is taken to leave its leaf; no pods). Traffic between nodes of one leaf never meets
+  // its uplinks. Discovery cannot see these either; the simulator knows them.
+  int nodesPerLeaf = 0;
+  int nodesPerPod = 0;
+  double podFabricShare = 1;
   std::string interNodeNote;  // why the inter-node estimate is what it is
   // Neither NVLink nor InfiniBand: the "low-bandwidth" cluster of the ZeRO papers.
   bool lowBandwidth() const {
