@@ -129,15 +129,11 @@ NodeTopology modelledTopology(const SimMachine& machine) {
   links.intraNode = machine.ranksOnCpus() ? LinkClass::kShm : LinkClass::kNvlink;
   links.intraNodeGBps = machine.intraGBps;
   links.interNode = machine.nicGbps >= 100 ? LinkClass::kInfiniband : LinkClass::kEthernet;
-  // One switch oversubscribed slows every port; leaves and pods hold back what crosses their
-  // uplinks together, which a ring's one flow a hop does not, and not what stays within them.
-  const bool leaves = machine.nodesPerLeaf > 0;
-  links.interNodeGBps = machine.nicGbps / 8 / (leaves ? 1 : machine.oversubscription);
+  links.interNodeGBps = machine.nicGbps / 8;
   links.interNodeRails = machine.nicsPerNode;
-  links.interNodeFabricShare = leaves ? std::min(1.0, 1 / machine.oversubscription) : 1;
-  links.nodesPerLeaf = machine.nodesPerLeaf;
-  links.nodesPerPod = machine.nodesPerLeaf * machine.leavesPerPod;
-  links.podFabricShare = std::min(1.0, 1 / machine.podOversubscription);
+  applyFabricShape({machine.nodesPerLeaf, machine.oversubscription, machine.leavesPerPod,
+                    machine.podOversubscription},
+                   &links);
   return links;
 }
 

@@ -16,6 +16,7 @@
 
 #include "common/env.h"
 #include "common/log.h"
+#include "common/named_numbers.h"
 
 namespace zccl {
 namespace {
@@ -219,6 +220,7 @@ void classifyLinks(const TopologyOptions& options, NodeTopology* node) {
     node->interNodeGBps = options.interNodeGBps;
     node->interNodeNote = "ZCCL_INTER_NODE_GBPS";
   }
+  applyFabricShape(options.fabric, node);
 }
 
 }  // namespace
@@ -262,7 +264,56 @@ Status topologyOptionsFromEnvironment(TopologyOptions* options) {
   std::optional<double> inter;
   ZCCL_CHECK(envDouble("ZCCL_INTER_NODE_GBPS", 1e-3, 1e6, &inter));
   if (inter) options->interNodeGBps = *inter;
+  if (const auto fabric = envString("ZCCL_FABRIC")) {
+    ZCCL_CHECK(parseFabricShape(*fabric, "ZCCL_FABRIC", &options->fabric));
+  }
   return Status::kSuccess;
+}
+
+Status parseFabricShape(const std::string& text, const char* what, FabricShape* fabric) {
+  FabricShape parsed = *fabric;
+  double nodesPerLeaf = parsed.nodesPerLeaf, leavesPerPod = parsed.leavesPerPod;
+  ZCCL_CHECK(parseNamedNumbers(text, what,
+                               {{"nodes-per-leaf", &nodesPerLeaf, "one switch"},
+                                {"oversubscription", &parsed.oversubscription},
+                                {"leaves-per-pod", &leavesPerPod, "no pods"},
+                                {"pod-oversubscription", &parsed.podOversubscription}}));
+  parsed.nodesPerLeaf = static_cast<int>(nodesPerLeaf);
+  parsed.leavesPerPod = static_cast<int>(leavesPerPod);
+  if (parsed.nodesPerLeaf != nodesPerLeaf || parsed.leavesPerPod != leavesPerPod) {
+    return fail(Status::kInvalidArgument, "%s=%s: nodes-per-leaf and leaves-per-pod count whole %s",
+                what, text.c_str(), "switches' nodes and leaves");
+  }
+  if (parsed.leavesPerPod > 0 && parsed.nodesPerLeaf == 0) {
+    return fail(Status::kInvalidArgument,
+                "%s=%s: leaves-per-pod=%d needs leaves: give nodes-per-leaf too", what,
+                text.c_str(), parsed.leavesPerPod);
+  }
+  *fabric = parsed;
+  return Status::kSuccess;
+}
+
+std::string describeFabricShape(const FabricShape& f) {
+  char text[160];
+  const int used =
+      f.nodesPerLeaf > 0
+          ? std::snprintf(text, sizeof(text), "leaves of %d nodes, uplinks %g:1", f.nodesPerLeaf,
+                          f.oversubscription)
+          : std::snprintf(text, sizeof(text), "one switch, ports %g:1", f.oversubscription);
+  if (f.leavesPerPod > 0 && used > 0 && static_cast<size_t>(used) < sizeof(text)) {
+    std::snprintf(text + used, sizeof(text) - static_cast<size_t>(used),
+                  ", pods of %d leaves, core links %g:1", f.leavesPerPod, f.podOversubscription);
+  }
+  return text;
+}
+
+void applyFabricShape(const FabricShape& fabric, NodeTopology* node) {
+  const bool leaves = fabric.nodesPerLeaf > 0;
+  if (!leaves) node->interNodeGBps /= fabric.oversubscription;
+  node->interNodeFabricShare = leaves ? std::min(1.0, 1 / fabric.oversubscription) : 1;
+  node->nodesPerLeaf = fabric.nodesPerLeaf;
+  node->nodesPerPod = fabric.nodesPerLeaf * fabric.leavesPerPod;
+  node->podFabricShare = std::min(1.0, 1 / fabric.podOversubscription);
 }
 
 namespace {
@@ -337,10 +388,11 @@ Status discoverTopology(const TopologyOptions& options, NodeTopology* node) {
   classifyLinks(options, node);
   ZCCL_LOG(kInfo,
            "topology %s: %zu GPUs, %d NVSwitches, %zu NICs, %zu HCAs, %d NUMA nodes; "
-           "intra-node %s %.1f GB/s, inter-node %s %.2f GB/s (%s)",
+           "intra-node %s %.1f GB/s, inter-node %s %.2f GB/s (%s); fabric: %s",
            node->source.c_str(), node->gpus.size(), node->nvswitches, node->nics.size(),
            node->hcas.size(), node->numaNodes, linkClassName(node->intraNode), node->intraNodeGBps,
-           linkClassName(node->interNode), node->interNodeGBps, node->interNodeNote.c_str());
+           linkClassName(node->interNode), node->interNodeGBps, node->interNodeNote.c_str(),
+           describeFabricShape(options.fabric).c_str());
   return Status::kSuccess;
 }
 

@@ -72,12 +72,13 @@ struct NodeTopology {
   int interNodeRails = 1;
   // The share of those rails' rate the fabric carries when every rank of a node crosses it at
   // once, where a lone flow crosses at its port's rate: 1 / k behind a fat tree's leaf uplinks
-  // oversubscribed k:1. Discovery cannot see the fabric (1); the simulator knows it.
+  // oversubscribed k:1. Discovery cannot see the fabric (1): ZCCL_FABRIC or the simulator
+  // describe it (applyFabricShape).
   double interNodeFabricShare = 1;
   // Which nodes share a leaf, and a pod of leaves under a core whose links carry
   // podFabricShare of what the pod's leaves' uplinks carry (0: not known: every cross-node
   // byte is taken to leave its leaf; no pods). Traffic between nodes of one leaf never meets
-  // its uplinks. Discovery cannot see these either; the simulator knows them.
+  // its uplinks.
   int nodesPerLeaf = 0;
   int nodesPerPod = 0;
   double podFabricShare = 1;
@@ -88,14 +89,37 @@ struct NodeTopology {
   }
 };
 
+// The fabric between nodes, which discovery cannot see: nodes under each leaf switch (0: one
+// switch for every node), the leaves' uplinks oversubscribed k:1 (on one switch, every port's
+// share), and pods of leavesPerPod leaves under a core whose links carry what their leaves'
+// uplinks can over podOversubscription. From ZCCL_FABRIC, or the simulator's machine.
+struct FabricShape {
+  int nodesPerLeaf = 0;
+  double oversubscription = 1;
+  int leavesPerPod = 0;
+  double podOversubscription = 1;
+};
+
+// "nodes-per-leaf=L,oversubscription=K,leaves-per-pod=P,pod-oversubscription=Q", any of them;
+// errors name `what`.
+Status parseFabricShape(const std::string& text, const char* what, FabricShape* fabric);
+std::string describeFabricShape(const FabricShape& fabric);
+
+// Shows the planner the fabric: one switch oversubscribed slows every port; leaves and pods
+// hold back what crosses their uplinks together (a flat ring's one flow a hop crosses at its
+// port's rate), and not what stays within them.
+void applyFabricShape(const FabricShape& fabric, NodeTopology* node);
+
 struct TopologyOptions {
   std::string xmlPath;       // empty: the live machine (ZCCL_TOPO_FILE fills it)
   bool useNvml = true;       // only on a live machine
   double intraNodeGBps = 0;  // overrides (ZCCL_INTRA_NODE_GBPS, ZCCL_INTER_NODE_GBPS)
   double interNodeGBps = 0;
+  FabricShape fabric;  // ZCCL_FABRIC
 };
 
-// Options from the environment: ZCCL_TOPO_FILE, ZCCL_INTRA_NODE_GBPS, ZCCL_INTER_NODE_GBPS.
+// Options from the environment: ZCCL_TOPO_FILE, ZCCL_INTRA_NODE_GBPS, ZCCL_INTER_NODE_GBPS,
+// ZCCL_FABRIC.
 Status topologyOptionsFromEnvironment(TopologyOptions* options);
 
 Status discoverTopology(const TopologyOptions& options, NodeTopology* topology);

@@ -161,6 +161,39 @@ TEST(Topology, LinkOverridesFromTheEnvironmentAreIndependent) {
   unsetenv("ZCCL_INTER_NODE_GBPS");
 }
 
+// ZCCL_FABRIC tells the planner what discovery cannot see; a malformed value names itself.
+TEST(Topology, FabricFromTheEnvironment) {
+  setenv("ZCCL_FABRIC", "nodes-per-leaf=4,oversubscription=3,leaves-per-pod=8", 1);
+  TopologyOptions options;
+  ASSERT_EQ(topologyOptionsFromEnvironment(&options), Status::kSuccess) << lastThreadError();
+  EXPECT_EQ(options.fabric.nodesPerLeaf, 4);
+  EXPECT_EQ(options.fabric.oversubscription, 3.0);
+  EXPECT_EQ(options.fabric.leavesPerPod, 8);
+  EXPECT_EQ(options.fabric.podOversubscription, 1.0) << "not named: the default";
+  options.interNodeGBps = 12.5;
+  const NodeTopology t = undiscoveredTopology(options);
+  EXPECT_DOUBLE_EQ(t.interNodeGBps, 12.5) << "behind leaves a lone flow keeps its port's rate";
+  EXPECT_DOUBLE_EQ(t.interNodeFabricShare, 1.0 / 3);
+  EXPECT_EQ(t.nodesPerLeaf, 4);
+  EXPECT_EQ(t.nodesPerPod, 32);
+  EXPECT_EQ(describeFabricShape(options.fabric),
+            "leaves of 4 nodes, uplinks 3:1, pods of 8 leaves, core links 1:1");
+  for (const char* bad : {"nodes-per-leaf=-1", "spines=2", "oversubscription", "oversubscription=0",
+                          "nodes-per-leaf=2.5", "leaves-per-pod=2"}) {
+    setenv("ZCCL_FABRIC", bad, 1);
+    options = TopologyOptions{};
+    EXPECT_EQ(topologyOptionsFromEnvironment(&options), Status::kInvalidArgument) << bad;
+    EXPECT_NE(lastThreadError().find("ZCCL_FABRIC"), std::string::npos) << lastThreadError();
+  }
+  // One switch oversubscribed slows every port.
+  setenv("ZCCL_FABRIC", "oversubscription=4", 1);
+  options = TopologyOptions{};
+  ASSERT_EQ(topologyOptionsFromEnvironment(&options), Status::kSuccess) << lastThreadError();
+  options.interNodeGBps = 12.5;
+  EXPECT_DOUBLE_EQ(undiscoveredTopology(options).interNodeGBps, 12.5 / 4);
+  unsetenv("ZCCL_FABRIC");
+}
+
 TEST(Topology, LiveMachineIsClassifiedSensibly) {
   NodeTopology t;
   ASSERT_EQ(discoverTopology(TopologyOptions{}, &t), Status::kSuccess) << lastThreadError();
@@ -286,6 +319,39 @@ TEST(Planner, RailsCarryANodesCrossNodeStepTogether) {
   ring.row = nullptr;
   EXPECT_EQ(estimateSeconds(eightRails, Collective::kAllGather, ring, bytes, DataType::kBfloat16),
             estimateSeconds(oneRail, Collective::kAllGather, ring, bytes, DataType::kBfloat16));
+}
+
+// A two-level path's cross-node step goes to every other node alike: only what leaves a leaf
+// (a pod) meets its uplinks (core links), at their share of the rails' rate.
+TEST(Planner, OnlyWhatLeavesALeafMeetsItsUplinks) {
+  NodeTopology node;
+  node.intraNode = LinkClass::kNvlink;
+  node.intraNodeGBps = 150;
+  node.interNode = LinkClass::kInfiniband;
+  node.interNodeGBps = 12.5;
+  node.interNodeRails = 8;
+  const ClusterModel unknown = clusterModel(node, 8, 8, true);
+  applyFabricShape({4, 8, 0, 1}, &node);
+  const ClusterModel leaves = clusterModel(node, 8, 8, true);
+  applyFabricShape({2, 1, 2, 4}, &node);
+  const ClusterModel pods = clusterModel(node, 8, 8, true);
+  const CostTerms unknownTerms{unknown, DataType::kFloat32, 0, 0, 0, 0, false};
+  const CostTerms leafTerms{leaves, DataType::kFloat32, 0, 0, 0, 0, false};
+  const CostTerms podTerms{pods, DataType::kFloat32, 0, 0, 0, 0, false};
+  EXPECT_DOUBLE_EQ(unknownTerms.fabricSlowdown(), 1.0);
+  // Leaves of 4 of the 8 nodes: 4 of the other 7 nodes lie beyond the leaf, at 1/8 of the rate.
+  EXPECT_DOUBLE_EQ(leafTerms.fabricSlowdown(), 4.0 / 7 * 8);
+  // Pods of 4 of the 8 nodes behind core links 4:1; leaves 1:1 carry what leaves them.
+  EXPECT_DOUBLE_EQ(podTerms.fabricSlowdown(), 4.0 / 7 * 4);
+  const size_t bytes = size_t{64} << 20;
+  const Plan twoLevel = cheapestPlan(leaves, Collective::kAllGather, DataType::kFloat32,
+                                     RedOp::kSum, bytes, CollectiveOptions{});
+  ASSERT_EQ(twoLevel.algorithm, Algorithm::kTwoLevel);
+  ClusterModel everyByteLeaves = leaves;
+  everyByteLeaves.nodesPerLeaf = 0;
+  EXPECT_LT(estimateSeconds(leaves, Collective::kAllGather, twoLevel, bytes, DataType::kFloat32),
+            estimateSeconds(everyByteLeaves, Collective::kAllGather, twoLevel, bytes,
+                            DataType::kFloat32));
 }
 
 // Messages posted together wait out the wire's latency side by side; what each costs its ends

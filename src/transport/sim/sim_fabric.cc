@@ -2,32 +2,12 @@
 #include "transport/sim/sim_fabric.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
+#include "common/named_numbers.h"
+
 namespace zccl {
-namespace {
-
-struct Field {
-  const char* name;
-  double* value;
-  const char* zeroMeans = nullptr;  // what 0 asks for; null: the field must be positive
-};
-
-// "gpus-per-node, ..., nodes-per-leaf (0: one switch), ...": what the text may name.
-template <size_t N>
-std::string fieldNames(const Field (&fields)[N]) {
-  std::string names;
-  for (const Field& field : fields) {
-    if (!names.empty()) names += ", ";
-    names += field.name;
-    if (field.zeroMeans != nullptr) names += std::string(" (0: ") + field.zeroMeans + ")";
-  }
-  return names;
-}
-
-}  // namespace
 
 Status parseSimMachine(const std::string& text, SimMachine* machine) {
   double gpus = machine->gpusPerNode, nics = machine->nicsPerNode;
@@ -38,50 +18,33 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
   double intraLatencyUs = machine->intraLatencySeconds * 1e6;
   double interLatencyUs = machine->interLatencySeconds * 1e6;
   double switchLatencyUs = machine->switchLatencySeconds * 1e6;
-  const Field fields[] = {{"gpus-per-node", &gpus},
-                          {"intra-gbps", &machine->intraGBps},
-                          {"intra-latency-us", &intraLatencyUs},
-                          {"nics", &nics},
-                          {"nic-gbps", &machine->nicGbps},
-                          {"inter-latency-us", &interLatencyUs},
-                          {"nodes-per-leaf", &nodesPerLeaf, "one switch"},
-                          {"rail-optimized", &rails, "a fat tree"},
-                          {"oversubscription", &machine->oversubscription},
-                          {"spines", &spines, "one uplink a leaf"},
-                          {"leaves-per-pod", &leavesPerPod, "no third tier"},
-                          {"pod-oversubscription", &machine->podOversubscription},
-                          {"core-links", &coreLinks, "one link a pod"},
-                          {"switch-latency-us", &switchLatencyUs, "none"},
-                          {"kernel-gbps", &machine->kernelGBps},
-                          {"copy-gbps", &machine->copyGBps, "kernel-gbps"},
-                          {"reduce-gbps", &machine->reduceGBps, "kernel-gbps"},
-                          {"accumulate-gbps", &machine->accumulateGBps, "kernel-gbps"},
-                          {"quantize-gbps", &machine->quantizeGBps, "kernel-gbps"},
-                          {"dequantize-gbps", &machine->dequantizeGBps, "kernel-gbps"},
-                          {"compute-scale", &machine->computeScale, "not counted"},
-                          {"host-cores", &hostCores, "a processor per rank"},
-                          {"host-ranks", &hostRanks, "a node's"},
-                          {"stack-gbps", &machine->stackGBps, "no CPU"},
-                          {"shm-gbps", &machine->shmGBps, "no CPU"}};
-  std::stringstream items(text);
-  std::string item;
-  while (std::getline(items, item, ',')) {
-    if (item.empty()) continue;
-    const size_t equals = item.find('=');
-    const std::string name = item.substr(0, equals);
-    const Field* field = nullptr;
-    for (const Field& f : fields) field = name == f.name ? &f : field;
-    char* end = nullptr;
-    const double value =
-        equals == std::string::npos ? 0 : std::strtod(item.c_str() + equals + 1, &end);
-    if (field == nullptr || equals == std::string::npos || end == nullptr || *end != '\0' ||
-        !(value > 0 || (value == 0 && field->zeroMeans != nullptr))) {
-      return fail(Status::kInvalidArgument,
-                  "machine: '%s': expected NAME=POSITIVE with NAME one of %s", item.c_str(),
-                  fieldNames(fields).c_str());
-    }
-    *field->value = value;
-  }
+  const std::vector<NamedNumber> fields = {
+      {"gpus-per-node", &gpus},
+      {"intra-gbps", &machine->intraGBps},
+      {"intra-latency-us", &intraLatencyUs},
+      {"nics", &nics},
+      {"nic-gbps", &machine->nicGbps},
+      {"inter-latency-us", &interLatencyUs},
+      {"nodes-per-leaf", &nodesPerLeaf, "one switch"},
+      {"rail-optimized", &rails, "a fat tree"},
+      {"oversubscription", &machine->oversubscription},
+      {"spines", &spines, "one uplink a leaf"},
+      {"leaves-per-pod", &leavesPerPod, "no third tier"},
+      {"pod-oversubscription", &machine->podOversubscription},
+      {"core-links", &coreLinks, "one link a pod"},
+      {"switch-latency-us", &switchLatencyUs, "none"},
+      {"kernel-gbps", &machine->kernelGBps},
+      {"copy-gbps", &machine->copyGBps, "kernel-gbps"},
+      {"reduce-gbps", &machine->reduceGBps, "kernel-gbps"},
+      {"accumulate-gbps", &machine->accumulateGBps, "kernel-gbps"},
+      {"quantize-gbps", &machine->quantizeGBps, "kernel-gbps"},
+      {"dequantize-gbps", &machine->dequantizeGBps, "kernel-gbps"},
+      {"compute-scale", &machine->computeScale, "not counted"},
+      {"host-cores", &hostCores, "a processor per rank"},
+      {"host-ranks", &hostRanks, "a node's"},
+      {"stack-gbps", &machine->stackGBps, "no CPU"},
+      {"shm-gbps", &machine->shmGBps, "no CPU"}};
+  ZCCL_CHECK(parseNamedNumbers(text, "machine", fields));
   machine->gpusPerNode = static_cast<int>(gpus);
   machine->nicsPerNode = static_cast<int>(nics);
   machine->nodesPerLeaf = static_cast<int>(nodesPerLeaf);
