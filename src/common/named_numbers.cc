@@ -1,6 +1,7 @@
 // NAME=NUMBER lists (named_numbers.h).
 #include "common/named_numbers.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -37,6 +38,10 @@ Status parseNamedNumbers(const std::string& text, const char* what,
         !(value > 0 || (value == 0 && field->zeroMeans != nullptr))) {
       return fail(Status::kInvalidArgument, "%s: '%s': expected NAME=POSITIVE with NAME one of %s",
                   what, item.c_str(), fieldNames(fields).c_str());
+    }
+    if (field->count && !(value == std::floor(value) && value <= kMaxCount)) {
+      return fail(Status::kInvalidArgument, "%s: '%s': %s counts, a whole number up to %g", what,
+                  item.c_str(), field->name, kMaxCount);
     }
     *field->value = value;
   }

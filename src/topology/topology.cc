@@ -274,16 +274,12 @@ Status parseFabricShape(const std::string& text, const char* what, FabricShape* 
   FabricShape parsed = *fabric;
   double nodesPerLeaf = parsed.nodesPerLeaf, leavesPerPod = parsed.leavesPerPod;
   ZCCL_CHECK(parseNamedNumbers(text, what,
-                               {{"nodes-per-leaf", &nodesPerLeaf, "one switch"},
+                               {{"nodes-per-leaf", &nodesPerLeaf, "one switch", true},
                                 {"oversubscription", &parsed.oversubscription},
-                                {"leaves-per-pod", &leavesPerPod, "no pods"},
+                                {"leaves-per-pod", &leavesPerPod, "no pods", true},
                                 {"pod-oversubscription", &parsed.podOversubscription}}));
   parsed.nodesPerLeaf = static_cast<int>(nodesPerLeaf);
   parsed.leavesPerPod = static_cast<int>(leavesPerPod);
-  if (parsed.nodesPerLeaf != nodesPerLeaf || parsed.leavesPerPod != leavesPerPod) {
-    return fail(Status::kInvalidArgument, "%s=%s: nodes-per-leaf and leaves-per-pod count whole %s",
-                what, text.c_str(), "switches' nodes and leaves");
-  }
   if (parsed.leavesPerPod > 0 && parsed.nodesPerLeaf == 0) {
     return fail(Status::kInvalidArgument,
                 "%s=%s: leaves-per-pod=%d needs leaves: give nodes-per-leaf too", what,

@@ -23,7 +23,8 @@ const char* const kVariables[] = {"ZCCL_ALGO",
                                   "ZCCL_CHECK",
                                   "ZCCL_TRANSPORT",
                                   "ZCCL_INTRA_NODE_GBPS",
-                                  "ZCCL_INTER_NODE_GBPS"};
+                                  "ZCCL_INTER_NODE_GBPS",
+                                  "ZCCL_FABRIC"};
 
 }  // namespace
 
@@ -65,6 +66,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   TopologyOptions topology;
-  topologyOptionsFromEnvironment(&topology);
+  if (topologyOptionsFromEnvironment(&topology) == Status::kSuccess) {
+    undiscoveredTopology(topology);
+    describeFabricShape(topology.fabric);
+  }
   return 0;
 }

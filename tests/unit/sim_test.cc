@@ -375,6 +375,11 @@ TEST(Simulation, MachineTextNamesTheFabric) {
   EXPECT_NE(text.find("network stack at 3 GB/s"), std::string::npos) << text;
   EXPECT_NE(text.find("quantization at 5 GB/s"), std::string::npos) << text;
   EXPECT_EQ(parseSimMachine("host-cores=-2", &machine), Status::kInvalidArgument);
+  // Counts are whole, and small enough to count with.
+  for (const char* count : {"gpus-per-node=2.5", "nodes-per-leaf=1e12", "spines=0.5"}) {
+    EXPECT_EQ(parseSimMachine(count, &machine), Status::kInvalidArgument) << count;
+    EXPECT_NE(lastThreadError().find("a whole number"), std::string::npos) << lastThreadError();
+  }
 }
 
 // Two ranks of a host on one core (half of it each, as busy-polling processes get), a node

@@ -179,7 +179,7 @@ TEST(Topology, FabricFromTheEnvironment) {
   EXPECT_EQ(describeFabricShape(options.fabric),
             "leaves of 4 nodes, uplinks 3:1, pods of 8 leaves, core links 1:1");
   for (const char* bad : {"nodes-per-leaf=-1", "spines=2", "oversubscription", "oversubscription=0",
-                          "nodes-per-leaf=2.5", "leaves-per-pod=2"}) {
+                          "nodes-per-leaf=2.5", "nodes-per-leaf=1e12", "leaves-per-pod=2"}) {
     setenv("ZCCL_FABRIC", bad, 1);
     options = TopologyOptions{};
     EXPECT_EQ(topologyOptionsFromEnvironment(&options), Status::kInvalidArgument) << bad;

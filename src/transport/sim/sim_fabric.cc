@@ -19,19 +19,19 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
   double interLatencyUs = machine->interLatencySeconds * 1e6;
   double switchLatencyUs = machine->switchLatencySeconds * 1e6;
   const std::vector<NamedNumber> fields = {
-      {"gpus-per-node", &gpus},
+      {"gpus-per-node", &gpus, nullptr, true},
       {"intra-gbps", &machine->intraGBps},
       {"intra-latency-us", &intraLatencyUs},
-      {"nics", &nics},
+      {"nics", &nics, nullptr, true},
       {"nic-gbps", &machine->nicGbps},
       {"inter-latency-us", &interLatencyUs},
-      {"nodes-per-leaf", &nodesPerLeaf, "one switch"},
-      {"rail-optimized", &rails, "a fat tree"},
+      {"nodes-per-leaf", &nodesPerLeaf, "one switch", true},
+      {"rail-optimized", &rails, "a fat tree", true},
       {"oversubscription", &machine->oversubscription},
-      {"spines", &spines, "one uplink a leaf"},
-      {"leaves-per-pod", &leavesPerPod, "no third tier"},
+      {"spines", &spines, "one uplink a leaf", true},
+      {"leaves-per-pod", &leavesPerPod, "no third tier", true},
       {"pod-oversubscription", &machine->podOversubscription},
-      {"core-links", &coreLinks, "one link a pod"},
+      {"core-links", &coreLinks, "one link a pod", true},
       {"switch-latency-us", &switchLatencyUs, "none"},
       {"kernel-gbps", &machine->kernelGBps},
       {"copy-gbps", &machine->copyGBps, "kernel-gbps"},
@@ -40,8 +40,8 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
       {"quantize-gbps", &machine->quantizeGBps, "kernel-gbps"},
       {"dequantize-gbps", &machine->dequantizeGBps, "kernel-gbps"},
       {"compute-scale", &machine->computeScale, "not counted"},
-      {"host-cores", &hostCores, "a processor per rank"},
-      {"host-ranks", &hostRanks, "a node's"},
+      {"host-cores", &hostCores, "a processor per rank", true},
+      {"host-ranks", &hostRanks, "a node's", true},
       {"stack-gbps", &machine->stackGBps, "no CPU"},
       {"shm-gbps", &machine->shmGBps, "no CPU"}};
   ZCCL_CHECK(parseNamedNumbers(text, "machine", fields));
