@@ -17,7 +17,8 @@
 // reduce-scatter; no overlap) or as ZeRO++ does (INT8 weights, the backward's all-gather
 // inside the node from the secondary copy, INT4 gradients over the 2-hop path); compute is
 // 2 x params x tokens FLOPs forward and twice that backward at F TFLOP/s, or (--compute-ms) a
-// step's compute as measured, a third forward and two thirds backward. A model too large
+// step's compute as measured, a third forward and two thirds backward; and the model state a
+// rank holds at its peak (shards, hpZ's copy, the layers in flight). A model too large
 // to hold in this machine's memory is simulated with its bytes and every bandwidth divided
 // by K (--scale, chosen when absent), kernel rates included, which leaves the bandwidth terms
 // as they are; the latencies are not scaled.
@@ -353,6 +354,7 @@ struct Step {
   double phases[5] = {0, 0, 0, 0, 0};
   double seconds = 0;            // the slowest rank's whole step
   double crossBytesPerRank = 0;  // scaled back to the model's size
+  double peakStateBytes = 0;     // per rank (peakStateBytes)
 };
 const char* const kPhases[5] = {"forward all-gather", "forward compute", "backward all-gather",
                                 "backward compute", "gradient reduce-scatter"};
@@ -421,6 +423,33 @@ double chosenScale(const Settings& s) {
   if (s.scale >= 1) return s.scale;
   const double layerBytes = 2 * s.params / s.layers;
   return std::max(1.0, std::floor(layerBytes / (8.0 * 1024 * 1024)));
+}
+
+// Layers whose gathered weights or full gradients (bfloat16) the ZeRO layer holds at once at
+// its peak, prefetching `depth` of `layers` equal modules ahead: in the forward, a module's
+// weights and the `depth` gathered after it; in the backward, the weights of a module and the
+// `depth` before it, and the full gradients of the (up to depth + 1) modules whose
+// reduce-scatters are still running behind it. Without overlap, one module's weights.
+// Measured from ZeroOptimizer::peakModelStateBytes: 1, 4 and 6 modules at depth 0, 1 and 2.
+int layersInFlight(int layers, int depth) {
+  if (depth == 0) return std::min(layers, 1);
+  int most = 0;
+  for (int i = 0; i < layers; ++i) {
+    const int forward = std::min(depth + 1, layers - i);
+    const int backward = std::min(depth + 1, i + 1) + std::min(depth + 1, layers - 1 - i);
+    most = std::max({most, forward, backward});
+  }
+  return most;
+}
+
+// A rank's model state at the step's peak, bytes, as the ZeRO layer counts it (mixed precision
+// with Adam: float32 master weights and two moments, bfloat16 weights and gradients, each a
+// 1/ranks shard: 16P / ranks), with hpZ's secondary copy of a node's shard (2P / ranks per
+// node) for ZeRO++, and the layers in flight. Activations are the model's, not counted.
+double peakStateBytes(const Settings& s, bool plus) {
+  const double shards = 16 * s.params / s.ranks;
+  const double secondary = plus ? 2 * s.params / s.machine.gpusPerNode : 0;
+  return shards + secondary + layersInFlight(s.layers, s.prefetch) * 2 * s.params / s.layers;
 }
 
 Step simulateStep(const Settings& s, bool plus, double scale) {
@@ -497,6 +526,7 @@ Step simulateStep(const Settings& s, bool plus, double scale) {
   });
   exitUnless(status);
   step.crossBytesPerRank = static_cast<double>(cross.load()) / s.ranks * scale;
+  step.peakStateBytes = peakStateBytes(s, plus);
   return step;
 }
 
@@ -511,6 +541,9 @@ void printStep(const Settings& s, const char* name, const Step& step) {
               6 * s.params * s.tokens / step.seconds / 1e12);
   std::printf("  %-26s %12.4g GB per rank per step\n", "cross-node bytes",
               step.crossBytesPerRank / 1e9);
+  std::printf(
+      "  %-26s %12.4g GB per rank at its peak (layers in flight: %d; activations not counted)\n",
+      "model state", step.peakStateBytes / 1e9, layersInFlight(s.layers, s.prefetch));
 }
 
 int simulateZero(const Settings& s) {
@@ -559,9 +592,9 @@ int simulateZero(const Settings& s) {
       const Step& st = steps[i].second;
       std::fprintf(out,
                    "%s\"%s\": {\"seconds\": %.9g, \"cross_node_bytes_per_rank\": %.6g, "
-                   "\"tokens_per_second\": %.6g",
+                   "\"tokens_per_second\": %.6g, \"peak_state_bytes_per_rank\": %.9g",
                    i == 0 ? "" : ", ", steps[i].first.c_str(), st.seconds, st.crossBytesPerRank,
-                   s.tokens * s.ranks / st.seconds);
+                   s.tokens * s.ranks / st.seconds, st.peakStateBytes);
       for (int p = 0; p < 5; ++p) std::fprintf(out, ", \"%s\": %.9g", kPhases[p], st.phases[p]);
       std::fprintf(out, "}");
     }

@@ -2,7 +2,10 @@
 """zccl-sim's ZeRO step with the ZeRO layer's prefetch against the same step without overlap,
 in virtual time: the same collectives (the same cross-node bytes) and compute, a step that
 never takes longer than without overlap nor less than its compute, and, where compute and
-communication are of a size, a step well under their sum.
+communication are of a size, a step well under their sum. Prefetch's price in memory: the
+model state reported at its peak, 16P/N (+ hpZ's 2P per node's ranks for ZeRO++) plus the
+layers in flight, as many as ZeroOptimizer::peakModelStateBytes counted for 6 equal modules
+on 2 ranks (zero_demo --layers 6 --stage 3): 1, 4 and 6 at prefetch 0, 1 and 2.
 usage: zero_overlap_check.py ZCCL_SIM"""
 import json
 import subprocess
@@ -11,14 +14,24 @@ import tempfile
 from pathlib import Path
 
 
+PARAMS, LAYERS, RANKS, PER_NODE = 4e7, 6, 8, 4
+LAYERS_IN_FLIGHT = {0: 1, 1: 4, 2: 6}
+
+
 def step(tool: str, prefetch: int, folder: Path) -> dict:
     out = folder / f"prefetch{prefetch}.json"
     # 8 ranks in 2 nodes; compute about as long as ZeRO-3's collectives.
-    subprocess.run([tool, "--ranks", "8", "--zero", "both", "--params", "4e7", "--layers", "6",
+    subprocess.run([tool, "--ranks", str(RANKS), "--zero", "both", "--params", str(PARAMS),
+                    "--layers", str(LAYERS),
                     "--tokens", "4096", "--tflops", "10", "--prefetch", str(prefetch),
-                    "--machine", "gpus-per-node=4,nics=1,nic-gbps=10", "--json", str(out)],
+                    "--machine", f"gpus-per-node={PER_NODE},nics=1,nic-gbps=10", "--json", str(out)],
                    check=True, capture_output=True)
     return json.loads(out.read_text())["steps"]
+
+
+def expected_state(name: str, prefetch: int) -> float:
+    secondary = 2 * PARAMS / PER_NODE if name == "ZeRO++" else 0
+    return 16 * PARAMS / RANKS + secondary + LAYERS_IN_FLIGHT[prefetch] * 2 * PARAMS / LAYERS
 
 
 def main() -> int:
@@ -42,6 +55,11 @@ def main() -> int:
                 failures.append(f"{name} prefetch {p}: other cross-node bytes than without overlap")
             if not compute * 0.9999 <= run["seconds"] <= base["seconds"] * 1.0001:
                 failures.append(f"{name} prefetch {p}: step outside [compute, step without overlap]")
+        for p, run in runs.items():
+            state, expected = run[name]["peak_state_bytes_per_rank"], expected_state(name, p)
+            if abs(state - expected) > 1e-6 * expected:
+                failures.append(f"{name} prefetch {p}: peak state {state:.6g} B, expected "
+                                f"{expected:.6g}")
     zero3 = runs[1]["ZeRO-3"]
     if zero3["seconds"] > 0.85 * runs[0]["ZeRO-3"]["seconds"]:
         failures.append("ZeRO-3 prefetch 1: the step did not shrink where compute and "
