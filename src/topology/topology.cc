@@ -285,6 +285,12 @@ Status parseFabricShape(const std::string& text, const char* what, FabricShape* 
                 "%s=%s: leaves-per-pod=%d needs leaves: give nodes-per-leaf too", what,
                 text.c_str(), parsed.leavesPerPod);
   }
+  if (parsed.oversubscription < 1 || parsed.podOversubscription < 1) {
+    return fail(Status::kInvalidArgument,
+                "%s=%s: oversubscription K:1 takes K >= 1 (a switch carries at most what its "
+                "ports do)",
+                what, text.c_str());
+  }
   *fabric = parsed;
   return Status::kSuccess;
 }

@@ -178,8 +178,9 @@ TEST(Topology, FabricFromTheEnvironment) {
   EXPECT_EQ(t.nodesPerPod, 32);
   EXPECT_EQ(describeFabricShape(options.fabric),
             "leaves of 4 nodes, uplinks 3:1, pods of 8 leaves, core links 1:1");
-  for (const char* bad : {"nodes-per-leaf=-1", "spines=2", "oversubscription", "oversubscription=0",
-                          "nodes-per-leaf=2.5", "nodes-per-leaf=1e12", "leaves-per-pod=2"}) {
+  for (const char* bad :
+       {"nodes-per-leaf=-1", "spines=2", "oversubscription", "oversubscription=0",
+        "nodes-per-leaf=2.5", "nodes-per-leaf=1e12", "leaves-per-pod=2", "oversubscription=0.5"}) {
     setenv("ZCCL_FABRIC", bad, 1);
     options = TopologyOptions{};
     EXPECT_EQ(topologyOptionsFromEnvironment(&options), Status::kInvalidArgument) << bad;
