@@ -105,7 +105,7 @@ void measureHostRates(ClusterModel* cluster) {
                               accumulator.data(), kCount, [] { return Status::kSuccess; });
   }();
   cluster->kernels = rates;
-  cluster->smoothBytesPerSecond = measureSmoothingRate();
+  cluster->kernels.smoothing = measureSmoothingRate();
 }
 
 double measureSmoothingRate() {
@@ -123,7 +123,7 @@ double measureSmoothingRate() {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (repeat > 0 && t > 0 && (best == 0 || t < best)) best = t;  // the first warms up
     }
-    return best > 0 ? kCount * sizeof(float) / best : ClusterModel{}.smoothBytesPerSecond;
+    return best > 0 ? kCount * sizeof(float) / best : KernelRates{}.smoothing;
   }();
   return rate;
 }

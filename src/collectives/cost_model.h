@@ -32,18 +32,19 @@ struct LinkModel {
 };
 
 // Bytes of float32 input per second that a memory's kernels quantize, dequantize into an
-// accumulator, and reduce into another float32 buffer; the defaults stand where nothing was
-// measured.
+// accumulator, reduce into another float32 buffer, and rotate for smoothing (one way: before
+// quantizing or after decoding); the defaults stand where nothing was measured.
 struct KernelRates {
   double quantize = 7e9;
   double dequantize = 14e9;
   double reduce = 10e9;
+  double smoothing = 2e9;
 };
 
 // Each rate the slower of the two: what a job whose ranks measured `a` and `b` plans with.
 inline KernelRates slowerOf(const KernelRates& a, const KernelRates& b) {
   return {std::min(a.quantize, b.quantize), std::min(a.dequantize, b.dequantize),
-          std::min(a.reduce, b.reduce)};
+          std::min(a.reduce, b.reduce), std::min(a.smoothing, b.smoothing)};
 }
 
 // A job as the planner sees it: nodes of equal size (or not), and its two link classes.
@@ -66,8 +67,6 @@ struct ClusterModel {
   double podFabricShare = 1;
   // The job's slowest rank's measured kernel rates (measureKernelRates), or the defaults.
   KernelRates kernels;
-  // Smoothing's rotation of the groups (either way), per byte of float32.
-  double smoothBytesPerSecond = 2e9;
   // Elements per row of the pipelined quantized paths: the planned memory's
   // Kernels::pipelineElements().
   double pipelineElements = 65536;
@@ -130,7 +129,7 @@ struct CostTerms {
   double dequantize(double blocks) const {
     return quantized ? blocks * floatBlock * (1 / c.kernels.dequantize + rotation()) : 0;
   }
-  double rotation() const { return smoothed ? 1 / c.smoothBytesPerSecond : 0; }
+  double rotation() const { return smoothed ? 1 / c.kernels.smoothing : 0; }
   double reduce(double blocks) const { return blocks * floatBlock / c.kernels.reduce; }
   // Rows of a block in the pipelined paths.
   double rows() const { return std::max(1.0, std::ceil(floatBlock / 4 / c.pipelineElements)); }
@@ -190,14 +189,18 @@ double measureSmoothingRate();
 // each step's fastest of kRateRepeats: one timing alone reads a rank that lost its core to another
 // process during the step as many times slower, and the job plans with its slowest rank's rates
 // (docs/measurements.md). `data` holds the values to quantize; the rates of a step too fast to time
-// stay the defaults.
+// stay the defaults. Smoothing's rate is what a smoothed quantization takes beyond a plain one
+// (a memory's kernels rotate only inside it), at most kFastestSmoothing times the plain one's
+// rate, past which the difference is the timings' noise; the host's own is measured apart
+// (measureSmoothingRate).
 inline constexpr int kRateRepeats = 5;
+inline constexpr double kFastestSmoothing = 100;  // times a plain quantization's rate
 template <typename Finish>
 KernelRates measureKernelRates(Kernels& kernels, const float* data, void* message,
                                size_t messageBytes, float* accumulator, size_t count,
                                Finish&& finish);
 
-// The kernel and smoothing rates of this CPU, measured once per process on 1 MiB.
+// The kernel rates of this CPU, smoothing's measured apart, once per process on 1 MiB.
 void measureHostRates(ClusterModel* cluster);
 
 template <typename Finish>
@@ -213,6 +216,11 @@ KernelRates measureKernelRates(Kernels& kernels, const float* data, void* messag
   };
   const auto quantize = [&] {
     return kernels.quantize(data, DataType::kFloat32, count, params, message, messageBytes);
+  };
+  QuantParams smoothedParams = params;
+  smoothedParams.smoothing = true;
+  const auto smoothedQuantize = [&] {
+    return kernels.quantize(data, DataType::kFloat32, count, smoothedParams, message, messageBytes);
   };
   const auto dequantize = [&] {
     return kernels.dequantizeAccumulate(message, messageBytes, params, accumulator, count);
@@ -233,10 +241,12 @@ KernelRates measureKernelRates(Kernels& kernels, const float* data, void* messag
   const double q = fastest(quantize);
   const double d = fastest(dequantize);
   const double r = fastest(reduce);
+  const double qs = fastest(smoothedQuantize);
   const double bytes = static_cast<double>(count) * sizeof(float);
   if (q > 0) rates.quantize = bytes / q;
   if (d > 0) rates.dequantize = bytes / d;
   if (r > 0) rates.reduce = bytes / r;
+  if (q > 0 && qs > 0) rates.smoothing = bytes / std::max(qs - q, q / kFastestSmoothing);
   return rates;
 }
 

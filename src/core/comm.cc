@@ -229,7 +229,6 @@ Status buildClusterModel(zcclComm* comm) {
     int intraClass, interClass, interRails, nodesPerLeaf, nodesPerPod;
     double intraGBps, interGBps, fabricShare, podFabricShare;
     KernelRates kernels;
-    double smoothRate;
   };
   // This process's kernel rates are measured; they differ between ranks (and runs), so they
   // are agreed on with the links.
@@ -244,8 +243,7 @@ Status buildClusterModel(zcclComm* comm) {
                       mine->interNodeGBps,
                       mine->interNodeFabricShare,
                       mine->podFabricShare,
-                      measured.kernels,
-                      measured.smoothBytesPerSecond};
+                      measured.kernels};
   std::vector<Summary> all(static_cast<size_t>(comm->size()));
   ZCCL_CHECK(comm->transport->allGatherControl(&local, sizeof(Summary), all.data()));
   // Every rank plans with the slowest link of each class and the slowest kernels in the job,
@@ -256,7 +254,6 @@ Status buildClusterModel(zcclComm* comm) {
   slowest.nodesPerLeaf = all[0].nodesPerLeaf;
   slowest.nodesPerPod = all[0].nodesPerPod;
   KernelRates kernels = all[0].kernels;
-  double smoothRate = all[0].smoothRate;
   for (const Summary& s : all) {
     slowest.interNodeRails = std::min(slowest.interNodeRails, s.interRails);
     slowest.interNodeFabricShare = std::min(slowest.interNodeFabricShare, s.fabricShare);
@@ -267,7 +264,6 @@ Status buildClusterModel(zcclComm* comm) {
       slowest.nodesPerPod = s.nodesPerPod;
     }
     kernels = slowerOf(kernels, s.kernels);
-    smoothRate = std::min(smoothRate, s.smoothRate);
     if (s.intraGBps < slowest.intraNodeGBps) {
       slowest.intraNodeGBps = s.intraGBps;
       slowest.intraNode = static_cast<LinkClass>(s.intraClass);
@@ -281,7 +277,6 @@ Status buildClusterModel(zcclComm* comm) {
   const int perNode = std::max(1, comm->size() / nodes.numNodes());
   comm->cluster = clusterModel(slowest, nodes.numNodes(), perNode, nodes.isUniform());
   comm->cluster.kernels = kernels;
-  comm->cluster.smoothBytesPerSecond = smoothRate;
   return Status::kSuccess;
 }
 

@@ -115,9 +115,12 @@ class PricedKernels final : public Kernels {
 void showKernelRates(const SimMachine& machine, ClusterModel* cluster) {
   if (machine.ranksOnCpus()) return;
   using Family = SimMachine::KernelFamily;
-  cluster->kernels = KernelRates{machine.kernelBytesPerSecond(Family::kQuantize),
-                                 machine.kernelBytesPerSecond(Family::kDequantize),
-                                 machine.kernelBytesPerSecond(Family::kReduce)};
+  const double quantize = machine.kernelBytesPerSecond(Family::kQuantize);
+  // The simulated kernels price a smoothed quantization as a plain one: a rotation too fast
+  // to tell apart, as a device's measurement would see it.
+  cluster->kernels =
+      KernelRates{quantize, machine.kernelBytesPerSecond(Family::kDequantize),
+                  machine.kernelBytesPerSecond(Family::kReduce), quantize * kFastestSmoothing};
 }
 
 }  // namespace

@@ -580,6 +580,36 @@ TEST(Simulation, TwoLevelEstimateKnowsWhichNodesShareALeafAndAPod) {
   }
 }
 
+// GPU ranks price smoothing's rotation at their kernels' rate, as a device's measurement does
+// (the simulated kernels rotate within a quantization's price), not at the host CPU's: the
+// planner that may choose INT4 chooses it with smoothing too, at the same estimate. Priced at
+// the host's rotation rate, a smoothed INT4 reduce-scatter of 64 MiB cost it tens of ms more.
+TEST(Simulation, GpuRanksPriceSmoothingAtTheirKernelsRate) {
+  auto fabric = std::make_shared<SimFabric>(16, testMachine(), 120);
+  zcclPlanInfo plans[2];
+  const Status status = runSimulated(fabric, nullptr, [&](int rank, zcclComm_t comm) {
+    for (int smoothing = 0; smoothing < 2 && rank == 0; ++smoothing) {
+      zcclCollOptions options = ZCCL_COLL_OPTIONS_INITIALIZER;
+      options.wireFormat = zcclWireAllowInt4;
+      options.smoothing = smoothing;
+      zcclPlanQuery query = ZCCL_PLAN_QUERY_INITIALIZER;
+      query.collective = zcclCollReduceScatter;
+      query.bytes = size_t{64} << 20;
+      query.datatype = zcclFloat32;
+      query.options = &options;
+      const zcclResult_t result = zcclCommGetPlan(comm, &query, &plans[smoothing]);
+      if (result != zcclSuccess) return result;
+    }
+    return zcclSuccess;
+  });
+  ASSERT_EQ(status, Status::kSuccess) << lastThreadError();
+  EXPECT_STREQ(plans[0].wire, "int4");
+  EXPECT_STREQ(plans[1].wire, "int4");
+  EXPECT_LT(plans[1].estimatedSeconds, 1.05 * plans[0].estimatedSeconds)
+      << plans[1].estimatedSeconds * 1e6 << " us smoothed against "
+      << plans[0].estimatedSeconds * 1e6;
+}
+
 TEST(Simulation, QuantizedAllGatherStaysWithinItsBound) {
   const int ranks = 64;
   const size_t perRank = 512;

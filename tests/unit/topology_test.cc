@@ -412,7 +412,7 @@ TEST(Planner, PricesSmoothingAndErrorFeedback) {
     }
   }
   ClusterModel slowCpu = kOneNode;
-  slowCpu.smoothBytesPerSecond = 0.05e9;
+  slowCpu.kernels.smoothing = 0.05e9;
   CollectiveOptions allowed = allowing(WireFormat::kInt4);
   allowed.smoothing = true;
   const Plan plan = cheapestPlan(slowCpu, Collective::kReduceScatter, DataType::kFloat32,
