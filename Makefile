@@ -97,7 +97,8 @@ test-sanitizers: deps
 	cmake --build build-tsan -j $(JOBS) --target zcclrun reliability_test_ucx bootstrap_test \
 		bootstrap_peer staged_test zccl_sim_tests
 	# UCX's memory hooks (libucm) and ThreadSanitizer's interceptors do not mix.
-	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 UCX_MEM_EVENTS=no \
+	cd build-tsan && UCX_MEM_EVENTS=no \
+		TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/sanitizers/tsan.supp" \
 		ctest --output-on-failure -j 1 -R "^reliability_test_ucx_np|^bootstrap$$|^staged_test_2x2$$|^sim_threads$$"
 
 # zccl-sim on the shapes of make bench-link's table (docs/testbed.md) and of make bench-zero's
