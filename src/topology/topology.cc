@@ -280,11 +280,7 @@ Status parseFabricShape(const std::string& text, const char* what, FabricShape* 
                                 {"pod-oversubscription", &parsed.podOversubscription}}));
   parsed.nodesPerLeaf = static_cast<int>(nodesPerLeaf);
   parsed.leavesPerPod = static_cast<int>(leavesPerPod);
-  if (parsed.leavesPerPod > 0 && parsed.nodesPerLeaf == 0) {
-    return fail(Status::kInvalidArgument,
-                "%s=%s: leaves-per-pod=%d needs leaves: give nodes-per-leaf too", what,
-                text.c_str(), parsed.leavesPerPod);
-  }
+  ZCCL_CHECK(checkPodsHaveLeaves(parsed.leavesPerPod, parsed.nodesPerLeaf, what));
   if (parsed.oversubscription < 1 || parsed.podOversubscription < 1) {
     return fail(Status::kInvalidArgument,
                 "%s=%s: oversubscription K:1 takes K >= 1 (a switch carries at most what its "
@@ -292,6 +288,16 @@ Status parseFabricShape(const std::string& text, const char* what, FabricShape* 
                 what, text.c_str());
   }
   *fabric = parsed;
+  return Status::kSuccess;
+}
+
+Status checkPodsHaveLeaves(int leavesPerPod, int nodesPerLeaf, const char* what) {
+  if (leavesPerPod > 0 && nodesPerLeaf == 0) {
+    return fail(Status::kInvalidArgument,
+                "%s: leaves-per-pod=%d needs leaves: give nodes-per-leaf too (it is 0, one "
+                "switch for every node)",
+                what, leavesPerPod);
+  }
   return Status::kSuccess;
 }
 

@@ -104,6 +104,8 @@ struct FabricShape {
 // errors name `what`.
 Status parseFabricShape(const std::string& text, const char* what, FabricShape* fabric);
 std::string describeFabricShape(const FabricShape& fabric);
+// Pods are groups of leaves: leaves-per-pod without nodes-per-leaf fails, naming `what`.
+Status checkPodsHaveLeaves(int leavesPerPod, int nodesPerLeaf, const char* what);
 
 // Shows the planner the fabric: one switch oversubscribed slows every port; leaves and pods
 // hold back what crosses their uplinks together (a flat ring's one flow a hop crosses at its

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/named_numbers.h"
+#include "topology/topology.h"
 
 namespace zccl {
 
@@ -58,13 +59,7 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
   machine->interLatencySeconds = interLatencyUs * 1e-6;
   machine->switchLatencySeconds = switchLatencyUs * 1e-6;
   if (machine->nicsPerNode > machine->gpusPerNode) machine->nicsPerNode = machine->gpusPerNode;
-  if (machine->leavesPerPod > 0 && machine->nodesPerLeaf == 0) {
-    return fail(Status::kInvalidArgument,
-                "machine: leaves-per-pod=%d needs leaves: give nodes-per-leaf too (it is 0, one "
-                "switch for every node)",
-                machine->leavesPerPod);
-  }
-  return Status::kSuccess;
+  return checkPodsHaveLeaves(machine->leavesPerPod, machine->nodesPerLeaf, "machine");
 }
 
 std::string describeSimMachine(const SimMachine& m) {
