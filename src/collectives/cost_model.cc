@@ -102,7 +102,8 @@ void measureHostRates(ClusterModel* cluster) {
     for (size_t i = 0; i < kCount; ++i) data[i] = static_cast<float>(i % 251) - 125.0f;
     std::vector<unsigned char> message(quantizedBytes(kCount, QuantParams{}));
     return measureKernelRates(hostKernels(), data.data(), message.data(), message.size(),
-                              accumulator.data(), kCount, [] { return Status::kSuccess; });
+                              accumulator.data(), kCount, /*deriveSmoothing=*/false,
+                              [] { return Status::kSuccess; });
   }();
   cluster->kernels = rates;
   cluster->kernels.smoothing = measureSmoothingRate();

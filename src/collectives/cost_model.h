@@ -189,16 +189,16 @@ double measureSmoothingRate();
 // each step's fastest of kRateRepeats: one timing alone reads a rank that lost its core to another
 // process during the step as many times slower, and the job plans with its slowest rank's rates
 // (docs/measurements.md). `data` holds the values to quantize; the rates of a step too fast to time
-// stay the defaults. Smoothing's rate is what a smoothed quantization takes beyond a plain one
-// (a memory's kernels rotate only inside it), at most kFastestSmoothing times the plain one's
-// rate, past which the difference is the timings' noise; the host's own is measured apart
-// (measureSmoothingRate).
+// stay the defaults. With `deriveSmoothing`, smoothing's rate is what a smoothed quantization
+// takes beyond a plain one (a device's kernels rotate only inside one), at most
+// kFastestSmoothing times the plain one's rate, past which the difference is the timings'
+// noise; the CPU times its rotation itself (measureSmoothingRate).
 inline constexpr int kRateRepeats = 5;
 inline constexpr double kFastestSmoothing = 100;  // times a plain quantization's rate
 template <typename Finish>
 KernelRates measureKernelRates(Kernels& kernels, const float* data, void* message,
                                size_t messageBytes, float* accumulator, size_t count,
-                               Finish&& finish);
+                               bool deriveSmoothing, Finish&& finish);
 
 // The kernel rates of this CPU, smoothing's measured apart, once per process on 1 MiB.
 void measureHostRates(ClusterModel* cluster);
@@ -206,7 +206,7 @@ void measureHostRates(ClusterModel* cluster);
 template <typename Finish>
 KernelRates measureKernelRates(Kernels& kernels, const float* data, void* message,
                                size_t messageBytes, float* accumulator, size_t count,
-                               Finish&& finish) {
+                               bool deriveSmoothing, Finish&& finish) {
   const QuantParams params;
   const auto seconds = [&](auto&& step) {
     const auto start = std::chrono::steady_clock::now();
@@ -241,7 +241,7 @@ KernelRates measureKernelRates(Kernels& kernels, const float* data, void* messag
   const double q = fastest(quantize);
   const double d = fastest(dequantize);
   const double r = fastest(reduce);
-  const double qs = fastest(smoothedQuantize);
+  const double qs = deriveSmoothing ? fastest(smoothedQuantize) : 0;
   const double bytes = static_cast<double>(count) * sizeof(float);
   if (q > 0) rates.quantize = bytes / q;
   if (d > 0) rates.dequantize = bytes / d;

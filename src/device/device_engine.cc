@@ -178,8 +178,9 @@ Status DeviceEngine::measureRates() {
   if (status == Status::kSuccess) status = kernels.zeroFloats(accumulator, kRateSampleCount);
   if (status == Status::kSuccess) status = resources.synchronize();
   if (status == Status::kSuccess) {
-    measured_ = measureKernelRates(kernels, data, buffers[2], messageBytes, accumulator,
-                                   kRateSampleCount, [&] { return resources.synchronize(); });
+    measured_ =
+        measureKernelRates(kernels, data, buffers[2], messageBytes, accumulator, kRateSampleCount,
+                           /*deriveSmoothing=*/true, [&] { return resources.synchronize(); });
   }
   for (void* buffer : buffers) {
     if (buffer != nullptr) allocator.release(buffer);
