@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <type_traits>
 
 #include "common/env.h"
 #include "common/log.h"
@@ -106,14 +107,23 @@ void collectPci(hwloc_topology_t topology, NodeTopology* node, std::vector<hwloc
   }
 }
 
+// hwloc keeps a topology file's osdev_type number unchecked, and loading a number outside the
+// enum as the enum is undefined: read the integer that is stored.
+int osdevTypeNumber(hwloc_obj_t os) {
+  std::underlying_type_t<hwloc_obj_osdev_type_t> number;
+  std::memcpy(&number, &os->attr->osdev.type, sizeof number);
+  return static_cast<int>(number);
+}
+
 void collectNetwork(hwloc_topology_t topology, bool live, NodeTopology* node) {
   for (hwloc_obj_t os = hwloc_get_next_osdev(topology, nullptr); os != nullptr;
        os = hwloc_get_next_osdev(topology, os)) {
     // A device without a name (a damaged topology file) cannot be told from another.
     if (os->name == nullptr) continue;
-    if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
+    const int type = osdevTypeNumber(os);
+    if (type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
       node->hcas.push_back(Hca{os->name, locate(topology, os)});
-    } else if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) {
+    } else if (type == HWLOC_OBJ_OSDEV_NETWORK) {
       Nic nic;
       nic.name = os->name;
       nic.location = locate(topology, os);
