@@ -49,7 +49,7 @@ constexpr AlgorithmRow allReduceRow(Algorithm algorithm) {
 
 }  // namespace
 
-extern const AlgorithmRow kAllReduceRing = allReduceRow(Algorithm::kRing);
+extern const AlgorithmRow kAllReduceRing = allReduceRow(Algorithm::kRing).roundsAtEveryHop();
 extern const AlgorithmRow kAllReduceDirect = allReduceRow(Algorithm::kDirect).foldsInRankOrder();
 extern const AlgorithmRow kAllReduceTwoLevel = allReduceRow(Algorithm::kTwoLevel).twoLevels();
 extern const AlgorithmRow kAllReduceQuantized1Hop =

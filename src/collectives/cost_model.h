@@ -58,7 +58,8 @@ struct ClusterModel {
   // one, a node's ranks sending to other nodes together take up to this many.
   int rails = 1;
   // What the fabric carries of the rails when a node's ranks cross at once
-  // (NodeTopology::interNodeFabricShare); a flat ring's one flow a hop crosses at the port's rate.
+  // (NodeTopology::interNodeFabricShare); a flat ring's one flow a hop crosses at the port's rate
+  // where the uplinks of its leaf carry one port's rate at least.
   double fabricShare = 1;
   // The nodes a leaf (a pod) holds, 0 where not known, and the share of its leaves' uplinks
   // the pod's links to the core carry (NodeTopology's fields of the same names).
@@ -110,8 +111,10 @@ struct CostTerms {
   // slowest link's step every step, as it always was.
   double ring(double steps, double bytes, double perStep = 0) const {
     const LinkModel& slowest = flatLink();
-    const double pace = slowest.latencySeconds + steps * (slowest.overheadSeconds +
-                                                          bytes / slowest.bytesPerSecond + perStep);
+    const double slowdown = c.nodes > 1 ? ringCrossingSlowdown() : 1;
+    const double pace =
+        slowest.latencySeconds +
+        steps * (slowest.overheadSeconds + bytes * slowdown / slowest.bytesPerSecond + perStep);
     const double crossings = c.nodes > 1 ? std::min(static_cast<double>(c.nodes), steps) : 0;
     const double chain = crossings * (step(c.inter, bytes) + perStep) +
                          (steps - crossings) * (step(c.intra, bytes) + perStep);
@@ -158,6 +161,16 @@ struct CostTerms {
     const double pod =
         c.nodesPerPod > 0 ? leavingShare(c.nodesPerPod) / (c.fabricShare * c.podFabricShare) : 0;
     return std::max({1.0, leaf, pod});
+  }
+  // How much longer than its port a flat ring's one flow out of a leaf (pod) takes where all
+  // of the leaf's uplinks (the pod's links) carry less than one port's rate.
+  double ringCrossingSlowdown() const {
+    const auto crossing = [&](int groupNodes, double share) {
+      if (groupNodes <= 0 || groupNodes >= c.nodes) return 1.0;
+      return 1 / (groupNodes * c.rails * share);
+    };
+    return std::max({1.0, crossing(c.nodesPerLeaf, c.fabricShare),
+                     crossing(c.nodesPerPod, c.fabricShare * c.podFabricShare)});
   }
   // The share of a node's traffic to every other node alike that leaves its group of
   // `groupNodes` nodes (all of it where the group is not known).

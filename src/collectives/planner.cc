@@ -1,6 +1,9 @@
 // Choosing a collective's path (planner.h).
 #include "collectives/planner.h"
 
+#include <algorithm>
+#include <iterator>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <tuple>
@@ -26,6 +29,44 @@ Plan preferredPlan(Collective collective, DataType type, MemoryKind memory, Wire
   return row != nullptr ? planOf(*row, wire, options) : Plan{};
 }
 
+// Half precision keeps a path whose roundings do not grow with the ranks (it rounds once, or
+// once per level) unless a ring that rounds at every hop is estimated this many times faster:
+// behind oversubscribed leaves a ring, whose neighbours mostly share a leaf, runs several times
+// faster than sends to every node (docs/topology-and-planner.md).
+constexpr double kRoundingOnceWorth = 2;
+
+void insertCheapestFirst(const Candidates::Entry& entry, Candidates* all) {
+  constexpr int kCapacity = static_cast<int>(std::size(Candidates{}.entries));
+  if (all->count == kCapacity) {
+    if (entry.seconds >= all->entries[kCapacity - 1].seconds) return;
+    --all->count;  // the dearest gives way
+  }
+  // Among equals, in the order found.
+  int at = all->count++;
+  for (; at > 0 && all->entries[at - 1].seconds > entry.seconds; --at) {
+    all->entries[at] = all->entries[at - 1];
+  }
+  all->entries[at] = entry;
+}
+
+// Drops the paths that round at every hop where another is within kRoundingOnceWorth of them.
+void preferFewRoundings(Candidates* all) {
+  double fewRoundings = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < all->count; ++i) {
+    if (!all->entries[i].plan.row->roundsEveryHop) {
+      fewRoundings = std::min(fewRoundings, all->entries[i].seconds);
+    }
+  }
+  int kept = 0;
+  for (int i = 0; i < all->count; ++i) {
+    const Candidates::Entry& entry = all->entries[i];
+    if (!entry.plan.row->roundsEveryHop || entry.seconds * kRoundingOnceWorth < fewRoundings) {
+      all->entries[kept++] = entry;
+    }
+  }
+  all->count = kept;
+}
+
 void logOnce(Collective collective, DataType type, size_t bytes, const CollectiveOptions& options,
              const Plan& plan) {
   if (!logEnabled(LogLevel::kInfo)) return;
@@ -49,7 +90,8 @@ void logOnce(Collective collective, DataType type, size_t bytes, const Collectiv
 Candidates candidatePlans(const ClusterModel& cluster, Collective collective, DataType type,
                           RedOp op, size_t bytes, const CollectiveOptions& options,
                           MemoryKind memory) {
-  // At most two wire formats by two levels, without allocating: this runs on every call.
+  // At most two wire formats by two levels by the rows of each, without allocating: this runs
+  // on every call.
   const bool lossyApplies = options.wire != WireFormat::kNone && wireApplies(collective, type, op);
   WireFormat wires[2] = {WireFormat::kNone, options.wire};
   int numWires = 1;
@@ -70,18 +112,19 @@ Candidates candidatePlans(const ClusterModel& cluster, Collective collective, Da
   Candidates all;
   for (int w = 0; w < numWires; ++w) {
     for (int l = 0; l < numLevels; ++l) {
-      const Plan candidate = preferredPlan(collective, type, memory, wires[w], levels[l], options);
-      if (candidate.row == nullptr) continue;
-      Candidates::Entry entry;
-      entry.seconds = estimateSeconds(cluster, collective, candidate, bytes, type, &entry.plan);
-      // Kept cheapest first; among equals, in the order found.
-      int at = all.count++;
-      for (; at > 0 && all.entries[at - 1].seconds > entry.seconds; --at) {
-        all.entries[at] = all.entries[at - 1];
+      for (const AlgorithmRow* row : algorithmRows()) {
+        if (!row->serves(collective, wires[w] != WireFormat::kNone, levels[l], memory) ||
+            row->algorithm == Algorithm::kNative) {
+          continue;
+        }
+        Candidates::Entry entry;
+        entry.seconds = estimateSeconds(cluster, collective, planOf(*row, wires[w], options), bytes,
+                                        type, &entry.plan);
+        insertCheapestFirst(entry, &all);
       }
-      all.entries[at] = entry;
     }
   }
+  if (isHalfPrecision(type)) preferFewRoundings(&all);
   return all;
 }
 

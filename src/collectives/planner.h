@@ -10,14 +10,16 @@ namespace zccl {
 
 struct ClusterModel;
 
-// The candidate paths the options leave open (flat or two-level, exact or the allowed wire
-// format) with their cost model estimates, the cheapest first.
+// The candidate paths the options leave open (every row, flat or two-level, exact or the
+// allowed wire format) with their cost model estimates, the cheapest first. For half precision,
+// a ring that rounds at every hop is a candidate only where it is estimated more than twice as
+// fast as every path whose roundings do not grow with the ranks.
 struct Candidates {
   struct Entry {
     Plan plan;
     double seconds;
   };
-  Entry entries[4];
+  Entry entries[8];
   int count = 0;
 };
 Candidates candidatePlans(const ClusterModel& cluster, Collective collective, DataType type,

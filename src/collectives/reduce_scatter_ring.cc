@@ -54,6 +54,7 @@ double reduceScatterRingCost(const CostTerms& t, Plan* /*plan*/) {
 
 extern const AlgorithmRow kReduceScatterRing =
     AlgorithmRow::of(Collective::kReduceScatter, Algorithm::kRing, reduceScatterRing)
+        .roundsAtEveryHop()
         .costs(reduceScatterRingCost);
 
 }  // namespace zccl

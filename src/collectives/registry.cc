@@ -78,10 +78,7 @@ const AlgorithmRow* preferredRow(Collective collective, DataType type, MemoryKin
   const AlgorithmRow* first = nullptr;
   const AlgorithmRow* roundsOnce = nullptr;
   for (const AlgorithmRow* row : algorithmRows()) {
-    if (row->collective != collective || row->quantized != quantized || row->levels != levels ||
-        !row->runsOn(memory)) {
-      continue;
-    }
+    if (!row->serves(collective, quantized, levels, memory)) continue;
     if (row->algorithm == requested) return row;
     if (row->algorithm == Algorithm::kNative) continue;  // only ever by request
     if (first == nullptr) first = row;

@@ -58,6 +58,9 @@ struct AlgorithmRow {
   // A reduction that folds contributions in rank order, rounding half precision once, so
   // its result does not depend on the ring's rotation (preferred for half precision).
   bool roundsOnce = false;
+  // A reduction that rounds half precision at every hop of a ring: its error grows with the
+  // ranks (the planner takes it for half precision only where it is much the faster).
+  bool roundsEveryHop = false;
   // nullptr: not modelled (the native algorithm is only ever asked for).
   AlgorithmCost cost = nullptr;
 
@@ -67,11 +70,18 @@ struct AlgorithmRow {
   constexpr AlgorithmRow quantizedWire() const { return with(&AlgorithmRow::quantized, true); }
   constexpr AlgorithmRow twoLevels() const { return with(&AlgorithmRow::levels, 2); }
   constexpr AlgorithmRow foldsInRankOrder() const { return with(&AlgorithmRow::roundsOnce, true); }
+  constexpr AlgorithmRow roundsAtEveryHop() const {
+    return with(&AlgorithmRow::roundsEveryHop, true);
+  }
   constexpr AlgorithmRow costs(AlgorithmCost estimate) const {
     return with(&AlgorithmRow::cost, estimate);
   }
 
   bool runsOn(MemoryKind kind) const { return (memoryKinds & (1u << static_cast<int>(kind))) != 0; }
+  // Whether the row runs `of` at `atLevels` with an exact or quantized wire on `memory`.
+  bool serves(Collective of, bool quantizedWire, int atLevels, MemoryKind memory) const {
+    return collective == of && quantized == quantizedWire && levels == atLevels && runsOn(memory);
+  }
 
  private:
   template <typename Field, typename Value>
