@@ -1,6 +1,6 @@
 // zccl-topo: what zccl sees of the machine and what it would do with it.
 //   zccl-topo [--topo-file machine.xml] [--nodes N] [--ranks-per-node L] [--allow-lossy]
-//             [--json]
+//             [--dtype bfloat16|float16|float32] [--json]
 //   zcclrun -n 4 zccl-topo            (adds the job's rank -> node map; plans for the job)
 // Prints the node's devices, the link matrix between GPUs and NICs (in the spirit of
 // `nvidia-smi topo -m`: NV<GB/s> for NVLink, else the PCI relation), the link classes with
@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "zccl/zccl.h"
@@ -25,6 +26,8 @@ struct Settings {
   int ranksPerNode = 0;  // 0: one per GPU, or 2 without GPUs
   bool allowLossy = false;
   bool json = false;
+  zcclDataType_t type = zcclBfloat16;
+  std::string typeName = "bfloat16";
 };
 
 struct PlanRow {
@@ -61,7 +64,7 @@ bool planTable(zcclComm_t comm, const Settings& s, bool whatIf, int nodes, int r
       zcclPlanQuery query = ZCCL_PLAN_QUERY_INITIALIZER;
       query.collective = c;
       query.bytes = bytes;
-      query.datatype = zcclBfloat16;
+      query.datatype = s.type;
       query.options = &options;
       query.nodes = whatIf ? nodes : 0;
       query.ranksPerNode = whatIf ? ranksPerNode : 0;
@@ -88,13 +91,13 @@ std::string pathName(const zcclPlanInfo& p) {
 }
 
 void printPlan(const zcclTopologyInfo& info, int nodes, int ranksPerNode,
-               const std::vector<PlanRow>& rows, bool allowLossy) {
+               const std::vector<PlanRow>& rows, const Settings& s) {
   std::printf(
-      "\nPlan for %d nodes x %d ranks, bfloat16 in host memory, %s (intra %s, inter %s; CPU "
+      "\nPlan for %d nodes x %d ranks, %s in host memory, %s (intra %s, inter %s; CPU "
       "quantize %.1f GB/s, dequantize %.1f GB/s, reduce %.1f GB/s of float32)\n",
-      nodes, ranksPerNode, allowLossy ? "INT8 all-gather / INT4 reductions allowed" : "lossless",
-      info.intraNodeLink, info.interNodeLink, info.quantizeGBps, info.dequantizeGBps,
-      info.reduceGBps);
+      nodes, ranksPerNode, s.typeName.c_str(),
+      s.allowLossy ? "INT8 all-gather / INT4 reductions allowed" : "lossless", info.intraNodeLink,
+      info.interNodeLink, info.quantizeGBps, info.dequantizeGBps, info.reduceGBps);
   if (info.deviceQuantizeGBps > 0) {
     std::printf(
         "  (device memory plans with the GPU's rates: quantize %.1f GB/s, dequantize %.1f "
@@ -110,12 +113,14 @@ void printPlan(const zcclTopologyInfo& info, int nodes, int ranksPerNode,
   }
 }
 
-void printJson(const std::string& topology, int nodes, int ranksPerNode,
+void printJson(const std::string& topology, int nodes, int ranksPerNode, const std::string& type,
                const std::vector<PlanRow>& rows, const std::vector<int>& nodeOfRank) {
   std::printf("{\n  \"topology\": %s,\n  \"rank_to_node\": [", topology.c_str());
   for (size_t r = 0; r < nodeOfRank.size(); ++r) std::printf("%s%d", r ? ", " : "", nodeOfRank[r]);
-  std::printf("],\n  \"plan\": {\"nodes\": %d, \"ranks_per_node\": %d, \"rows\": [\n", nodes,
-              ranksPerNode);
+  std::printf(
+      "],\n  \"plan\": {\"nodes\": %d, \"ranks_per_node\": %d, \"datatype\": \"%s\", "
+      "\"rows\": [\n",
+      nodes, ranksPerNode, type.c_str());
   for (size_t i = 0; i < rows.size(); ++i) {
     std::printf(
         "    {\"collective\": \"%s\", \"bytes\": %zu, \"path\": \"%s\", \"seconds\": %.9f, "
@@ -151,7 +156,7 @@ bool report(zcclComm_t comm, const Settings& s, int ranks) {
   std::vector<PlanRow> rows;
   if (!planTable(comm, s, ranks == 1, nodes, ranksPerNode, &rows)) return false;
   if (s.json) {
-    printJson(describeTopology(comm, 1), nodes, ranksPerNode, rows, nodeOfRank);
+    printJson(describeTopology(comm, 1), nodes, ranksPerNode, s.typeName, rows, nodeOfRank);
     return true;
   }
   std::printf("%s", describeTopology(comm, 0).c_str());
@@ -160,8 +165,23 @@ bool report(zcclComm_t comm, const Settings& s, int ranks) {
     for (int r = 0; r < ranks; ++r) std::printf(" %d:%d", r, nodeOfRank[r]);
     std::printf("\n");
   }
-  printPlan(info, nodes, ranksPerNode, rows, s.allowLossy);
+  printPlan(info, nodes, ranksPerNode, rows, s);
   return true;
+}
+
+// The type of the plan table: half precision's plans keep their roundings few, float32's need not.
+bool parseType(const std::string& name, Settings* s) {
+  static const std::pair<const char*, zcclDataType_t> kTypes[] = {
+      {"bfloat16", zcclBfloat16}, {"float16", zcclFloat16}, {"float32", zcclFloat32}};
+  for (const auto& [typeName, type] : kTypes) {
+    if (name == typeName) {
+      s->type = type;
+      s->typeName = typeName;
+      return true;
+    }
+  }
+  std::fprintf(stderr, "zccl-topo: --dtype %s: not bfloat16, float16 or float32\n", name.c_str());
+  return false;
 }
 
 bool parse(int argc, char** argv, Settings* s) {
@@ -170,6 +190,7 @@ bool parse(int argc, char** argv, Settings* s) {
                                    {"ranks-per-node", required_argument, nullptr, 'r'},
                                    {"allow-lossy", no_argument, nullptr, 'l'},
                                    {"json", no_argument, nullptr, 'j'},
+                                   {"dtype", required_argument, nullptr, 'd'},
                                    {"help", no_argument, nullptr, 'h'},
                                    {nullptr, 0, nullptr, 0}};
   int c = 0;
@@ -190,6 +211,9 @@ bool parse(int argc, char** argv, Settings* s) {
       case 'j':
         s->json = true;
         break;
+      case 'd':
+        if (!parseType(optarg, s)) return false;
+        break;
       default:
         return false;
     }
@@ -204,7 +228,8 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, &s)) {
     std::fprintf(stderr,
                  "usage: [zcclrun -n N] zccl-topo [--topo-file FILE] [--nodes N] "
-                 "[--ranks-per-node L] [--allow-lossy] [--json]\n");
+                 "[--ranks-per-node L] [--allow-lossy] [--dtype bfloat16|float16|float32] "
+                 "[--json]\n");
     return 2;
   }
   // The communicator discovers its node from the file as it would from ZCCL_TOPO_FILE.
