@@ -54,6 +54,21 @@ zcclConfig configWith(int algorithm) {
   return config;
 }
 
+// The planner's choice among the two-level paths.
+zcclConfig twoLevelConfig() {
+  zcclConfig config = configWith(zcclAlgoAuto);
+  config.hierarchy = zcclHierarchyTwoLevel;
+  return config;
+}
+
+// The test machine's nodes with `nics` NICs each, in leaves of `nodesPerLeaf`.
+SimMachine machineWithLeaves(int nics, int nodesPerLeaf) {
+  SimMachine machine = testMachine();
+  machine.nicsPerNode = nics;
+  machine.nodesPerLeaf = nodesPerLeaf;
+  return machine;
+}
+
 enum class Kind { kAllGather, kReduceScatter, kAllReduce };
 
 // Runs `kind` with `perRank` elements per rank's block on `ranks` simulated ranks and checks
@@ -515,9 +530,7 @@ TEST(Simulation, PlannerChoiceNoSlowerThanTheRingOnRailedNodes) {
 // two-level is the faster) and at 16:1 (where the ring is: the planner had priced the ring's
 // every hop at 1/16 too and chosen two-level, 517 us against 330).
 TEST(Simulation, PlannerChoiceNoSlowerThanTheRingBehindOversubscribedLeaves) {
-  SimMachine machine = testMachine();
-  machine.nicsPerNode = 8;
-  machine.nodesPerLeaf = 2;
+  SimMachine machine = machineWithLeaves(8, 2);
   const size_t perRank = 16 << 10;  // 4 MiB in all
   for (double oversubscription : {4.0, 16.0}) {
     machine.oversubscription = oversubscription;
@@ -551,11 +564,8 @@ TEST(Simulation, RingEstimateAcrossNodesFollowsTheSimulation) {
 // for the all-gathers, 9-20% under for the reduce-scatters (the simulation carries each message
 // whole, first come, where the model shares the uplinks as a fluid), 3-8% for the pods.
 TEST(Simulation, TwoLevelEstimateKnowsWhichNodesShareALeafAndAPod) {
-  SimMachine machine = testMachine();
-  machine.nicsPerNode = 8;
-  machine.nodesPerLeaf = 4;
-  zcclConfig twoLevel = configWith(zcclAlgoAuto);
-  twoLevel.hierarchy = zcclHierarchyTwoLevel;
+  SimMachine machine = machineWithLeaves(8, 4);
+  const zcclConfig twoLevel = twoLevelConfig();
   const size_t perRank = 32 << 10;  // 8 MiB of float32 in all
   for (double oversubscription : {6.0, 12.0}) {
     machine.oversubscription = oversubscription;
@@ -605,11 +615,8 @@ TEST(Simulation, PlannerWeighsEveryRowOfALevel) {
 // any price); without oversubscription it keeps two-level. The ring's estimate counts the
 // uplinks its flow out of a leaf crosses.
 TEST(Simulation, HalfPrecisionTakesTheRingOnlyWhereItIsMuchTheFaster) {
-  SimMachine machine = testMachine();
-  machine.nicsPerNode = 1;
-  machine.nodesPerLeaf = 4;
-  zcclConfig twoLevel = configWith(zcclAlgoAuto);
-  twoLevel.hierarchy = zcclHierarchyTwoLevel;
+  SimMachine machine = machineWithLeaves(1, 4);
+  const zcclConfig twoLevel = twoLevelConfig();
   const size_t perRank = 64 << 10;  // 8 MiB of bfloat16 in all
   const zcclConfig automatic = configWith(zcclAlgoAuto);
   EXPECT_EQ(timeCall(64, machine, perRank, false, automatic, zcclBfloat16).algorithm, "two-level");
