@@ -84,6 +84,10 @@ std::string describeTopology(const NodeTopology& t) {
           t.interNodeRails, t.interNodeNote.c_str(),
           t.lowBandwidth() ? "a low-bandwidth cluster (neither NVLink nor InfiniBand)"
                            : "not low-bandwidth");
+  const bool described = t.fabric.nodesPerLeaf > 0 || t.fabric.oversubscription != 1;
+  appendf(&out, "Fabric: %s\n",
+          described ? describeFabricShape(t.fabric).c_str()
+                    : "not described (ZCCL_FABRIC): a switch that blocks no port assumed");
   return out;
 }
 
@@ -114,6 +118,11 @@ std::string describeTopologyJson(const NodeTopology& t) {
   appendf(&out,
           "\"inter_node\": {\"class\": \"%s\", \"gbps\": %.3f, \"rails\": %d, \"note\": \"%s\"}, ",
           linkClassName(t.interNode), t.interNodeGBps, t.interNodeRails, t.interNodeNote.c_str());
+  appendf(&out,
+          "\"fabric\": {\"nodes_per_leaf\": %d, \"oversubscription\": %g, \"leaves_per_pod\": "
+          "%d, \"pod_oversubscription\": %g}, ",
+          t.fabric.nodesPerLeaf, t.fabric.oversubscription, t.fabric.leavesPerPod,
+          t.fabric.podOversubscription);
   appendf(&out, "\"low_bandwidth\": %s}", t.lowBandwidth() ? "true" : "false");
   return out;
 }

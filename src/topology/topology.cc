@@ -332,6 +332,7 @@ void applyFabricShape(const FabricShape& fabric, NodeTopology* node) {
   node->nodesPerLeaf = fabric.nodesPerLeaf;
   node->nodesPerPod = fabric.nodesPerLeaf * fabric.leavesPerPod;
   node->podFabricShare = std::min(1.0, 1 / fabric.podOversubscription);
+  node->fabric = fabric;
 }
 
 namespace {

@@ -51,6 +51,17 @@ struct Hca {
   PciLocation location;
 };
 
+// The fabric between nodes, which discovery cannot see: nodes under each leaf switch (0: one
+// switch for every node), the leaves' uplinks oversubscribed k:1 (on one switch, every port's
+// share), and pods of leavesPerPod leaves under a core whose links carry what their leaves'
+// uplinks can over podOversubscription. From ZCCL_FABRIC, or the simulator's machine.
+struct FabricShape {
+  int nodesPerLeaf = 0;
+  double oversubscription = 1;
+  int leavesPerPod = 0;
+  double podOversubscription = 1;
+};
+
 struct NodeTopology {
   std::string source;  // "live" or the XML path
   std::vector<Gpu> gpus;
@@ -82,22 +93,12 @@ struct NodeTopology {
   int nodesPerLeaf = 0;
   int nodesPerPod = 0;
   double podFabricShare = 1;
+  FabricShape fabric;         // as described: what the four fields above come from
   std::string interNodeNote;  // why the inter-node estimate is what it is
   // Neither NVLink nor InfiniBand: the "low-bandwidth" cluster of the ZeRO papers.
   bool lowBandwidth() const {
     return intraNode != LinkClass::kNvlink && interNode != LinkClass::kInfiniband;
   }
-};
-
-// The fabric between nodes, which discovery cannot see: nodes under each leaf switch (0: one
-// switch for every node), the leaves' uplinks oversubscribed k:1 (on one switch, every port's
-// share), and pods of leavesPerPod leaves under a core whose links carry what their leaves'
-// uplinks can over podOversubscription. From ZCCL_FABRIC, or the simulator's machine.
-struct FabricShape {
-  int nodesPerLeaf = 0;
-  double oversubscription = 1;
-  int leavesPerPod = 0;
-  double podOversubscription = 1;
 };
 
 // "nodes-per-leaf=L,oversubscription=K,leaves-per-pod=P,pod-oversubscription=Q", any of them;
