@@ -111,10 +111,9 @@ struct CostTerms {
   // slowest link's step every step, as it always was.
   double ring(double steps, double bytes, double perStep = 0) const {
     const LinkModel& slowest = flatLink();
-    const double slowdown = c.nodes > 1 ? ringCrossingSlowdown() : 1;
-    const double pace =
-        slowest.latencySeconds +
-        steps * (slowest.overheadSeconds + bytes * slowdown / slowest.bytesPerSecond + perStep);
+    const double pace = slowest.latencySeconds +
+                        steps * (slowest.overheadSeconds +
+                                 bytes * ringCrossingSlowdown() / slowest.bytesPerSecond + perStep);
     const double crossings = c.nodes > 1 ? std::min(static_cast<double>(c.nodes), steps) : 0;
     const double chain = crossings * (step(c.inter, bytes) + perStep) +
                          (steps - crossings) * (step(c.intra, bytes) + perStep);

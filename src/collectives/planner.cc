@@ -33,7 +33,7 @@ Plan preferredPlan(Collective collective, DataType type, MemoryKind memory, Wire
 // once per level) unless a ring that rounds at every hop is estimated this many times faster:
 // behind oversubscribed leaves a ring, whose neighbours mostly share a leaf, runs several times
 // faster than sends to every node (docs/topology-and-planner.md).
-constexpr double kRoundingOnceWorth = 2;
+constexpr double kFewRoundingsWorth = 2;
 
 void insertCheapestFirst(const Candidates::Entry& entry, Candidates* all) {
   constexpr int kCapacity = static_cast<int>(std::size(Candidates{}.entries));
@@ -49,7 +49,7 @@ void insertCheapestFirst(const Candidates::Entry& entry, Candidates* all) {
   all->entries[at] = entry;
 }
 
-// Drops the paths that round at every hop where another is within kRoundingOnceWorth of them.
+// Drops the paths that round at every hop where another is within kFewRoundingsWorth of them.
 void preferFewRoundings(Candidates* all) {
   double fewRoundings = std::numeric_limits<double>::infinity();
   for (int i = 0; i < all->count; ++i) {
@@ -60,7 +60,7 @@ void preferFewRoundings(Candidates* all) {
   int kept = 0;
   for (int i = 0; i < all->count; ++i) {
     const Candidates::Entry& entry = all->entries[i];
-    if (!entry.plan.row->roundsEveryHop || entry.seconds * kRoundingOnceWorth < fewRoundings) {
+    if (!entry.plan.row->roundsEveryHop || entry.seconds * kFewRoundingsWorth < fewRoundings) {
       all->entries[kept++] = entry;
     }
   }
