@@ -92,14 +92,16 @@ SANITIZER_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo $(call mpi_flags,$(ZCCL_MPI)
 # Each sanitizer tree builds only the programs its tests run (scripts/test-targets.py).
 ASAN_TESTS = -L asan
 TSAN_TESTS = -R "^reliability_test_ucx_np|^bootstrap$$|^staged_test_2x2$$|^sim_threads$$"
+build_programs_of = cmake -B $(1) -DZCCL_SELECTED_PROGRAMS="$$(./scripts/test-targets.py $(1) $(2))" \
+	&& cmake --build $(1) -j $(JOBS) --target selected_programs
 test-sanitizers: deps
 	cmake -S . -B build-asan -DZCCL_SANITIZE=ON $(SANITIZER_FLAGS)
-	cmake --build build-asan -j $(JOBS) --target $$(./scripts/test-targets.py build-asan $(ASAN_TESTS))
+	$(call build_programs_of,build-asan,$(ASAN_TESTS))
 	cd build-asan && HWLOC_COMPONENTS=-pci ASAN_OPTIONS=detect_leaks=1 \
 		LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp \
 		UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 1 $(ASAN_TESTS)
 	cmake -S . -B build-tsan -DZCCL_TSAN=ON $(SANITIZER_FLAGS)
-	cmake --build build-tsan -j $(JOBS) --target $$(./scripts/test-targets.py build-tsan $(TSAN_TESTS))
+	$(call build_programs_of,build-tsan,$(TSAN_TESTS))
 	# UCX's memory hooks (libucm) and ThreadSanitizer's interceptors do not mix.
 	cd build-tsan && UCX_MEM_EVENTS=no \
 		TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/sanitizers/tsan.supp" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Prints the build targets that the tests ctest selects run, so that a tree which runs only
-some of its tests (the sanitizer trees) builds only what they need: every program of the tree
-named on a selected test's command line, launchers included. Targets that a test reaches
+"""Prints, as a CMake list, the build targets that the tests ctest selects run, so that a tree
+which runs only some of its tests (the sanitizer trees) builds only what they need
+(ZCCL_SELECTED_PROGRAMS, target selected_programs): every program of the tree named on a selected
+test's command line, launchers included. Targets that a test reaches
 otherwise must be dependencies of one named there (add_dependencies). The commands are read from
 the tree's CTestTestfile.cmake files: ctest itself shows only those of programs already built.
 
@@ -56,7 +57,7 @@ def main():
                 needed.add(os.path.basename(path))
     if not needed:
         sys.exit(f"test-targets: no test of {build_dir} selected by {sys.argv[2:]} names a target")
-    print(" ".join(sorted(needed)))
+    print(";".join(sorted(needed)))
 
 
 if __name__ == "__main__":
