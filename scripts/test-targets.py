@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Prints, as a CMake list, the build targets that the tests ctest selects run, so that a tree
 which runs only some of its tests (the sanitizer trees) builds only what they need
-(ZCCL_SELECTED_PROGRAMS, target selected_programs): every program of the tree named on a selected
-test's command line, launchers included. Targets that a test reaches
-otherwise must be dependencies of one named there (add_dependencies). The commands are read from
-the tree's CTestTestfile.cmake files: ctest itself shows only those of programs already built.
+(ZCCL_SELECTED_PROGRAMS, target selected_programs): every program of the tree named on a
+selected test's command line, launchers included. Targets that a test reaches otherwise must be
+dependencies of one named there (add_dependencies). The commands are read from the tree's
+CTestTestfile.cmake files: ctest itself shows only those of programs already built.
 
 usage: test-targets.py BUILD_DIR [CTEST_SELECTION...]   e.g. test-targets.py build-asan -L asan
 """
