@@ -69,15 +69,20 @@ torch-suite: torch
 	$(TORCH_VENV)/bin/python -m pip install -q --disable-pip-version-check expecttest
 	$(TORCH_VENV)/bin/python tests/torch/torch_suite.py --markdown docs/figures/torch_suite.md
 
-# The library and its multi-rank suites built and run against the second MPI: in make test all
-# but the heavier ones (label heavy: 4 ranks, the MPI rendezvous, the reliability and ZeRO
-# suites), which the main MPI runs there; in make check every one.
+# A tree that runs only some of its tests (the second MPI's, the sanitizers') builds only the
+# programs those tests run (scripts/test-targets.py): build_programs_of TREE CTEST_SELECTION.
+build_programs_of = cmake -B $(1) -DZCCL_SELECTED_PROGRAMS="$$(./scripts/test-targets.py $(1) $(2))" \
+	&& cmake --build $(1) -j $(JOBS) --target selected_programs
+
+# The multi-rank suites built and run against the second MPI: in make test all but the heavier
+# ones (label heavy: 4 ranks, the MPI rendezvous, the reliability and ZeRO suites), which the
+# main MPI runs there; in make check every one.
 SECOND_MPI_TESTS = -L mpi -LE "long|heavy"
 test-second-mpi: deps
 	ZCCL_MPI=$(SECOND_MPI) ./scripts/install-deps.sh
 	cmake -S . -B $(SECOND_BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 		$(call mpi_flags,$(SECOND_MPI)) -DZCCL_WITH_CUDA=OFF -DZCCL_BUILD_PERF=OFF $(CMAKE_FLAGS)
-	cmake --build $(SECOND_BUILD_DIR) -j $(JOBS)
+	$(call build_programs_of,$(SECOND_BUILD_DIR),$(SECOND_MPI_TESTS))
 	cd $(SECOND_BUILD_DIR) && ctest --output-on-failure -j 1 $(SECOND_MPI_TESTS)
 
 test-second-mpi-long:
@@ -89,11 +94,8 @@ test-second-mpi-long:
 # work on a communicator's own thread, the simulator's ranks) under ThreadSanitizer.
 SANITIZER_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo $(call mpi_flags,$(ZCCL_MPI)) \
 	-DZCCL_WITH_CUDA=OFF -DZCCL_BUILD_PERF=OFF $(CMAKE_FLAGS)
-# Each sanitizer tree builds only the programs its tests run (scripts/test-targets.py).
 ASAN_TESTS = -L asan
 TSAN_TESTS = -R "^reliability_test_ucx_np|^bootstrap$$|^staged_test_2x2$$|^sim_threads$$"
-build_programs_of = cmake -B $(1) -DZCCL_SELECTED_PROGRAMS="$$(./scripts/test-targets.py $(1) $(2))" \
-	&& cmake --build $(1) -j $(JOBS) --target selected_programs
 test-sanitizers: deps
 	cmake -S . -B build-asan -DZCCL_SANITIZE=ON $(SANITIZER_FLAGS)
 	$(call build_programs_of,build-asan,$(ASAN_TESTS))
@@ -119,14 +121,15 @@ sim-zeropp: build
 	ZCCL_DEPS_EXTRA=bench ./scripts/install-deps.sh
 	./scripts/sim-zeropp-scaling.sh $(BUILD_DIR)/zccl-sim bench/sim > docs/figures/sim_zeropp.md
 
-# libFuzzer targets, built with clang, each for a minute from its corpus.
+# libFuzzer targets, built with clang, each for ZCCL_FUZZ_SECONDS (45) from its corpus, two at
+# a time (each is one process on one core).
 test-fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DZCCL_FUZZ=ON -DZCCL_WITH_CUDA=OFF \
 		-DZCCL_BUILD_TESTS=OFF -DZCCL_BUILD_PERF=OFF -DZCCL_BUILD_EXAMPLES=OFF \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo $(call mpi_flags,$(ZCCL_MPI))
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_quant_decode fuzz_config \
 		fuzz_topology_xml fuzz_bootstrap fuzz_nccl_config
-	cd build-fuzz && ctest --output-on-failure -j 1 -L fuzz
+	cd build-fuzz && ctest --output-on-failure -j 2 -L fuzz
 
 # Two nodes in network namespaces behind a capped link (scripts/testbed, root only): the perf
 # binaries at 1 and 10 Gbit/s (bench/link: link.md, link.png), and ZeRO-3 against ZeRO++ in

@@ -8,7 +8,8 @@ system error of a connection the dead rank's exit reset) within ZCCL_TIMEOUT_S +
 message naming the operation and the dead rank (or a rooted collective's survivor that exited
 after its call ended well, if found gone first), an abort within 15 s, a clean exit, and no
 process left behind. The margins tell a hang from a failure that came late on a loaded host
-(four ranks on two cores beside other suites); they time nothing.
+(four ranks on two cores beside other suites); they time nothing. The jobs run PEER_DEATH_JOBS
+(3) at a time: most of a job is its survivors waiting out the timeout, asleep.
 
 usage: peer_death_test.py TIMEOUT_S ZCCLRUN PEER_UCX [MPIEXEC PEER_MPI]
 """
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 OPERATIONS = {
     "all-gather": "zcclAllGather",
@@ -155,23 +157,33 @@ def run(what, command, timeout_s, kill_ms=200):
     print(f"{what}: {len(survivors)} survivors ({failed} failed as they should) in {elapsed:.1f} s")
 
 
-def main():
-    timeout_s = float(sys.argv[1])
+def jobs(timeout_s):
+    """(what, command) of every job: each family, size and mode under each launcher."""
     zcclrun, peer_ucx = sys.argv[2], sys.argv[3]
     for operation in OPERATIONS:
         for size, mode in CASES["zcclrun"]:
-            run(f"zcclrun {operation} {size} {mode}",
-                [zcclrun, "-n", str(RANKS), "--timeout", str(timeout_s + 50), peer_ucx, operation,
-                 size, mode], timeout_s)
+            yield (f"zcclrun {operation} {size} {mode}",
+                   [zcclrun, "-n", str(RANKS), "--timeout", str(timeout_s + 50), peer_ucx,
+                    operation, size, mode])
     if len(sys.argv) > 5:
         mpiexec, peer_mpi = sys.argv[4], sys.argv[5]
         for operation in OPERATIONS:
             for size, mode in CASES["mpiexec"]:
                 # Hydra signals every process group of the job when one rank dies, even with
                 # -disable-auto-cleanup: the ranks run in sessions of their own (setsid).
-                run(f"mpiexec {operation} {size} {mode}",
-                    [mpiexec, "-disable-auto-cleanup", "-n", str(RANKS), "setsid", "--wait",
-                     peer_mpi, operation, size, mode], timeout_s)
+                yield (f"mpiexec {operation} {size} {mode}",
+                       [mpiexec, "-disable-auto-cleanup", "-n", str(RANKS), "setsid", "--wait",
+                        peer_mpi, operation, size, mode])
+
+
+def main():
+    timeout_s = float(sys.argv[1])
+    # Each job's ranks are found by the report folder of their own, so jobs side by side never
+    # see each other's processes.
+    with ThreadPoolExecutor(int(os.environ.get("PEER_DEATH_JOBS", "3"))) as pool:
+        for done in [pool.submit(run, what, command, timeout_s) for what, command in
+                     jobs(timeout_s)]:
+            done.result()
     for failure in failures:
         print("FAILED:", failure)
     print(f"{len(failures)} failures")
