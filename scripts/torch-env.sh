@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The PyTorch environment of zccl's torch backend: a venv (created when missing) holding the
-# pinned torch from PyPI and zccl_torch built against the given zccl build tree. Reused when
-# present; zccl_torch is rebuilt only when its sources or libzccl.so are newer than it.
-#   scripts/torch-env.sh VENV TORCH_VERSION BUILD_DIR
+# pinned torch from PyPI and zccl_torch built against the given zccl build tree (without one:
+# the venv and torch only, which need no build). Reused when present; zccl_torch is rebuilt
+# only when its sources or libzccl.so are newer than it.
+#   scripts/torch-env.sh VENV TORCH_VERSION [BUILD_DIR]
 set -euo pipefail
 
 venv=$1
 version=$2
-build_dir=$(cd "$3" && pwd)
 root=$(cd "$(dirname "$0")/.." && pwd)
 python=$venv/bin/python
 
@@ -17,10 +17,12 @@ if [ ! -x "$python" ]; then
 fi
 installed=$("$python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
 if [ "$installed" != "$version" ]; then
-  echo "torch-env: installing torch==$version into $venv (about 2 minutes, 540 MB)"
+  echo "torch-env: installing torch==$version into $venv (3-4 minutes: 3 GB to download, 5 GB installed, most of it CUDA libraries that torch's import needs)"
   "$python" -m pip install -q --disable-pip-version-check "torch==$version" numpy
 fi
 
+[ $# -lt 3 ] && exit 0
+build_dir=$(cd "$3" && pwd)
 extension=$("$python" -c 'import zccl_torch._zccl as m; print(m.__file__)' 2>/dev/null || true)
 if [ -n "$extension" ] && [ -z "$(find "$root/python/zccl_torch" "$root/python/setup.py" \
   "$build_dir/libzccl.so" -newer "$extension" -not -name "*.pyc" \
