@@ -46,12 +46,12 @@ std::string TicketBook::describe(const Transport& t, const Entry& entry) {
   return "receive from rank " + std::to_string(t.peerRank(entry.peer));
 }
 
-bool settleAbandoned(const Transport& t, const char* engine, size_t left) {
+bool settleAbandoned(const Transport& t, const char* engine, size_t left, const char* afterwards) {
   if (left == 0) return true;
   ZCCL_LOG(kWarn,
-           "rank %d: %zu pending %s operations could not be cancelled; zccl keeps their memory, "
-           "and the buffers of the call that failed may still be read or written",
-           t.rank(), left, engine);
+           "rank %d: %zu pending %s operations could not be cancelled; zccl keeps their "
+           "memory, and %s",
+           t.rank(), left, engine, afterwards);
   return false;
 }
 

@@ -59,8 +59,9 @@ class TicketBook {
 };
 
 // After abandon() gave up on `left` requests that the engine did not confirm cancelled: says
-// so (their memory stays zccl's) and returns whether none was left.
-bool settleAbandoned(const Transport& t, const char* engine, size_t left);
+// so (their memory stays zccl's), and what becomes of the failed call's buffers (`afterwards`),
+// and returns whether none was left.
+bool settleAbandoned(const Transport& t, const char* engine, size_t left, const char* afterwards);
 
 // The wait every engine transport runs: `poll()` progresses the engine and returns kSuccess
 // with *done once everything waited for has completed, or a failure; an abort request ends the

@@ -382,7 +382,9 @@ class MpiTransport final : public Transport, public EngineCollectives {
       }
       if (pending > 0) sched_yield();
     } while (pending > 0 && secondsSince(abandonedAt_) < kAbandonGraceSeconds);
-    if (!settleAbandoned(*this, "MPI", pending)) return false;
+    // MPI progresses whenever the program calls into it: nothing zccl does keeps it away.
+    const char* afterwards = "the buffers of the call that failed may still be read or written";
+    if (!settleAbandoned(*this, "MPI", pending, afterwards)) return false;
     requests_.clear();
     tickets_.clear();
     return true;

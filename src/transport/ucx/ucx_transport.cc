@@ -5,6 +5,7 @@
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -110,9 +111,21 @@ struct Fabric {
   std::vector<ucp_ep_h> endpoints;  // by rank of the communicator that created the fabric
   int nextContext = 1;
   std::mutex lock;
+  // Set once a failed call returned while UCX still held some of its operations: a later
+  // progress would let UCX read or write the buffers of that call, which its caller may have
+  // freed since (a queued send packed from them crashed a survivor's abort). The worker is not
+  // progressed again; the fabric stays, unreachable, and every call on it fails.
+  std::atomic<bool> stopped{false};
+
+  // Progresses the worker unless it stopped; false when it did. Under `lock`.
+  bool progress() {
+    if (stopped) return false;
+    ucp_worker_progress(worker);
+    return true;
+  }
 
   ~Fabric() {
-    if (worker == nullptr) return;
+    if (worker == nullptr || stopped) return;
     // Let what was sent reach its peers (bounded: a peer may be gone), then close.
     ucp_request_param_t none{};
     void* flush = ucp_worker_flush_nbx(worker, &none);
@@ -293,7 +306,7 @@ class UcxTransport final : public Transport {
 
   void progress() override {
     std::lock_guard<std::mutex> guard(fabric_->lock);
-    ucp_worker_progress(fabric_->worker);
+    fabric_->progress();
   }
 
   Status wait(Ticket ticket) override {
@@ -381,7 +394,14 @@ class UcxTransport final : public Transport {
       }
     }
     const size_t left = freeWhenDone(&requests_, abandonedAt_);
-    if (!settleAbandoned(*this, "UCX", left)) return false;
+    if (left > 0 && !fabric_->stopped) {
+      fabric_->stopped = true;
+      settleAbandoned(*this, "UCX", left,
+                      "its UCX worker is not progressed again: UCX reads or writes none of the "
+                      "buffers of the call that failed once it returns, and every later call on "
+                      "the communicator or its sub-groups fails (abort it)");
+    }
+    if (left > 0) return false;
     requests_.clear();
     tickets_.clear();
     return true;
@@ -394,8 +414,9 @@ class UcxTransport final : public Transport {
   // nulled) or the abandon grace from `since` has passed; how many are left. Under the lock.
   size_t freeWhenDone(std::vector<void*>* requests, Clock::time_point since) {
     size_t left = 0;
+    bool progressed = false;
     do {
-      ucp_worker_progress(fabric_->worker);
+      progressed = fabric_->progress();
       left = 0;
       for (void*& request : *requests) {
         if (request == nullptr) continue;
@@ -406,7 +427,7 @@ class UcxTransport final : public Transport {
           request = nullptr;
         }
       }
-    } while (left > 0 && secondsSince(since) < kAbandonGraceSeconds);
+    } while (left > 0 && progressed && secondsSince(since) < kAbandonGraceSeconds);
     return left;
   }
 
@@ -445,7 +466,16 @@ class UcxTransport final : public Transport {
   }
 
   Status begin(int peer, Kind kind, Ticket* ticket) {
+    if (fabric_->stopped) return stoppedFailure();
     return tickets_.open(*this, peer, kind, requests_.size(), ticket);
+  }
+
+  Status stoppedFailure() {
+    markBroken();
+    return fail(Status::kRemoteError,
+                "UCX: an earlier call on this communicator or one sharing its UCX worker failed "
+                "while UCX held some of its operations; the worker is not progressed again "
+                "(abort the communicator)");
   }
 
   // "rank 3" for a member, "any rank" for a receive from any source.
@@ -478,7 +508,7 @@ class UcxTransport final : public Transport {
       *done = true;
       {
         std::lock_guard<std::mutex> guard(fabric_->lock);
-        ucp_worker_progress(fabric_->worker);
+        if (!fabric_->progress()) return stoppedFailure();
         for (size_t i = first; i < last && failure == UCS_OK; ++i) {
           void*& request = requests_[i];
           if (request == nullptr) continue;
