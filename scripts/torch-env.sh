@@ -17,7 +17,8 @@ if [ ! -x "$python" ]; then
 fi
 installed=$("$python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
 if [ "$installed" != "$version" ]; then
-  echo "torch-env: installing torch==$version into $venv (3-4 minutes: 3 GB to download, 5 GB installed, most of it CUDA libraries that torch's import needs)"
+  echo "torch-env: installing torch==$version into $venv (3-4 minutes: 3 GB to download," \
+    "5 GB installed, most of it CUDA libraries that torch's import needs)"
   "$python" -m pip install -q --disable-pip-version-check "torch==$version" numpy
 fi
 
