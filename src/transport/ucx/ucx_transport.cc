@@ -394,14 +394,15 @@ class UcxTransport final : public Transport {
       }
     }
     const size_t left = freeWhenDone(&requests_, abandonedAt_);
-    if (left > 0 && !fabric_->stopped) {
-      fabric_->stopped = true;
-      settleAbandoned(*this, "UCX", left,
-                      "its UCX worker is not progressed again: UCX reads or writes none of the "
-                      "buffers of the call that failed once it returns, and every later call on "
-                      "the communicator or its sub-groups fails (abort it)");
+    if (left > 0) {
+      if (!fabric_->stopped.exchange(true)) {
+        settleAbandoned(*this, "UCX", left,
+                        "its UCX worker is not progressed again: UCX reads or writes none of the "
+                        "buffers of the call that failed once it returns, and every later call "
+                        "on the communicator or its sub-groups fails (abort it)");
+      }
+      return false;
     }
-    if (left > 0) return false;
     requests_.clear();
     tickets_.clear();
     return true;
