@@ -43,11 +43,14 @@ demo: build
 # make test's cuts of a long run (label subset: FSDP2's 60 steps, two families killed) are left
 # to make test, their long runs checking all they do.
 # Both begin with the build and torch's download side by side (pip takes about one core for
-# minutes, the compilers the rest); `torch` then finds the venv made.
-test: build-beside-torch-venv test-second-mpi torch
+# minutes, the compilers the rest), then build zccl_torch as `make torch` does, without making
+# the build and the venv a second time.
+test: build-beside-torch-venv test-second-mpi
+	$(torch_extension)
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -LE long
 
-check: build-beside-torch-venv test-second-mpi-long test-sanitizers test-fuzz torch
+check: build-beside-torch-venv test-second-mpi-long test-sanitizers test-fuzz
+	$(torch_extension)
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -LE subset
 
 # API reference from the public headers (Doxygen, Debian's package) into build/docs/html.
@@ -60,8 +63,9 @@ docs:
 # torch-venv) and python/zccl_torch built against this build tree.
 TORCH_VERSION ?= 2.15.0
 TORCH_VENV ?= .venv-torch
+torch_extension = ./scripts/torch-env.sh $(TORCH_VENV) $(TORCH_VERSION) $(BUILD_DIR)
 torch: build torch-venv
-	./scripts/torch-env.sh $(TORCH_VENV) $(TORCH_VERSION) $(BUILD_DIR)
+	$(torch_extension)
 
 torch-venv: deps
 	ZCCL_DEPS_EXTRA=torch ./scripts/install-deps.sh
