@@ -99,13 +99,20 @@ def unit_sizes(model: nn.Module) -> list[int]:
     return blocks + [sum(p.numel() for p in model.parameters()) - sum(blocks)]
 
 
+def adamw(model: nn.Module, lr: float) -> torch.optim.Optimizer:
+    """AdamW over the whole parameter list at once: on the CPU torch picks its per-tensor loop,
+    which under FSDP2 dispatches every operation of every parameter through DTensor (a 4-rank
+    step of the small model took 232 ms that way, 136 ms with foreach; the same losses)."""
+    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, foreach=True)
+
+
 def time_compute(args, rank: int) -> float:
     """ms per step of the same model's forward, backward and optimizer step without FSDP2: the
     compute a step has to hide its collectives behind (every rank at once, as in training)."""
     torch.manual_seed(0)
     model = Decoder(args.modulus + 1, args.dim, args.layers, args.heads, 3)
     model = model.to(args.device, args.dtype)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    optimizer = adamw(model, args.lr)
     seconds = 0.0
     for step in range(args.timing_steps + 1):
         tokens, labels = on(args.device, *batch(step, rank, args.batch, args.modulus))
@@ -185,7 +192,7 @@ def train(mesh: DeviceMesh, args, config: str, report_group) -> dict:
     for block in model.blocks:
         fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=precision)
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard, mp_policy=precision)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    optimizer = adamw(model, args.lr)
     # Cosine decay to a tenth: the runs settle, so their final losses can be compared.
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: 0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, step / args.steps))))
