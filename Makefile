@@ -36,9 +36,8 @@ demo: build
 # make test: what a user runs. The second MPI's multi-rank suites first, then the main tree's
 # suites (the torch backend's included), whose summary ends the run; the long runs (label
 # long: every collective family killed mid-call, 100,000-call load runs, the UCX and
-# reliability suites at 2 and 4 ranks, the ZeRO suite over UCX, FSDP2's 300 steps, the
-# collectives over MPI's rendezvous, the 1024-rank simulation, the namespace testbed) wait
-# for make check.
+# reliability suites at 2 and 4 ranks, FSDP2's 300 steps, the collectives over MPI's
+# rendezvous, the 1024-rank simulation, the namespace testbed) wait for make check.
 # make check (CI, .ci/run): the same with the long runs, plus the sanitizers and the fuzzers;
 # make test's cuts of a long run (label subset: FSDP2's 60 steps, two families killed) are left
 # to make test, their long runs checking all they do.
@@ -87,9 +86,10 @@ build_programs_of = cmake -B $(1) -DZCCL_SELECTED_PROGRAMS="$$(./scripts/test-ta
 	&& cmake --build $(1) -j $(JOBS) --target selected_programs
 
 # The multi-rank suites built and run against the second MPI: in make test all but the heavier
-# ones (label heavy: 4 ranks, the MPI rendezvous, the reliability and ZeRO suites), which the
-# main MPI runs there; in make check every one.
-SECOND_MPI_TESTS = -L mpi -LE "long|heavy"
+# ones (label heavy: 4 ranks, the MPI rendezvous, the reliability suites), which the main MPI
+# runs there; in make check every one but those whose figures no MPI changes (label numerics:
+# the ZeRO optimizer's fidelity runs).
+SECOND_MPI_TESTS = -L mpi -LE "long|heavy|numerics"
 test-second-mpi: deps
 	ZCCL_MPI=$(SECOND_MPI) ./scripts/install-deps.sh
 	cmake -S . -B $(SECOND_BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
@@ -98,7 +98,7 @@ test-second-mpi: deps
 	cd $(SECOND_BUILD_DIR) && ctest --output-on-failure -j 1 $(SECOND_MPI_TESTS)
 
 test-second-mpi-long:
-	$(MAKE) test-second-mpi SECOND_MPI_TESTS="-L mpi"
+	$(MAKE) test-second-mpi SECOND_MPI_TESTS="-L mpi -LE numerics"
 
 # The unit and multi-rank suites under AddressSanitizer + UndefinedBehaviorSanitizer (leaks
 # included, those of MPI, UCX and hwloc's PCI plugin aside; the tests labelled asan), and the
