@@ -104,7 +104,7 @@ bool parseSize(const char* text, size_t* value) {
                "                 copy-gbps=0,reduce-gbps=0,accumulate-gbps=0,quantize-gbps=0,"
                "dequantize-gbps=0,\n"
                "                 compute-scale=0,host-cores=0,host-ranks=0,stack-gbps=0,"
-               "shm-gbps=0]\n"
+               "shm-gbps=0,rendezvous-bytes=0]\n"
                "                [--wire none|int8|int4] [--algo auto|ring|direct] "
                "[--dtype float32|bfloat16] [--json FILE]\n"
                "       zccl-sim --ranks N --zero 3|++|both --params P --layers L [--tokens T] "

@@ -187,6 +187,46 @@ double arrivalOf(SimFabric& fabric, int source, int destination, size_t bytes) {
   return receivedAt(fabric, source, destination, received.data(), bytes);
 }
 
+// A message of 1 MiB between two nodes whose receiver is 1 ms ahead of its sender: eager, it
+// leaves at once (its send complete when its last byte has left) and waits at the receiver;
+// by rendezvous (from 4 KiB) its bytes move only once the receive is posted and the sender has
+// heard so (two latencies after the later side), and its send completes a latency after they
+// arrive, whichever side came to the fabric first. Below the threshold it stays eager.
+TEST(Simulation, RendezvousMovesItsBytesOnceItsReceiveIsPosted) {
+  SimMachine machine = testMachine();
+  machine.rendezvousBytes = 4096;
+  const double latency = machine.interLatencySeconds, nic = machine.nicGbps / 8 * 1e9;
+  const double ahead = 1e-3;
+  for (const size_t bytes : {size_t{1} << 20, size_t{1024}}) {
+    for (const bool receiveFirst : {false, true}) {
+      SimFabric fabric(16, machine, 10);
+      fabric.advance(8, ahead);
+      std::vector<unsigned char> sent(bytes, 7), received(bytes);
+      auto departure = std::make_shared<SimFabric::Event>();
+      SimFabric::Receive receive;
+      receive.buffer = received.data();
+      receive.bytes = bytes;
+      if (receiveFirst) fabric.post(1, 8, 0, 0, &receive);
+      fabric.send(1, 0, 8, 0, sent.data(), bytes, departure);
+      const bool rendezvous = bytes >= 4096;
+      EXPECT_EQ(departure->done, !rendezvous || receiveFirst) << bytes << " B";
+      if (!receiveFirst) fabric.post(1, 8, 0, 0, &receive);
+      ASSERT_TRUE(receive.done && departure->done) << bytes << " B";
+      EXPECT_EQ(received, sent);
+      const double onWire = bytes / nic;
+      const std::string what =
+          std::to_string(bytes) + " B, receive " + (receiveFirst ? "first" : "second");
+      if (rendezvous) {
+        EXPECT_NEAR(receive.at, ahead + 2 * latency + onWire, 1e-12) << what;
+        EXPECT_NEAR(departure->at, ahead + 3 * latency + onWire, 1e-12) << what;
+      } else {
+        EXPECT_NEAR(receive.at, latency + onWire, 1e-12) << what;
+        EXPECT_NEAR(departure->at, onWire, 1e-12) << what;
+      }
+    }
+  }
+}
+
 // Nodes of `gpus` GPUs and as many 100 Gbit/s NICs, under switches of 2 nodes each whose
 // uplinks are oversubscribed 4:1 (2 switch ports' worth over 4).
 SimMachine twoLevelFabric(int gpus, bool railOptimized) {
@@ -723,8 +763,45 @@ TEST(Simulation, Int4ReduceScatterStaysWithinItsBound) {
   }
 }
 
+// Every send by rendezvous (as real engines send large messages): each schedule still
+// completes, a rank waiting for its sends only once their receives are posted, and equals the
+// reference.
+SimMachine everySendByRendezvous() {
+  SimMachine machine = testMachine();
+  machine.rendezvousBytes = 1;
+  return machine;
+}
+
+TEST(Simulation, SchedulesCompleteWhenEverySendWaitsForItsReceive) {
+  for (const Case c : {Case{64, zcclAlgoRing}, Case{64, zcclAlgoDirect}, Case{127, zcclAlgoAuto}}) {
+    for (Kind kind : {Kind::kAllGather, Kind::kReduceScatter, Kind::kAllReduce}) {
+      Totals totals;
+      runAndCheck(c.ranks, c.algorithm, kind, 6, &totals, everySendByRendezvous());
+      EXPECT_EQ(totals.wrong.load(), 0)
+          << c.ranks << " ranks, algorithm " << c.algorithm << ", kind " << static_cast<int>(kind);
+    }
+  }
+}
+
+// A ring's every step waits for its receiver's buffer: by rendezvous the call is no faster
+// than eager, and slower by at most four latencies a step for its n - 1 steps: the request,
+// the clear-to-send, the acknowledgement, and the bytes' own latency, which eager hides behind
+// the step before (its next send leaves without waiting for the last to land).
+TEST(Simulation, RendezvousRingTakesTheLinkModelsTime) {
+  const int ranks = 64;
+  const size_t perRank = 1 << 14;
+  Totals eager, waiting;
+  runAndCheck(ranks, zcclAlgoRing, Kind::kAllGather, perRank, &eager);
+  runAndCheck(ranks, zcclAlgoRing, Kind::kAllGather, perRank, &waiting, everySendByRendezvous());
+  EXPECT_EQ(eager.wrong.load() + waiting.wrong.load(), 0);
+  const double latency = testMachine().interLatencySeconds;
+  EXPECT_GE(waiting.latest, eager.latest);
+  EXPECT_LE(waiting.latest, eager.latest + (ranks - 1) * 4 * latency);
+}
+
 // Where messages contend for ports (a fat tree's uplinks oversubscribed 4:1, one lane; at
-// 2:1, two lanes that messages take in turn; ranks whose shared cores carry their messages),
+// 2:1, two lanes that messages take in turn; the same by rendezvous, whose bytes move when the
+// later of sender and receiver is ready; ranks whose shared cores carry their messages),
 // which takes a port first is decided in virtual time, not by which thread got there first:
 // every rank's time is the same to the bit in every run.
 TEST(Simulation, ContendedFabricGivesTheSameFiguresEveryRun) {
@@ -734,6 +811,8 @@ TEST(Simulation, ContendedFabricGivesTheSameFiguresEveryRun) {
   onCpus.shmGBps = 6;
   SimMachine twoLanes = twoLevelFabric(2, false);
   twoLanes.oversubscription = 2;
+  SimMachine withRendezvous = twoLevelFabric(2, false);
+  withRendezvous.rendezvousBytes = 4096;
   const struct {
     SimMachine machine;
     int ranks;
@@ -741,6 +820,7 @@ TEST(Simulation, ContendedFabricGivesTheSameFiguresEveryRun) {
   } cases[] = {{twoLevelFabric(2, false), 32, Kind::kReduceScatter},
                {twoLevelFabric(2, false), 32, Kind::kAllGather},
                {twoLanes, 32, Kind::kReduceScatter},
+               {withRendezvous, 32, Kind::kAllGather},
                {onCpus, 4, Kind::kAllReduce}};
   for (const auto& c : cases) {
     std::vector<double> first;

@@ -44,7 +44,8 @@ Status parseSimMachine(const std::string& text, SimMachine* machine) {
       {"host-cores", &hostCores, "a processor per rank", true},
       {"host-ranks", &hostRanks, "a node's", true},
       {"stack-gbps", &machine->stackGBps, "no CPU"},
-      {"shm-gbps", &machine->shmGBps, "no CPU"}};
+      {"shm-gbps", &machine->shmGBps, "no CPU"},
+      {"rendezvous-bytes", &machine->rendezvousBytes, "every send eager"}};
   ZCCL_CHECK(parseNamedNumbers(text, "machine", fields));
   machine->gpusPerNode = static_cast<int>(gpus);
   machine->nicsPerNode = static_cast<int>(nics);
@@ -96,6 +97,7 @@ std::string describeSimMachine(const SimMachine& m) {
   }
   if (m.stackGBps > 0) text << ", network stack at " << m.stackGBps << " GB/s a core";
   if (m.shmGBps > 0) text << ", shared-memory copies at " << m.shmGBps << " GB/s a core";
+  if (m.rendezvousBytes > 0) text << ", rendezvous from " << m.rendezvousBytes << " bytes";
   return text.str();
 }
 
@@ -222,10 +224,15 @@ void SimFabric::runDue() {
     std::pop_heap(pending_.begin(), pending_.end(), std::greater<Pending>());
     Pending due = std::move(pending_.back());
     pending_.pop_back();
-    if (due.isSend) {
+    if (due.what == Pending::What::kSend) {
       carry(due);
       continue;
     }
+    if (due.what == Pending::What::kRendezvousData) {
+      moveRendezvousData(due);
+      continue;
+    }
+    if (due.what == Pending::What::kDropped) continue;
     const int rank = std::get<2>(due.key);
     const double end = reserveCpu(rank, due.from, due.seconds, due.inGaps);
     if (!due.inGaps) {
@@ -494,12 +501,11 @@ double SimFabric::occupy(Timeline* busy, double start, double duration) {
   return end;
 }
 
-void SimFabric::deliver(const Message& message, Receive* receive) {
-  receive->truncated = message.data.size() > receive->bytes;
-  if (!receive->truncated && !message.data.empty()) {
-    std::memcpy(receive->buffer, message.data.data(), message.data.size());
-  }
-  complete(receive, message.arrival, message.cause);
+void SimFabric::deliver(const unsigned char* data, size_t bytes, double arrival,
+                        const Frontier& cause, Receive* receive) {
+  receive->truncated = bytes > receive->bytes;
+  if (!receive->truncated && bytes > 0) std::memcpy(receive->buffer, data, bytes);
+  complete(receive, arrival, cause);
 }
 
 void SimFabric::send(uint64_t context, int source, int destination, int tag, const void* data,
@@ -507,7 +513,7 @@ void SimFabric::send(uint64_t context, int source, int destination, int tag, con
   std::unique_lock<std::mutex> lock(mutex_);
   Pending send;
   send.key = Frontier{0, 0, source};
-  send.isSend = true;
+  send.what = Pending::What::kSend;
   send.context = context;
   send.destination = destination;
   send.tag = tag;
@@ -523,54 +529,104 @@ void SimFabric::send(uint64_t context, int source, int destination, int tag, con
   notifyWoken(lock, false);
 }
 
+SimFabric::Passage SimFabric::pass(int source, int destination, double bytes, double now) {
+  if (source == destination) return {now, now};
+  // Cut through: the bytes stream through every port from when the first began (the receiving
+  // side a latency later), each port at its own rate but finishing no earlier than the one
+  // before (a slower port on the way, an oversubscribed uplink, a CPU, sets the pace); a busy
+  // port holds the stream back until it is free.
+  const Route path = route(source, destination);
+  double flow = now, end = now, leaves = now;
+  for (int hop = 0; hop < path.count; ++hop) {
+    const Port& port = path.ports[hop];
+    const double duration = bytes / port.bytesPerSecond;
+    if (hop == path.landing) {
+      flow += path.latency;
+      end += path.latency;
+    }
+    const double ready = std::max(flow, end - duration);
+    end = reserve(port, ready, duration);
+    if (end - duration > ready) flow = end - duration;  // the port was busy: held back
+    if (hop == path.departure) leaves = end;
+  }
+  return {leaves, end};
+}
+
+bool SimFabric::goesByRendezvous(const Pending& send) const {
+  return machine_.rendezvousBytes > 0 && std::get<2>(send.key) != send.destination &&
+         static_cast<double>(send.bytes) >= machine_.rendezvousBytes;
+}
+
 void SimFabric::carry(const Pending& send) {
   const int source = std::get<2>(send.key), destination = send.destination;
-  const double now = send.from;
-  double arrival = now;
-  double leaves = now;
-  if (source != destination) {
-    // Cut through: the bytes stream through every port from when the first began (the
-    // receiving side a latency later), each port at its own rate but finishing no earlier
-    // than the one before (a slower port on the way, an oversubscribed uplink, a CPU, sets the
-    // pace); a busy port holds the stream back until it is free.
-    const Route path = route(source, destination);
-    const double bytes = static_cast<double>(send.bytes);
-    double flow = now, end = now;
-    for (int hop = 0; hop < path.count; ++hop) {
-      const Port& port = path.ports[hop];
-      const double duration = bytes / port.bytesPerSecond;
-      if (hop == path.landing) {
-        flow += path.latency;
-        end += path.latency;
-      }
-      const double ready = std::max(flow, end - duration);
-      end = reserve(port, ready, duration);
-      if (end - duration > ready) flow = end - duration;  // the port was busy: held back
-      if (hop == path.departure) leaves = end;
-    }
-    arrival = end;
-  }
-  complete(send.done.get(), leaves, send.key);
-  if (send.done->abandoned) return;
-  Message message{std::vector<unsigned char>(send.data, send.data + send.bytes), arrival, send.key};
   Mailbox& box = mailboxes_[Key{send.context, destination, source, send.tag}];
+  if (goesByRendezvous(send)) {
+    // Only its request goes now; it takes its place among the messages its receives match.
+    if (!box.posted.empty()) {
+      Receive* receive = box.posted.front();
+      box.posted.pop_front();
+      scheduleRendezvousData(send, receive);
+      return;
+    }
+    box.unmatched.push_back(Message{{}, 0, send.key, send});
+    return;
+  }
+  const Passage passage = pass(source, destination, static_cast<double>(send.bytes), send.from);
+  complete(send.done.get(), passage.leaves, send.key);
+  if (send.done->abandoned) return;
   if (!box.posted.empty()) {
-    deliver(message, box.posted.front());
+    deliver(send.data, send.bytes, passage.arrival, send.key, box.posted.front());
     box.posted.pop_front();
     return;
   }
-  box.unmatched.push_back(std::move(message));
+  box.unmatched.push_back(Message{std::vector<unsigned char>(send.data, send.data + send.bytes),
+                                  passage.arrival, send.key, std::nullopt});
+}
+
+void SimFabric::scheduleRendezvousData(Pending send, Receive* receive) {
+  const int source = std::get<2>(send.key);
+  const double latency = route(source, send.destination).latency;
+  send.from = std::max(send.from + latency, receive->postedAt) + latency;
+  send.what = Pending::What::kRendezvousData;
+  send.into = receive;
+  if (!ordered_) {
+    moveRendezvousData(send);
+    return;
+  }
+  // Keyed by when the bytes start to move, whichever side came second: the same in every run.
+  // The send's own sequence number orders it among its rank's events at that time.
+  send.key = Frontier{send.from, 0, source};
+  pending_.push_back(std::move(send));
+  std::push_heap(pending_.begin(), pending_.end(), std::greater<Pending>());
+}
+
+void SimFabric::moveRendezvousData(const Pending& send) {
+  // A sender that gave up before its bytes moved leaves its receive waiting (for its timeout).
+  if (send.done->abandoned) return;
+  const int source = std::get<2>(send.key);
+  const Passage passage =
+      pass(source, send.destination, static_cast<double>(send.bytes), send.from);
+  deliver(send.data, send.bytes, passage.arrival, send.key, send.into);
+  complete(send.done.get(), passage.arrival + route(source, send.destination).latency, send.key);
 }
 
 void SimFabric::post(uint64_t context, int destination, int source, int tag, Receive* receive) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  receive->postedAt = clocks_[static_cast<size_t>(destination)];
   Mailbox& box = mailboxes_[Key{context, destination, source, tag}];
-  if (!box.unmatched.empty()) {
-    deliver(box.unmatched.front(), receive);
-    box.unmatched.pop_front();
+  if (box.unmatched.empty()) {
+    box.posted.push_back(receive);
     return;
   }
-  box.posted.push_back(receive);
+  Message message = std::move(box.unmatched.front());
+  box.unmatched.pop_front();
+  if (!message.request.has_value()) {
+    deliver(message.data.data(), message.data.size(), message.arrival, message.cause, receive);
+    return;
+  }
+  scheduleRendezvousData(std::move(*message.request), receive);
+  if (ordered_) runDue();
+  notifyWoken(lock, false);  // the sender, where its bytes have moved and it waits for them
 }
 
 void SimFabric::abandonSend(Event* departure) {
@@ -581,6 +637,12 @@ void SimFabric::abandonSend(Event* departure) {
 void SimFabric::cancel(uint64_t context, int destination, int source, int tag,
                        const Receive* receive) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Matched by a rendezvous whose bytes have not moved: they will not.
+  for (Pending& pending : pending_) {
+    if (pending.what == Pending::What::kRendezvousData && pending.into == receive) {
+      pending.what = Pending::What::kDropped;
+    }
+  }
   auto found = mailboxes_.find(Key{context, destination, source, tag});
   if (found == mailboxes_.end()) return;
   auto& posted = found->second.posted;

@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -98,6 +99,12 @@ struct SimMachine {
   int hostRanks = 0;
   double stackGBps = 0;
   double shmGBps = 0;
+  // Sends of at least this many bytes (> 0; 0: every send eager) go by rendezvous, as UCX's
+  // and MPI's large messages do: the sender's request reaches the receiver, the bytes move once
+  // the receiver has posted its buffer and the sender has heard so (a round trip of the route's
+  // latency), and the send completes once the receiver has them and said so (a latency more).
+  // An eager send completes once its bytes have left, whether or not its receive is posted.
+  double rendezvousBytes = 0;
   enum class KernelFamily { kCopy, kReduce, kAccumulate, kQuantize, kDequantize };
   static constexpr int kKernelFamilies = 5;
   // The family's own rate, GB/s (0: none given).
@@ -160,9 +167,11 @@ class SimFabric {
     void* buffer = nullptr;
     size_t bytes = 0;
     bool truncated = false;  // the send was larger
+    double postedAt = 0;     // its rank's clock when posted (a rendezvous waits for it)
   };
   // Matching is per (context, destination, source, tag); ranks are global. `departure` is
-  // completed when the message has left (at once, unless in order).
+  // completed when the message has left (at once, unless in order), or for a rendezvous once
+  // its receiver has it.
   void send(uint64_t context, int source, int destination, int tag, const void* data, size_t bytes,
             std::shared_ptr<Event> departure);
   void post(uint64_t context, int destination, int source, int tag, Receive* receive);
@@ -190,16 +199,6 @@ class SimFabric {
   // comes after it), the rank breaks ties. An event carries its rank's key and a sequence
   // number.
   using Frontier = std::tuple<double, uint64_t, int>;
-  struct Message {
-    std::vector<unsigned char> data;
-    double arrival;
-    Frontier cause;  // its send's key
-  };
-  using Key = std::tuple<uint64_t, int, int, int>;  // context, destination, source, tag
-  struct Mailbox {
-    std::deque<Message> unmatched;
-    std::deque<Receive*> posted;
-  };
   struct Control {
     std::vector<std::vector<unsigned char>> parts;
     int arrived = 0;
@@ -263,15 +262,19 @@ class SimFabric {
   // Link `link`'s port among `timelines`, `lanes` each.
   static Port linkPort(std::vector<Timeline>* timelines, int link, int lanes,
                        double bytesPerSecond);
-  // Delivers into a posted receive; wakes its rank if it is blocked on it.
-  void deliver(const Message& message, Receive* receive);
+  // Delivers `bytes` into a posted receive at `arrival`; wakes its rank if it is blocked on it.
+  void deliver(const unsigned char* data, size_t bytes, double arrival, const Frontier& cause,
+               Receive* receive);
 
   struct Pending {
     Frontier key{0, 0, 0};
     uint64_t sequence = 0;
-    // A send (carry) or CPU work on the rank's CPU (cpuWork: reserve `seconds` from `from`, in
-    // the gaps, or all at once, and complete `done` at its end).
-    bool isSend = false;
+    // A send (carry); a rendezvous send's bytes moving into the receive it matched (`into`,
+    // from `from`); one whose receive was cancelled before they moved; or CPU work on the
+    // rank's CPU (cpuWork: reserve `seconds` from `from`, in the gaps, or all at once, and
+    // complete `done` at its end).
+    enum class What { kCpuWork, kSend, kRendezvousData, kDropped } what = What::kCpuWork;
+    Receive* into = nullptr;
     uint64_t context = 0;
     int destination = 0, tag = 0;
     // The sender's buffer, which the transport keeps until the send's departure (its wait);
@@ -285,6 +288,19 @@ class SimFabric {
       return std::tie(key, sequence) > std::tie(other.key, other.sequence);
     }
   };
+  // A message waiting for its receive: an eager send's bytes, or a rendezvous send's request
+  // (`request`: its bytes stay in the sender's buffer until they move).
+  struct Message {
+    std::vector<unsigned char> data;
+    double arrival = 0;
+    Frontier cause{0, 0, 0};  // its send's key
+    std::optional<Pending> request;
+  };
+  using Key = std::tuple<uint64_t, int, int, int>;  // context, destination, source, tag
+  struct Mailbox {
+    std::deque<Message> unmatched;
+    std::deque<Receive*> posted;
+  };
   struct RankState {
     Frontier frontier{0, 0, 0};
     bool running = true;  // not blocked, not retired
@@ -296,6 +312,18 @@ class SimFabric {
   // Runs every pending event that no running rank could precede.
   void runDue();
   void carry(const Pending& send);
+  // When a message of `bytes` from `source` to `destination`, from `now` on, has left its
+  // sender (its last byte through the departure port) and when it has arrived.
+  struct Passage {
+    double leaves;
+    double arrival;
+  };
+  Passage pass(int source, int destination, double bytes, double now);
+  bool goesByRendezvous(const Pending& send) const;
+  // A rendezvous send and its receive have met: its bytes move, in order, once both sides are
+  // ready (a round trip of the route's latency after the later of its request and the receive).
+  void scheduleRendezvousData(Pending send, Receive* receive);
+  void moveRendezvousData(const Pending& send);
   // The threads of the ranks whose events completed are woken once the lock is released (so
   // that they do not wake only to wait for it); `relock`: taken again after.
   void notifyWoken(std::unique_lock<std::mutex>& lock, bool relock);
