@@ -27,8 +27,16 @@ struct LinkModel {
   double latencySeconds = 0;
   double overheadSeconds = 1e-6;
   double bytesPerSecond = 20e9;
+  // Messages of at least this many bytes go by rendezvous (0: every one eager). Such a
+  // message's request crosses, its receiver's clear-to-send comes back, its bytes cross and
+  // its acknowledgement completes the send: three latencies more than the bytes' own, which a
+  // rank waits out before its next step.
+  double rendezvousBytes = 0;
 
   double loneMessageSeconds() const { return latencySeconds + overheadSeconds; }
+  double handshakeSeconds(double messageBytes) const {
+    return rendezvousBytes > 0 && messageBytes >= rendezvousBytes ? 3 * latencySeconds : 0;
+  }
 };
 
 // Bytes of float32 input per second that a memory's kernels quantize, dequantize into an
@@ -96,8 +104,12 @@ struct CostTerms {
   bool smoothed = false;  // the groups are rotated before quantizing and after decoding
   bool feedback = false;  // error feedback: the residual added, then what was lost recovered
 
-  // `messages` posted together over `link`, `bytes` in all.
+  // `messages` of equal size posted together over `link`, `bytes` in all.
   static double step(const LinkModel& link, double bytes, double messages = 1) {
+    return transfer(link, bytes, messages) + link.handshakeSeconds(bytes / messages);
+  }
+  // The same step's time on the wire, its messages' handshakes aside.
+  static double transfer(const LinkModel& link, double bytes, double messages) {
     return link.latencySeconds + messages * link.overheadSeconds + bytes / link.bytesPerSecond;
   }
   // The link a flat algorithm's slowest step crosses.
@@ -108,11 +120,14 @@ struct CostTerms {
   // at that link's pace and pays its latency once; and a block reaches the last rank through
   // a chain of hops, each paying its own link's latency. The ring takes the longer of the two.
   // Over shared memory and TCP (no latency apart from each message's overhead) that is the
-  // slowest link's step every step, as it always was.
+  // slowest link's step every step, as it always was. A rendezvous send completes only once
+  // its receiver has the bytes: every step then waits out its handshake and the bytes' latency.
   double ring(double steps, double bytes, double perStep = 0) const {
     const LinkModel& slowest = flatLink();
+    const double handshake = slowest.handshakeSeconds(bytes);
+    const double waited = handshake > 0 ? handshake + slowest.latencySeconds : 0;
     const double pace = slowest.latencySeconds +
-                        steps * (slowest.overheadSeconds +
+                        steps * (slowest.overheadSeconds + waited +
                                  bytes * ringCrossingSlowdown() / slowest.bytesPerSecond + perStep);
     const double crossings = c.nodes > 1 ? std::min(static_cast<double>(c.nodes), steps) : 0;
     const double chain = crossings * (step(c.inter, bytes) + perStep) +
@@ -150,7 +165,8 @@ struct CostTerms {
   // between them, or slower where its leaf's or pod's uplinks are the narrower.
   double crossNodeStep(double bytesPerRank, double messages = 1) const {
     const double rails = std::max(1, std::min(c.rails, c.ranksPerNode));
-    return step(c.inter, c.ranksPerNode * bytesPerRank * fabricSlowdown() / rails, messages);
+    return transfer(c.inter, c.ranksPerNode * bytesPerRank * fabricSlowdown() / rails, messages) +
+           c.inter.handshakeSeconds(bytesPerRank / messages);
   }
   // How much longer than its rails alone a node's traffic to every other node takes: what
   // leaves its leaf (pod) over the share of the rails' rate that leaf's uplinks (the pod's

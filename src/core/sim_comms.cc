@@ -123,6 +123,11 @@ void showKernelRates(const SimMachine& machine, ClusterModel* cluster) {
                   machine.kernelBytesPerSecond(Family::kReduce), quantize * kFastestSmoothing};
 }
 
+// A job's planner prices the rendezvous of the transport it runs over; here, the machine's.
+void showSendProtocol(const SimMachine& machine, ClusterModel* cluster) {
+  cluster->intra.rendezvousBytes = cluster->inter.rendezvousBytes = machine.rendezvousBytes;
+}
+
 }  // namespace
 
 NodeTopology modelledTopology(const SimMachine& machine) {
@@ -163,6 +168,7 @@ Status runSimulated(const std::shared_ptr<SimFabric>& fabric, const zcclConfig* 
       if (result == Status::kSuccess) {
         kernels = std::make_unique<PricedKernels>(comm->transport.get(), fabric->machine());
         showKernelRates(fabric->machine(), &comm->cluster);
+        showSendProtocol(fabric->machine(), &comm->cluster);
         comm->simulatedKernels = kernels.get();
         result = static_cast<Status>(body(r, comm));
         if (result != Status::kSuccess) errors[static_cast<size_t>(r)] = zcclGetLastError(comm);
