@@ -2,7 +2,7 @@
 # The PyTorch environment of zccl's torch backend: a venv (created when missing) holding the
 # pinned torch from PyPI and zccl_torch built against the given zccl build tree (without one:
 # the venv and torch only, which need no build). Reused when present; zccl_torch is rebuilt
-# only when its sources or libzccl.so are newer than it.
+# only when its sources or libzccl.so are newer than it, or it links another tree's libzccl.
 #   scripts/torch-env.sh VENV TORCH_VERSION [BUILD_DIR]
 set -euo pipefail
 
@@ -25,9 +25,14 @@ fi
 [ $# -lt 3 ] && exit 0
 build_dir=$(cd "$3" && pwd)
 extension=$("$python" -c 'import zccl_torch._zccl as m; print(m.__file__)' 2>/dev/null || true)
-if [ -n "$extension" ] && [ -z "$(find "$root/python/zccl_torch" "$root/python/setup.py" \
-  "$build_dir/libzccl.so" -newer "$extension" -not -name "*.pyc" \
-  -type f 2>/dev/null | head -1)" ]; then
+# Up to date: built after its sources and this tree's library, and linked against the latter
+# (a venv shared by two build trees holds one extension, linked against one of them).
+linked=
+[ -n "$extension" ] && linked=$(ldd "$extension" | awk '$1 ~ /^libzccl[.]so/ {print $3}')
+if [ -n "$extension" ] && [ "$linked" -ef "$build_dir/libzccl.so" ] &&
+  [ -z "$(find "$root/python/zccl_torch" "$root/python/setup.py" \
+    "$build_dir/libzccl.so" -newer "$extension" -not -name "*.pyc" \
+    -type f 2>/dev/null | head -1)" ]; then
   echo "torch-env: zccl_torch is up to date ($extension)"
   exit 0
 fi
