@@ -242,6 +242,9 @@ def train(mesh: DeviceMesh, args, config: str, report_group) -> dict:
             "parameters": sum(p.numel() for p in model.parameters())}
 
 
+WARMUP_STEPS = 5  # untimed steps before the timed ones, by default
+
+
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", choices=[*CONFIGS, "both", "all"], default="all",
@@ -249,7 +252,7 @@ def parse(argv=None):
     parser.add_argument("--backend", choices=["zccl", "gloo"], default="zccl",
                         help="gloo: plain FSDP2 over gloo, for reference (ZeRO-3 only)")
     parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=WARMUP_STEPS)
     parser.add_argument("--batch", type=int, default=32, help="sequences per rank and step")
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--layers", type=int, default=2)
@@ -268,6 +271,9 @@ def parse(argv=None):
     args.device = torch.device(args.device)
     if args.backend == "gloo" and args.device.type != "cpu":
         parser.error("--backend gloo runs FSDP2 on the CPU: leave out --device")
+    if args.steps <= args.warmup:
+        parser.error(f"--steps={args.steps}: expected more than --warmup={args.warmup} "
+                     "(the steps after the warmup are timed)")
     args.ranks_per_node = int(os.environ.get("ZCCL_RANKS_PER_NODE",
                                              os.environ.get("LOCAL_WORLD_SIZE", "1")))
     return args
