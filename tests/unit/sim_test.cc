@@ -585,7 +585,7 @@ TEST(Simulation, PlannerChoiceNoSlowerThanTheRingBehindOversubscribedLeaves) {
 // of 2 one-NIC nodes oversubscribed 4:1, a 4 MiB all-gather takes the ring eagerly (660.60 us
 // against two-level's 1015.38) and two-level by rendezvous (1020.64 us against the ring's
 // 1920.60, which the planner pricing eager sends had chosen).
-TEST(Simulation, PlannerPricesTheRendezvousOfLargeMessages) {
+TEST(Simulation, PlannerChoicePricesTheRendezvousOfLargeMessages) {
   SimMachine machine = machineWithLeaves(1, 2);
   machine.oversubscription = 4;
   machine.rendezvousBytes = 65536;
