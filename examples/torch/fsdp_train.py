@@ -60,7 +60,8 @@ class Decoder(nn.Module):
         self.head = nn.Linear(dim, vocab)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.tokens(tokens) + self.positions(torch.arange(tokens.shape[1], device=tokens.device))
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.tokens(tokens) + self.positions(positions)
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x[:, -1]))
@@ -225,7 +226,8 @@ def train(mesh: DeviceMesh, args, config: str, report_group) -> dict:
         counted = torch.tensor([stats["inter_node_bytes"], stats["intra_node_bytes"]],
                                dtype=torch.float64)
         state_bytes[0] = zccl_torch.call_state_bytes()
-        zccl_torch.set_policy(group, **(policy or {}))  # drops the run's state: timing starts afresh
+        # Drops the run's state: the timing starts afresh.
+        zccl_torch.set_policy(group, **(policy or {}))
     dist.all_reduce(counted, group=report_group)
     dist.all_reduce(state_bytes, op=dist.ReduceOp.MAX, group=report_group)
     timed = max(1, args.steps - args.warmup)
@@ -282,7 +284,8 @@ def parse(argv=None):
 def summary_row(name: str, result: dict, tail: int) -> str:
     final = sum(result["losses"][-tail:]) / len(result["losses"][-tail:])
     return (f"| {name} | {result['parameters']} | {result['losses'][0]:.4f} | {final:.4f} | "
-            f"{result['inter_node_bytes_per_step']:.0f} | {result['intra_node_bytes_per_step']:.0f} | "
+            f"{result['inter_node_bytes_per_step']:.0f} | "
+            f"{result['intra_node_bytes_per_step']:.0f} | "
             f"{result['ms_per_step']:.1f} | {result['compute_ms']:.1f} | "
             f"{result['collectives_ms']:.1f} | {overlap_efficiency(result):.2f} |")
 
@@ -308,7 +311,8 @@ def main() -> None:
     if dist.get_rank() == 0:
         tail = min(50, args.steps)
         print(f"{dist.get_world_size()} ranks, {args.ranks_per_node} per node, backend "
-              f"{args.backend}, {str(args.dtype).removeprefix('torch.')}, {args.steps} steps; loss floor {noise_floor(args.modulus):.4f}; "
+              f"{args.backend}, {str(args.dtype).removeprefix('torch.')}, {args.steps} steps; "
+              f"loss floor {noise_floor(args.modulus):.4f}; "
               f"final loss: mean of the last {tail} steps; bytes summed over the ranks")
         print("| configuration | params | first loss | final loss | inter-node B/step | "
               "intra-node B/step | ms/step | compute alone ms | collectives alone ms | overlap |")
@@ -319,7 +323,8 @@ def main() -> None:
             print(f"{args.backend} {name} overlap efficiency {overlap_efficiency(result):.2f}")
         for name, result in results.items():
             if result["call_state_bytes"]:
-                print(f"{name}: references and residuals {result['call_state_bytes']:.0f} B per rank")
+                print(f"{name}: references and residuals "
+                      f"{result['call_state_bytes']:.0f} B per rank")
         zero3 = results.get("ZeRO-3")
         for name, result in results.items():
             if zero3 is None or name == "ZeRO-3":
@@ -327,10 +332,12 @@ def main() -> None:
             label = SUMMARY_NAMES[name]
             final = sum(result["losses"][-tail:]) / tail
             base = sum(zero3["losses"][-tail:]) / tail
-            print(f"cross-node bytes per step, ZeRO-3 / {label}: "
-                  f"{zero3['inter_node_bytes_per_step'] / max(1, result['inter_node_bytes_per_step']):.2f}; "
+            bytes_ratio = (zero3["inter_node_bytes_per_step"]
+                           / max(1, result["inter_node_bytes_per_step"]))
+            print(f"cross-node bytes per step, ZeRO-3 / {label}: {bytes_ratio:.2f}; "
                   f"final loss {100 * (final / base - 1):+.2f}%")
-            print(f"step time, ZeRO-3 / {label}: {zero3['ms_per_step'] / result['ms_per_step']:.2f}")
+            step_ratio = zero3["ms_per_step"] / result["ms_per_step"]
+            print(f"step time, ZeRO-3 / {label}: {step_ratio:.2f}")
         if args.csv:
             with open(args.csv, "w") as log:
                 log.write("config,step,loss,ms_per_step\n")
