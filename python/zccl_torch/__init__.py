@@ -9,17 +9,18 @@
 
 The policy of every new group comes from ZCCL_TORCH_QUANT_ALLGATHER, _REDUCESCATTER and
 _ALLREDUCE (none|int8|int4|allow-int8|allow-int4|int2; int8-diff|int4-diff|int2-diff for
-all-gathers, int8-ef|int4-ef|int2-ef for reductions), ZCCL_TORCH_QUANT_MIN_BYTES, ZCCL_TORCH_QUANT_SMOOTHING (0|1) and
-ZCCL_TORCH_QUANT_RESYNC_EVERY, or from a zccl_torch.Options passed as init_process_group's /
-new_group's pg_options.
+all-gathers, int8-ef|int4-ef|int2-ef for reductions), ZCCL_TORCH_QUANT_MIN_BYTES,
+ZCCL_TORCH_QUANT_SMOOTHING (0|1) and ZCCL_TORCH_QUANT_RESYNC_EVERY, or from a zccl_torch.Options
+passed as init_process_group's / new_group's pg_options.
 
 "-diff": an all-gather sends each rank's quantized difference from the values it gathered last
 time (SDP4Bit's weight differences), which every rank keeps: a copy of every gathered tensor per
-rank; int2-diff's are asymmetric and smoothed, which two bits need. "-ef": a reduction adds what quantizing its last input lost (error feedback, LoCo): one
-float32 per input element per rank. torch hands fresh tensors to every call, so the state of a
-call is found by its place in the step (the k-th all-gather since the last reduce-scatter, the
-k-th reduce-scatter since the last all-gather): a training loop that gathers and reduces its
-modules in the same order every step (FSDP2, ZeRO) keeps each tensor's own. Host tensors only.
+rank; int2-diff's are asymmetric and smoothed, which two bits need. "-ef": a reduction adds what
+quantizing its last input lost (error feedback, LoCo): one float32 per input element per rank.
+torch hands fresh tensors to every call, so the state of a call is found by its place in the
+step (the k-th all-gather since the last reduce-scatter, the k-th reduce-scatter since the last
+all-gather): a training loop that gathers and reduces its modules in the same order every step
+(FSDP2, ZeRO) keeps each tensor's own. Host tensors only.
 """
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ def _bytes(value: str | int, what: str) -> int:
         try:
             number = int(text[: len(text) - len(suffix)]) * _SIZE_SUFFIX[suffix]
         except ValueError:
-            raise ValueError(f"{what}={value!r}: expected a byte count such as 65536 or 1M") from None
+            raise ValueError(
+                f"{what}={value!r}: expected a byte count such as 65536 or 1M") from None
     if number < 0:
         raise ValueError(f"{what}={value!r}: expected a count >= 0")
     return number
@@ -120,13 +122,18 @@ def _emulate_nodes(global_rank: int) -> None:
         return
     if not per_node.isdigit() or int(per_node) < 1:
         raise ValueError(f"ZCCL_RANKS_PER_NODE={per_node!r}: expected a count >= 1")
-    os.environ["ZCCL_HOSTID"] = f"{socket.gethostname()}/emulated-node-{global_rank // int(per_node)}"
+    node = global_rank // int(per_node)
+    os.environ["ZCCL_HOSTID"] = f"{socket.gethostname()}/emulated-node-{node}"
 
 
 def _create(dist_backend_opts, backend_options):
-    options = backend_options if isinstance(backend_options, Options) else Options.from_environment()
+    if isinstance(backend_options, Options):
+        options = backend_options
+    else:
+        options = Options.from_environment()
     # The default group lists no ranks: its ranks are the global ones.
-    ranks = list(dist_backend_opts.global_ranks_in_group) or list(range(dist_backend_opts.group_size))
+    ranks = (list(dist_backend_opts.global_ranks_in_group)
+             or list(range(dist_backend_opts.group_size)))
     _emulate_nodes(ranks[dist_backend_opts.group_rank])
     return _zccl.create_backend(
         dist_backend_opts.store,

@@ -35,7 +35,8 @@ def on_zccl(run, group) -> torch.Tensor:
 
 def check(name: str, got: torch.Tensor, want: torch.Tensor, ranks: int) -> None:
     if got.dtype != want.dtype or got.shape != want.shape:
-        failures.append(f"{name}: got {got.dtype}{tuple(got.shape)}, gloo {want.dtype}{tuple(want.shape)}")
+        failures.append(f"{name}: got {got.dtype}{tuple(got.shape)}, "
+                        f"gloo {want.dtype}{tuple(want.shape)}")
         return
     if not got.dtype.is_floating_point:
         if not torch.equal(got, want):
