@@ -29,7 +29,7 @@ extension=$("$python" -c 'import zccl_torch._zccl as m; print(m.__file__)' 2>/de
 # (a venv shared by two build trees holds one extension, linked against one of them).
 linked=
 [ -n "$extension" ] && linked=$(ldd "$extension" | awk '$1 ~ /^libzccl[.]so/ {print $3}')
-if [ -n "$extension" ] && [ "$linked" -ef "$build_dir/libzccl.so" ] &&
+if [ "$linked" -ef "$build_dir/libzccl.so" ] &&
   [ -z "$(find "$root/python/zccl_torch" "$root/python/setup.py" \
     "$build_dir/libzccl.so" -newer "$extension" -not -name "*.pyc" \
     -type f 2>/dev/null | head -1)" ]; then

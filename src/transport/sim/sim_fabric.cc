@@ -530,7 +530,7 @@ void SimFabric::send(uint64_t context, int source, int destination, int tag, con
 }
 
 SimFabric::Passage SimFabric::pass(int source, int destination, double bytes, double now) {
-  if (source == destination) return {now, now};
+  if (source == destination) return {now, now, 0};
   // Cut through: the bytes stream through every port from when the first began (the receiving
   // side a latency later), each port at its own rate but finishing no earlier than the one
   // before (a slower port on the way, an oversubscribed uplink, a CPU, sets the pace); a busy
@@ -549,7 +549,7 @@ SimFabric::Passage SimFabric::pass(int source, int destination, double bytes, do
     if (end - duration > ready) flow = end - duration;  // the port was busy: held back
     if (hop == path.departure) leaves = end;
   }
-  return {leaves, end};
+  return {leaves, end, path.latency};
 }
 
 bool SimFabric::goesByRendezvous(const Pending& send) const {
@@ -607,7 +607,7 @@ void SimFabric::moveRendezvousData(const Pending& send) {
   const Passage passage =
       pass(source, send.destination, static_cast<double>(send.bytes), send.from);
   deliver(send.data, send.bytes, passage.arrival, send.key, send.into);
-  complete(send.done.get(), passage.arrival + route(source, send.destination).latency, send.key);
+  complete(send.done.get(), passage.arrival + passage.latency, send.key);
 }
 
 void SimFabric::post(uint64_t context, int destination, int source, int tag, Receive* receive) {

@@ -313,10 +313,12 @@ class SimFabric {
   void runDue();
   void carry(const Pending& send);
   // When a message of `bytes` from `source` to `destination`, from `now` on, has left its
-  // sender (its last byte through the departure port) and when it has arrived.
+  // sender (its last byte through the departure port) and when it has arrived; its route's
+  // latency (0 to itself).
   struct Passage {
     double leaves;
     double arrival;
+    double latency;
   };
   Passage pass(int source, int destination, double bytes, double now);
   bool goesByRendezvous(const Pending& send) const;
