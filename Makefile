@@ -16,7 +16,8 @@ mpi_flags = $(if $(shell command -v mpicc.$(1)),-DMPI_C_COMPILER=mpicc.$(1) \
 
 .PHONY: all deps configure build demo test check docs test-second-mpi test-second-mpi-long \
 	test-sanitizers test-fuzz torch torch-venv build-beside-torch-venv torch-suite \
-	bench-link bench-zero bench-fidelity sim-validate sim-zeropp carry install clean format tidy
+	bench-link bench-zero bench-fidelity sim-validate sim-zeropp sim-zeropp-paper carry install \
+	clean format tidy
 
 all: build
 
@@ -132,6 +133,12 @@ sim-validate: build
 sim-zeropp: build
 	ZCCL_DEPS_EXTRA=bench ./scripts/install-deps.sh
 	./scripts/sim-zeropp-scaling.sh $(BUILD_DIR)/zccl-sim bench/sim > docs/figures/sim_zeropp.md
+
+# The same in the paper's own setting (384 V100s, the 18 B GPT of DeepSpeed's ZeRO++ tutorial,
+# 1K and 2K tokens per GPU, 100 and 400 Gbit/s nodes) beside its published ratios:
+# docs/figures/sim_zeropp_paper.md (about 25 minutes).
+sim-zeropp-paper: build
+	./scripts/sim-zeropp-paper.sh $(BUILD_DIR)/zccl-sim bench/sim > docs/figures/sim_zeropp_paper.md
 
 # libFuzzer targets, built with clang, each for ZCCL_FUZZ_SECONDS (45) from its corpus, two at
 # a time (each is one process on one core).

@@ -5,7 +5,8 @@
 //            [--wire none|int8|int4] [--algo auto|ring|direct] [--dtype float32|bfloat16]
 //            [--json FILE]
 //   zccl-sim --ranks N --zero 3|++|both --params P --layers L [--tokens T] [--tflops F]
-//            [--compute-ms C] [--prefetch D] [--scale K] [machine options] [--json FILE]
+//            [--compute-ms C] [--recompute] [--prefetch D] [--scale K] [machine options]
+//            [--json FILE]
 // Every rank is a thread of this process running the unchanged library over the simulated
 // transport (src/transport/sim); each message takes the modelled link's latency and
 // bandwidth, and each kernel the bytes it touches over the machine's kernel rate.
@@ -17,7 +18,9 @@
 // reduce-scatter; no overlap) or as ZeRO++ does (INT8 weights, the backward's all-gather
 // inside the node from the secondary copy, INT4 gradients over the 2-hop path); compute is
 // 2 x params x tokens FLOPs forward and twice that backward at F TFLOP/s, or (--compute-ms) a
-// step's compute as measured, a third forward and two thirds backward; and the model state a
+// step's compute as measured, a third forward and two thirds backward; with activation
+// checkpointing (--recompute) the backward recomputes its module's forward first, so it takes
+// three forwards' time (a quarter and three quarters of --compute-ms); and the model state a
 // rank holds at its peak (shards, hpZ's copy, the layers in flight). A model too large
 // to hold in this machine's memory is simulated with its bytes and every bandwidth divided
 // by K (--scale, chosen when absent), kernel rates included, which leaves the bandwidth terms
@@ -61,6 +64,7 @@ struct Settings {
   double tokens = 2048;       // per rank per step
   double tflops = 100;        // per rank, sustained
   double computeSeconds = 0;  // per step, when given: instead of tokens and tflops
+  bool recompute = false;     // activation checkpointing: the backward runs the forward again
   int prefetch = 0;           // modules gathered ahead (and gradients left behind): overlap
   double scale = 0;           // 0: chosen
 };
@@ -109,8 +113,8 @@ bool parseSize(const char* text, size_t* value) {
                "[--dtype float32|bfloat16] [--json FILE]\n"
                "       zccl-sim --ranks N --zero 3|++|both --params P --layers L [--tokens T] "
                "[--tflops F]\n"
-               "                [--compute-ms C] [--prefetch D] [--scale K] [machine options] "
-               "[--json FILE]\n");
+               "                [--compute-ms C] [--recompute] [--prefetch D] [--scale K] "
+               "[machine options] [--json FILE]\n");
   std::exit(2);
 }
 
@@ -137,6 +141,14 @@ struct NumberOption {
   double* value;
   double least;
 };
+
+// Option `letter` as a user writes it: its long name where it has one.
+std::string optionName(const option* options, int letter) {
+  for (const option* o = options; o->name != nullptr; ++o) {
+    if (o->val == letter) return std::string("--") + o->name;
+  }
+  return std::string("-") + static_cast<char>(letter);
+}
 
 bool parseNumber(const char* text, const NumberOption& option) {
   char* end = nullptr;
@@ -165,6 +177,7 @@ Settings parse(int argc, char** argv) {
                                 {"tokens", required_argument, nullptr, 'T'},
                                 {"tflops", required_argument, nullptr, 'F'},
                                 {"compute-ms", required_argument, nullptr, 'C'},
+                                {"recompute", no_argument, nullptr, 'r'},
                                 {"prefetch", required_argument, nullptr, 'p'},
                                 {"scale", required_argument, nullptr, 'K'},
                                 {"help", no_argument, nullptr, 'h'},
@@ -177,7 +190,7 @@ Settings parse(int argc, char** argv) {
       {'T', {&s.tokens, 1}},    {'F', {&s.tflops, 1e-9}},   {'K', {&s.scale, 1}},
       {'C', {&computeMs, 0}},   {'p', {&prefetch, 0}}};
   int opt = 0;
-  while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:t:m:q:a:d:J:z:P:L:T:F:C:p:K:h", longOptions,
+  while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:t:m:q:a:d:J:z:P:L:T:F:C:rp:K:h", longOptions,
                             nullptr)) != -1) {
     bool ok = true;
     const auto number = numbers.find(opt);
@@ -212,6 +225,8 @@ Settings parse(int argc, char** argv) {
       ok = name == "bfloat16" || name == "float32";
     } else if (opt == 'J') {
       s.json = optarg;
+    } else if (opt == 'r') {
+      s.recompute = true;
     } else if (opt == 'z') {
       s.zero = optarg;
       ok = s.zero == "3" || s.zero == "++" || s.zero == "both";
@@ -220,7 +235,7 @@ Settings parse(int argc, char** argv) {
     }
     if (!ok) {
       const std::string why =
-          std::string("bad value '") + optarg + "' for -" + static_cast<char>(opt);
+          std::string("bad value '") + optarg + "' for " + optionName(longOptions, opt);
       usage(why.c_str());
     }
   }
@@ -457,8 +472,10 @@ Step simulateStep(const Settings& s, bool plus, double scale) {
   const size_t perRank = std::max<size_t>(
       1, static_cast<size_t>(s.params / s.layers / scale) / static_cast<size_t>(s.ranks));
   const size_t layer = perRank * static_cast<size_t>(s.ranks);
+  // A backward is two forwards' work, three with the forward recomputed.
+  const double backwardForwards = s.recompute ? 3 : 2;
   const double forwardSeconds = s.computeSeconds > 0
-                                    ? s.computeSeconds / 3 / s.layers
+                                    ? s.computeSeconds / (1 + backwardForwards) / s.layers
                                     : 2 * s.params / s.layers * s.tokens / (s.tflops * 1e12);
   auto fabric = std::make_shared<zccl::SimFabric>(s.ranks, machine, 600);
   std::mutex mutex;
@@ -505,7 +522,7 @@ Step simulateStep(const Settings& s, bool plus, double scale) {
                                       nullptr);
         });
       }
-      rank.compute(kBackwardCompute, gathered[i], 2 * forwardSeconds);
+      rank.compute(kBackwardCompute, gathered[i], backwardForwards * forwardSeconds);
       if (i + rank.depth() + 1 < n) rank.waitFor(reduced[i + rank.depth() + 1]);
       reduced[i] = rank.collective(kGradientReduceScatter, [&] {
         return zcclReduceScatterEx(grads.data(), gradShard.data(), perRank, zcclBfloat16, zcclAvg,
@@ -563,12 +580,13 @@ int simulateZero(const Settings& s) {
     std::snprintf(compute, sizeof(compute), "%.0f tokens per rank, %.0f TFLOP/s per rank", s.tokens,
                   s.tflops);
   }
+  const std::string backward = s.recompute ? ", forward recomputed in the backward" : "";
   const std::string overlap =
       s.prefetch > 0 ? "prefetch " + std::to_string(s.prefetch) : std::string("no overlap");
   std::printf(
-      "# zccl-sim: ZeRO step of %.3g parameters in %d layers, %s, %s; %d ranks (%d nodes), %s; "
+      "# zccl-sim: ZeRO step of %.3g parameters in %d layers, %s%s, %s; %d ranks (%d nodes), %s; "
       "bytes and bandwidths / %.0f\n",
-      s.params, s.layers, compute, overlap.c_str(), s.ranks,
+      s.params, s.layers, compute, backward.c_str(), overlap.c_str(), s.ranks,
       (s.ranks + s.machine.gpusPerNode - 1) / s.machine.gpusPerNode,
       zccl::describeSimMachine(s.machine).c_str(), scale);
   std::vector<std::pair<std::string, Step>> steps;
@@ -585,8 +603,8 @@ int simulateZero(const Settings& s) {
     if (out == nullptr) return 1;
     std::fprintf(out,
                  "{\"ranks\": %d, \"params\": %.6g, \"layers\": %d, \"scale\": %.6g, "
-                 "\"prefetch\": %d, \"machine\": \"%s\", \"steps\": {",
-                 s.ranks, s.params, s.layers, scale, s.prefetch,
+                 "\"prefetch\": %d, \"recompute\": %s, \"machine\": \"%s\", \"steps\": {",
+                 s.ranks, s.params, s.layers, scale, s.prefetch, s.recompute ? "true" : "false",
                  zccl::describeSimMachine(s.machine).c_str());
     for (size_t i = 0; i < steps.size(); ++i) {
       const Step& st = steps[i].second;
