@@ -3,11 +3,13 @@
 # ZeRO++ tutorial and blog give it: 384 V100 GPUs in 24 nodes of 16, the tutorial's 18 B GPT
 # (40 layers of hidden size 6144, activation checkpointing: the backward recomputes the
 # forward), 1K and 2K tokens per GPU, nodes with one 100 Gbit/s InfiniBand port (the
-# low-bandwidth cluster) and with four (400 Gbit/s, the high-bandwidth one), DeepSpeed's
-# overlap as the ZeRO layer's prefetch of one module; then ZeRO++ at 200 Gbit/s beside ZeRO-3
-# at 800 (the blog's "ZeRO++ at a quarter of the bandwidth"). Prints a markdown table with the
-# published figures beside the simulated ones (docs/figures/sim_zeropp_paper.md) and writes the
-# JSON of every run under OUT. About 25 minutes on 2 cores.
+# low-bandwidth cluster) and with four (400 Gbit/s, the high-bandwidth one), each without
+# overlap and with the ZeRO layer's prefetch of one module (DeepSpeed overlaps too, how much
+# its figures do not say); then, with prefetch, ZeRO++ at 200 Gbit/s beside ZeRO-3 at 800 (the
+# blog's "ZeRO++ at a quarter of the bandwidth"). Prints markdown tables with the published
+# figures beside the simulated ones (docs/figures/sim_zeropp_paper.md) and writes the JSON of
+# every run under OUT. About 45 minutes on 2 cores; each run holds up to 15 GB (its buffers
+# are real), so they run one at a time.
 # usage: sim-zeropp-paper.sh ZCCL_SIM [OUT]
 set -euo pipefail
 sim=$1
@@ -21,16 +23,19 @@ layers=40
 tflops=50
 v100_node="gpus-per-node=16,intra-gbps=150,nic-gbps=100"
 
-run() {  # NAME ZERO TOKENS NICS
-  "$sim" --ranks "$gpus" --zero "$2" --params "$params" --layers "$layers" --tokens "$3" \
-    --tflops "$tflops" --recompute --prefetch 1 --machine "$v100_node,nics=$4" \
-    --json "$out/paper_$1.json" >"$out/paper_$1.txt" 2>/dev/null
+run() {  # ZERO TOKENS NICS PREFETCH
+  local name="$1_$3x100_$2_prefetch$4"
+  "$sim" --ranks "$gpus" --zero "$1" --params "$params" --layers "$layers" --tokens "$2" \
+    --tflops "$tflops" --recompute --prefetch "$4" --machine "$v100_node,nics=$3" \
+    --json "$out/paper_$name.json" >"$out/paper_$name.txt" 2>/dev/null
 }
 for tokens in 1024 2048; do
-  for nics in 1 4; do run "${nics}x100_${tokens}" both "$tokens" "$nics"; done
+  for nics in 1 4; do
+    for prefetch in 0 1; do run both "$tokens" "$nics" "$prefetch"; done
+  done
 done
-run zeropp_2x100_1024 ++ 1024 2
-run zero3_8x100_1024 3 1024 8
+run ++ 1024 2 1
+run 3 1024 8 1
 
 python3 - "$out" <<'PY'
 import json, sys
@@ -44,29 +49,31 @@ def tflops(step, tokens):
     return 6 * 1.812e10 * tokens / step["seconds"] / 1e12
 
 published = {
-    (1, 1024): "up to 2.2x, about 2x on average (over its model sizes and batches)",
-    (1, 2048): "up to 2.2x, about 2x on average (over its model sizes and batches)",
+    (1, 1024): "up to 2.2x, about 2x on average (over its model sizes; batch not given)",
+    (1, 2048): "up to 2.2x, about 2x on average (over its model sizes; batch not given)",
     (4, 1024): "1.28-1.36x (over its model sizes)",
     (4, 2048): "1.24-1.29x (over its model sizes)",
 }
-print("| inter-node bandwidth a node | tokens per GPU | ZeRO-3 tokens/s | ZeRO++ tokens/s | "
-      "model TFLOP/s a GPU, ZeRO-3 / ZeRO++ | ZeRO++ / ZeRO-3 simulated | published | "
-      "cross-node bytes ZeRO-3 / ZeRO++ |")
-print("|---|---|---|---|---|---|---|---|")
+print("| inter-node bandwidth a node | tokens per GPU | overlap | ZeRO-3 tokens/s | "
+      "ZeRO++ tokens/s | model TFLOP/s a GPU, ZeRO-3 / ZeRO++ | ZeRO++ / ZeRO-3 simulated | "
+      "published | cross-node bytes ZeRO-3 / ZeRO++ |")
+print("|---|---|---|---|---|---|---|---|---|")
 for nics in (1, 4):
     for tokens in (1024, 2048):
-        run = steps(f"{nics}x100_{tokens}")
-        z3, zpp = run["ZeRO-3"], run["ZeRO++"]
-        print(f"| {nics * 100} Gbit/s ({nics} x 100) | {tokens // 1024}K | "
-              f"{z3['tokens_per_second']:.0f} | {zpp['tokens_per_second']:.0f} | "
-              f"{tflops(z3, tokens):.1f} / {tflops(zpp, tokens):.1f} | "
-              f"{zpp['tokens_per_second'] / z3['tokens_per_second']:.2f}x | "
-              f"{published[(nics, tokens)]} | "
-              f"{z3['cross_node_bytes_per_rank'] / zpp['cross_node_bytes_per_rank']:.2f} |")
-zpp = steps("zeropp_2x100_1024")["ZeRO++"]
-z3 = steps("zero3_8x100_1024")["ZeRO-3"]
+        for prefetch in (0, 1):
+            run = steps(f"both_{nics}x100_{tokens}_prefetch{prefetch}")
+            z3, zpp = run["ZeRO-3"], run["ZeRO++"]
+            print(f"| {nics * 100} Gbit/s ({nics} x 100) | {tokens // 1024}K | "
+                  f"{'prefetch 1' if prefetch else 'none'} | "
+                  f"{z3['tokens_per_second']:.0f} | {zpp['tokens_per_second']:.0f} | "
+                  f"{tflops(z3, tokens):.1f} / {tflops(zpp, tokens):.1f} | "
+                  f"{zpp['tokens_per_second'] / z3['tokens_per_second']:.2f}x | "
+                  f"{published[(nics, tokens)]} | "
+                  f"{z3['cross_node_bytes_per_rank'] / zpp['cross_node_bytes_per_rank']:.2f} |")
+zpp = steps("++_2x100_1024_prefetch1")["ZeRO++"]
+z3 = steps("3_8x100_1024_prefetch1")["ZeRO-3"]
 print()
-print("| 1K tokens per GPU | tokens/s | model TFLOP/s a GPU | cross-node GB a GPU a step |")
+print("| 1K tokens per GPU, prefetch 1 | tokens/s | model TFLOP/s a GPU | cross-node GB a GPU a step |")
 print("|---|---|---|---|")
 for label, step in (("ZeRO++ at 200 Gbit/s (2 x 100)", zpp),
                     ("ZeRO-3 at 800 Gbit/s (8 x 100)", z3)):
