@@ -433,6 +433,60 @@ class RankStep {
   zcclResult_t result_ = zcclSuccess;
 };
 
+// The memory this host has free (MemAvailable), bytes; 0 where it cannot tell.
+double availableMemory() {
+  FILE* meminfo = std::fopen("/proc/meminfo", "r");
+  if (meminfo == nullptr) return 0;
+  char line[256];
+  double kib = 0;
+  while (std::fgets(line, sizeof line, meminfo) != nullptr) {
+    if (std::sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+  }
+  std::fclose(meminfo);
+  return kib * 1024;
+}
+
+// A run whose buffers (every rank's are real) would need more than this host has available is
+// refused before it starts, naming what it needs, rather than ending in the kernel's
+// out-of-memory kill part way.
+void refuseWhatCannotFit(double needed, const std::string& run, const char* remedy) {
+  const double available = availableMemory();
+  if (available <= 0 || needed <= 0.9 * available) return;
+  std::fprintf(stderr,
+               "zccl-sim: %s needs about %.1f GiB (every rank's buffers are real), and this host "
+               "has %.1f GiB available: %s\n",
+               run.c_str(), needed / (1 << 30), available / (1 << 30), remedy);
+  std::exit(1);
+}
+
+// The largest call needs about ranks x bytes times what its collective holds per byte
+// (measured at 256 ranks x 16 MiB, float32: an all-gather's output 1.0x, a reduce-scatter's
+// input and scratch 2.1x, an all-reduce's input, output and scratch 3.1x; quantized wires
+// less).
+void refuseCollectiveThatCannotFit(const Settings& s) {
+  const double perByte = s.collective == "all_gather"       ? 1.0
+                         : s.collective == "reduce_scatter" ? 2.1
+                                                            : 3.1;
+  char run[160];
+  std::snprintf(run, sizeof run, "--ranks %d with %s of %zu bytes", s.ranks, s.collective.c_str(),
+                s.maxBytes);
+  refuseWhatCannotFit(perByte * s.ranks * static_cast<double>(s.maxBytes), run,
+                      "give fewer ranks or fewer bytes");
+}
+
+// A ZeRO step holds about 4.7 of its (scaled) layers' bfloat16 bytes a rank: the gathered
+// weights, the full gradients, hpZ's copy and the collectives' scratch (measured: 15.2 GB at
+// 384 ranks with 8.4 MB layers, prefetch 1).
+void refuseZeroStepThatCannotFit(const Settings& s, double scale) {
+  char run[160];
+  std::snprintf(run, sizeof run,
+                "--ranks %d with a ZeRO step of %.3g parameters in %d layers "
+                "(bytes / %.0f)",
+                s.ranks, s.params, s.layers, scale);
+  refuseWhatCannotFit(4.7 * s.ranks * 2 * s.params / s.layers / scale, run,
+                      "give a larger --scale or fewer ranks");
+}
+
 // The scale that keeps a layer's gathered weights near 8 MiB per rank.
 double chosenScale(const Settings& s) {
   if (s.scale >= 1) return s.scale;
@@ -573,6 +627,7 @@ int simulateZero(const Settings& s) {
     return 2;
   }
   const double scale = chosenScale(s);
+  refuseZeroStepThatCannotFit(s, scale);
   char compute[96];
   if (s.computeSeconds > 0) {
     std::snprintf(compute, sizeof(compute), "compute %.2f ms a step", s.computeSeconds * 1e3);
@@ -622,46 +677,12 @@ int simulateZero(const Settings& s) {
   return 0;
 }
 
-// The memory this host has free (MemAvailable), bytes; 0 where it cannot tell.
-double availableMemory() {
-  FILE* meminfo = std::fopen("/proc/meminfo", "r");
-  if (meminfo == nullptr) return 0;
-  char line[256];
-  double kib = 0;
-  while (std::fgets(line, sizeof line, meminfo) != nullptr) {
-    if (std::sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
-  }
-  std::fclose(meminfo);
-  return kib * 1024;
-}
-
-// Every rank's buffers are real, so the largest call needs about ranks x bytes times what its
-// collective holds per byte (measured at 256 ranks x 16 MiB, float32: an all-gather's output
-// 1.0x, a reduce-scatter's input and scratch 2.1x, an all-reduce's input, output and scratch
-// 3.1x; quantized wires less). A call that cannot fit is refused before it starts, rather than
-// ending in the kernel's out-of-memory kill part way.
-void refuseWhatCannotFit(const Settings& s) {
-  const double perByte = s.collective == "all_gather"       ? 1.0
-                         : s.collective == "reduce_scatter" ? 2.1
-                                                            : 3.1;
-  const double needed = perByte * s.ranks * static_cast<double>(s.maxBytes);
-  const double available = availableMemory();
-  if (available <= 0 || needed <= 0.9 * available) return;
-  std::fprintf(stderr,
-               "zccl-sim: --ranks %d with %s of %zu bytes needs about %.1f GiB (every rank's "
-               "buffers are real), and this host has %.1f GiB available: give fewer ranks or "
-               "fewer bytes\n",
-               s.ranks, s.collective.c_str(), s.maxBytes, needed / (1 << 30),
-               available / (1 << 30));
-  std::exit(1);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const Settings s = parse(argc, argv);
   if (!s.zero.empty()) return simulateZero(s);
-  refuseWhatCannotFit(s);
+  refuseCollectiveThatCannotFit(s);
   std::printf("# zccl-sim: %d ranks (%d nodes), %s, %s\n", s.ranks,
               (s.ranks + s.machine.gpusPerNode - 1) / s.machine.gpusPerNode, s.collective.c_str(),
               zccl::describeSimMachine(s.machine).c_str());
