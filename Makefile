@@ -136,7 +136,7 @@ sim-zeropp: build
 
 # The same in the paper's own setting (384 V100s, the 18 B GPT of DeepSpeed's ZeRO++ tutorial,
 # 1K and 2K tokens per GPU, 100 and 400 Gbit/s nodes) beside its published ratios:
-# docs/figures/sim_zeropp_paper.md (about 25 minutes).
+# docs/figures/sim_zeropp_paper.md (about 55 minutes).
 sim-zeropp-paper: build
 	./scripts/sim-zeropp-paper.sh $(BUILD_DIR)/zccl-sim bench/sim > docs/figures/sim_zeropp_paper.md
 

@@ -6,36 +6,41 @@
 # low-bandwidth cluster) and with four (400 Gbit/s, the high-bandwidth one), each without
 # overlap and with the ZeRO layer's prefetch of one module (DeepSpeed overlaps too, how much
 # its figures do not say); then, with prefetch, ZeRO++ at 200 Gbit/s beside ZeRO-3 at 800 (the
-# blog's "ZeRO++ at a quarter of the bandwidth"). Prints markdown tables with the published
-# figures beside the simulated ones (docs/figures/sim_zeropp_paper.md) and writes the JSON of
-# every run under OUT. About 45 minutes on 2 cores; each run holds up to 15 GB (its buffers
-# are real), so they run one at a time.
+# blog's "ZeRO++ at a quarter of the bandwidth", for the 18 B model and a 138 B one, whose
+# shape the sources do not give: 76 layers of hidden size 12288 assumed). Prints markdown
+# tables with the published figures beside the simulated ones
+# (docs/figures/sim_zeropp_paper.md) and writes the JSON of every run under OUT. About 55
+# minutes on 2 cores; each run holds up to 15 GB (its buffers are real), so they run one at a
+# time.
 # usage: sim-zeropp-paper.sh ZCCL_SIM [OUT]
 set -euo pipefail
 sim=$1
 out=${2:-bench/sim}
 mkdir -p "$out"
 gpus=384
-# 12 x 6144^2 x 40: the tutorial's model, its embeddings aside.
-params=1.812e10
-layers=40
+# 12 x hidden^2 x layers: the tutorial's 18 B model (its embeddings aside), and a 138 B one.
+declare -A params=([18b]=1.812e10 [138b]=1.377e11)
+declare -A layers=([18b]=40 [138b]=76)
 # A V100's sustained half-precision rate in a large GPT layer, as the scaling table assumes.
 tflops=50
 v100_node="gpus-per-node=16,intra-gbps=150,nic-gbps=100"
 
-run() {  # ZERO TOKENS NICS PREFETCH
-  local name="$1_$3x100_$2_prefetch$4"
-  "$sim" --ranks "$gpus" --zero "$1" --params "$params" --layers "$layers" --tokens "$2" \
-    --tflops "$tflops" --recompute --prefetch "$4" --machine "$v100_node,nics=$3" \
-    --json "$out/paper_$name.json" >"$out/paper_$name.txt" 2>/dev/null
+run() {  # MODEL ZERO TOKENS NICS PREFETCH
+  local name="$1_$2_$4x100_$3_prefetch$5"
+  "$sim" --ranks "$gpus" --zero "$2" --params "${params[$1]}" --layers "${layers[$1]}" \
+    --tokens "$3" --tflops "$tflops" --recompute --prefetch "$5" \
+    --machine "$v100_node,nics=$4" --json "$out/paper_$name.json" \
+    >"$out/paper_$name.txt" 2>/dev/null
 }
 for tokens in 1024 2048; do
   for nics in 1 4; do
-    for prefetch in 0 1; do run both "$tokens" "$nics" "$prefetch"; done
+    for prefetch in 0 1; do run 18b both "$tokens" "$nics" "$prefetch"; done
   done
 done
-run ++ 1024 2 1
-run 3 1024 8 1
+for model in 18b 138b; do
+  run "$model" ++ 1024 2 1
+  run "$model" 3 1024 8 1
+done
 
 python3 - "$out" <<'PY'
 import json, sys
@@ -44,9 +49,10 @@ from pathlib import Path
 out = Path(sys.argv[1])
 def steps(name):
     return json.loads((out / f"paper_{name}.json").read_text())["steps"]
-def tflops(step, tokens):
+SIZES = {"18b": 1.812e10, "138b": 1.377e11}  # as the runs' --params
+def tflops(step, tokens, model="18b"):
     # Model FLOPs (6 x parameters x tokens), as the throughput line of zccl-sim prints them.
-    return 6 * 1.812e10 * tokens / step["seconds"] / 1e12
+    return 6 * SIZES[model] * tokens / step["seconds"] / 1e12
 
 published = {
     (1, 1024): "up to 2.2x, about 2x on average (over its model sizes; batch not given)",
@@ -61,7 +67,7 @@ print("|---|---|---|---|---|---|---|---|---|")
 for nics in (1, 4):
     for tokens in (1024, 2048):
         for prefetch in (0, 1):
-            run = steps(f"both_{nics}x100_{tokens}_prefetch{prefetch}")
+            run = steps(f"18b_both_{nics}x100_{tokens}_prefetch{prefetch}")
             z3, zpp = run["ZeRO-3"], run["ZeRO++"]
             print(f"| {nics * 100} Gbit/s ({nics} x 100) | {tokens // 1024}K | "
                   f"{'prefetch 1' if prefetch else 'none'} | "
@@ -70,17 +76,21 @@ for nics in (1, 4):
                   f"{zpp['tokens_per_second'] / z3['tokens_per_second']:.2f}x | "
                   f"{published[(nics, tokens)]} | "
                   f"{z3['cross_node_bytes_per_rank'] / zpp['cross_node_bytes_per_rank']:.2f} |")
-zpp = steps("++_2x100_1024_prefetch1")["ZeRO++"]
-z3 = steps("3_8x100_1024_prefetch1")["ZeRO-3"]
 print()
-print("| 1K tokens per GPU, prefetch 1 | tokens/s | model TFLOP/s a GPU | cross-node GB a GPU a step |")
-print("|---|---|---|---|")
-for label, step in (("ZeRO++ at 200 Gbit/s (2 x 100)", zpp),
-                    ("ZeRO-3 at 800 Gbit/s (8 x 100)", z3)):
-    print(f"| {label} | {step['tokens_per_second']:.0f} | {tflops(step, 1024):.1f} | "
-          f"{step['cross_node_bytes_per_rank'] / 1e9:.2f} |")
+print("| 1K tokens per GPU, prefetch 1 | model | tokens/s | model TFLOP/s a GPU | "
+      "cross-node GB a GPU a step |")
+print("|---|---|---|---|---|")
+ratios = []
+for model, size in SIZES.items():
+    zpp = steps(f"{model}_++_2x100_1024_prefetch1")["ZeRO++"]
+    z3 = steps(f"{model}_3_8x100_1024_prefetch1")["ZeRO-3"]
+    for label, step in (("ZeRO++ at 200 Gbit/s (2 x 100)", zpp),
+                        ("ZeRO-3 at 800 Gbit/s (8 x 100)", z3)):
+        print(f"| {label} | {size / 1e9:.0f} B | {step['tokens_per_second']:.0f} | "
+              f"{tflops(step, 1024, model):.1f} | "
+              f"{step['cross_node_bytes_per_rank'] / 1e9:.2f} |")
+    ratios.append(f"{zpp['tokens_per_second'] / z3['tokens_per_second']:.2f}x ({size / 1e9:.0f} B)")
 print()
-print(f"ZeRO++ at 200 Gbit/s / ZeRO-3 at 800 Gbit/s: "
-      f"{zpp['tokens_per_second'] / z3['tokens_per_second']:.2f}x")
+print("ZeRO++ at 200 Gbit/s / ZeRO-3 at 800 Gbit/s: " + ", ".join(ratios))
 print("(published: about 1x, \"similar TFLOPs\", for its 18 B and 138 B models)")
 PY
