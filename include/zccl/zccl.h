@@ -117,8 +117,8 @@ typedef ZCCL_ENUM(zcclWireFormat_e){
      * from call to call; always asked for, never only allowed */
     zcclWireInt2 = 5, zcclNumWireFormats = 6} zcclWireFormat_t;
 
-/* "none", "int8", "int4", "allow-int8", "allow-int4", "int2" (the environment's, the perf binaries',
- * the drop-in's and the torch backend's spelling); NULL for a value out of range. */
+/* "none", "int8", "int4", "allow-int8", "allow-int4", "int2" (the environment's, the perf
+ * binaries', the drop-in's and the torch backend's spelling); NULL for a value out of range. */
 ZCCL_API const char* zcclWireFormatName(zcclWireFormat_t format);
 /* The format `name` names (case-insensitive); zcclInvalidArgument naming it otherwise. */
 ZCCL_API zcclResult_t zcclWireFormatFromName(const char* name, zcclWireFormat_t* format);
@@ -178,9 +178,9 @@ typedef struct {
    * otherwise) */
   double timeoutSeconds; /* 0 waits forever; env ZCCL_TIMEOUT_S; default 1800 */
   /* Defaults of the plain zcclAllGather / zcclReduceScatter / zcclAllReduce calls: */
-  int wireFormat; /* zcclWireFormat_t; env ZCCL_QUANT=none|int8|int4|allow-int8|allow-int4|int2 */
-  int quantScheme;    /* zcclQuantScheme_t; env ZCCL_QUANT_SCHEME=sym|asym */
-  int quantGroupSize; /* power of two, 32..4096; env ZCCL_QUANT_GROUP; default 512 */
+  int wireFormat;  /* zcclWireFormat_t; env ZCCL_QUANT=none|int8|int4|allow-int8|allow-int4|int2 */
+  int quantScheme; /* zcclQuantScheme_t; env ZCCL_QUANT_SCHEME=sym|asym */
+  int quantGroupSize;     /* power of two, 32..4096; env ZCCL_QUANT_GROUP; default 512 */
   int stochasticRounding; /* 0 or 1; env ZCCL_QUANT_STOCHASTIC; default 0 */
   int hierarchy;          /* zcclHierarchy_t; env ZCCL_HIERARCHY=auto|flat|two-level */
   /* 1: before each collective the ranks agree on its operation, count, type, op, root, wire

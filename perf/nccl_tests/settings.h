@@ -31,9 +31,9 @@ struct Settings {
   std::string json;
   zcclWireFormat_t wire = zcclWireNone;
   zcclHierarchy_t hierarchy = zcclHierarchyAuto;
-  bool native = false;  // -B: MPI's own collective on the same buffers
+  bool native = false;        // -B: MPI's own collective on the same buffers
   bool mpiTransport = false;  // -U: zccl's algorithms over MPI's point-to-point instead of UCX
-  bool paths = false;   // -P: with -q allow-*, the exact and the allowed format forced
+  bool paths = false;         // -P: with -q allow-*, the exact and the allowed format forced
   MemoryChoice memory = MemoryChoice::kAuto;  // -M
 };
 

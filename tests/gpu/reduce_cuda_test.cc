@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/half.h"
-#include "kernels/reduce.h"
 #include "gpu/cuda_test_support.h"
+#include "kernels/reduce.h"
 #include "quant/quantize.h"
 
 namespace zccl {

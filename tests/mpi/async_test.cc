@@ -82,9 +82,9 @@ TEST(Async, QueuedCallsRunInCallOrderBeforeTheNextBlockingOne) {
               zcclSuccess);
   }
   // A blocking call waits for the queued ones first.
-  ASSERT_EQ(zcclAllReduce(value.data(), value.data(), value.size(), zcclFloat64, zcclSum, comm,
-                          nullptr),
-            zcclSuccess)
+  ASSERT_EQ(
+      zcclAllReduce(value.data(), value.data(), value.size(), zcclFloat64, zcclSum, comm, nullptr),
+      zcclSuccess)
       << zcclGetLastError(comm);
   for (zcclRequest_t request : requests) EXPECT_EQ(zcclWait(request), zcclSuccess);
   EXPECT_EQ(value[0], static_cast<double>(n) * n * n * n);
@@ -101,9 +101,9 @@ TEST(Async, EveryCollectiveTakesARequest) {
   for (size_t i = 0; i < send.size(); ++i) send[i] = rank * 1000 + static_cast<int32_t>(i);
   zcclRequest_t request = nullptr;
   const zcclCollOptions options = withRequest(&request);
-  ASSERT_EQ(zcclBroadcastEx(send.data(), recv.data(), count, zcclInt32, n - 1, comm, nullptr,
-                            &options),
-            zcclSuccess);
+  ASSERT_EQ(
+      zcclBroadcastEx(send.data(), recv.data(), count, zcclInt32, n - 1, comm, nullptr, &options),
+      zcclSuccess);
   ASSERT_EQ(zcclWait(request), zcclSuccess) << zcclGetLastError(nullptr);
   EXPECT_EQ(recv[5], (n - 1) * 1000 + 5);
   ASSERT_EQ(zcclAllToAllEx(send.data(), recv.data(), count, zcclInt32, comm, nullptr, &options),
@@ -123,9 +123,9 @@ TEST(Async, EveryCollectiveTakesARequest) {
             zcclSuccess);
   ASSERT_EQ(zcclWait(request), zcclSuccess) << zcclGetLastError(nullptr);
   EXPECT_EQ(recv[0], static_cast<int32_t>(static_cast<size_t>(rank) * count));
-  ASSERT_EQ(zcclReduceEx(send.data(), recv.data(), count, zcclInt32, zcclMax, 0, comm, nullptr,
-                         &options),
-            zcclSuccess);
+  ASSERT_EQ(
+      zcclReduceEx(send.data(), recv.data(), count, zcclInt32, zcclMax, 0, comm, nullptr, &options),
+      zcclSuccess);
   ASSERT_EQ(zcclWait(request), zcclSuccess) << zcclGetLastError(nullptr);
   if (rank == 0) {
     EXPECT_EQ(recv[7], (n - 1) * 1000 + 7);
@@ -158,9 +158,9 @@ TEST(Async, ATimeoutArrivesThroughTheRequestNamingThePeer) {
     EXPECT_NE(message.find("ZCCL_TIMEOUT_S"), std::string::npos) << message;
     EXPECT_NE(message.find("from rank"), std::string::npos) << message;
     // The communicator then refuses further work, through a request too.
-    ASSERT_EQ(zcclAllReduceEx(data.data(), data.data(), 4, zcclFloat32, zcclSum, comm, nullptr,
-                              &options),
-              zcclSuccess);
+    ASSERT_EQ(
+        zcclAllReduceEx(data.data(), data.data(), 4, zcclFloat32, zcclSum, comm, nullptr, &options),
+        zcclSuccess);
     EXPECT_EQ(zcclWait(request), zcclTimeout);
     EXPECT_EQ(zcclAllReduce(data.data(), data.data(), 4, zcclFloat32, zcclSum, comm, nullptr),
               zcclTimeout);
@@ -211,9 +211,9 @@ TEST(Async, ANonBlockingCommunicatorAnswersInProgress) {
   zcclComm_t comm = commWith(120, /*blocking=*/0);
   const int n = worldSize();
   std::vector<double> value(1 << 16, 1.0);
-  EXPECT_EQ(zcclAllReduce(value.data(), value.data(), value.size(), zcclFloat64, zcclSum, comm,
-                          nullptr),
-            zcclInProgress);
+  EXPECT_EQ(
+      zcclAllReduce(value.data(), value.data(), value.size(), zcclFloat64, zcclSum, comm, nullptr),
+      zcclInProgress);
   // Sends and receives around the ring, in a group, queued behind it.
   const int next = (worldRank() + 1) % n;
   const int prev = (worldRank() + n - 1) % n;

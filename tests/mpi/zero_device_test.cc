@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/gtest.h"
 #include "harness/emulated_device.h"
+#include "harness/gtest.h"
 #include "zero/modules.h"
 #include "zero/working_math.h"
 
@@ -56,8 +56,7 @@ class EmulatedStateMemory final : public StateMemory {
     device_.copyOnStream(to, from, bytes);
     return zcclSuccess;
   }
-  zcclResult_t toWorking(Precision precision, const float* in, size_t count,
-                         void* out) override {
+  zcclResult_t toWorking(Precision precision, const float* in, size_t count, void* out) override {
     device_.emulatedStream().enqueue(
         [=] { zccl::zero::toWorking(precision, onHost(in), count, onHost(out)); });
     return zcclSuccess;
@@ -65,8 +64,8 @@ class EmulatedStateMemory final : public StateMemory {
   zcclResult_t adam(const AdamStep& step, Precision precision, const void* grads, size_t count,
                     float* params, float* moment1, float* moment2) override {
     device_.emulatedStream().enqueue([=] {
-      zccl::zero::adamUpdate(step, precision, onHost(grads), count, onHost(params),
-                             onHost(moment1), onHost(moment2));
+      zccl::zero::adamUpdate(step, precision, onHost(grads), count, onHost(params), onHost(moment1),
+                             onHost(moment2));
     });
     return zcclSuccess;
   }
@@ -135,8 +134,8 @@ class ZeroOnDevice : public ::testing::Test {
     if (zero == nullptr) return trace;
     const int local = 24 / worldSize();
     for (int step = 0; step < steps; ++step) {
-      const auto batch = zccl::zero::modularAdditionBatch(13, false, 7, step,
-                                                          worldRank() * local, local, 0.0f);
+      const auto batch =
+          zccl::zero::modularAdditionBatch(13, false, 7, step, worldRank() * local, local, 0.0f);
       zccl::zero::StepStats stats;
       EXPECT_EQ(zero->step(batch, &stats), zcclSuccess)
           << zero->lastError() << " " << zcclGetLastError(comm_);
