@@ -79,7 +79,7 @@ Status pollUntilDone(const Transport& t, double timeoutSeconds, Poll&& poll, Aba
       return fail(Status::kRemoteError, "rank %d: the communicator was aborted while waiting",
                   t.rank());
     }
-    pauseBetweenPolls(spin);
+    pauseBetweenPolls(spin, &t);
     // Every 64 polls: a yield on a loaded machine can take a whole time slice, so the clock
     // is read often enough for the timeout to hold within a fraction of a second.
     if ((spin & 63u) != 0) continue;

@@ -57,10 +57,17 @@ void noteRanksOnThisMachine(int ranks) {
   if (cpus > 0 && ranks > cpus) ranksOutnumberCpus.store(true, std::memory_order_relaxed);
 }
 
-void pauseBetweenPolls(unsigned poll) {
+void pauseBetweenPolls(unsigned poll, const Transport* engine) {
   constexpr unsigned kYieldingPolls = 256;
   if (!ranksOutnumberCpus.load(std::memory_order_relaxed) || poll < kYieldingPolls) {
     sched_yield();
+    return;
+  }
+  // Bounded: an event the engine does not signal costs at most a millisecond, and the wait's
+  // checks for an abort and its timeout keep running.
+  constexpr double kLongestSleepSeconds = 1e-3;
+  if (engine != nullptr &&
+      engine->sleepUntilActivity(kLongestSleepSeconds) != Transport::SleepOutcome::kNotSupported) {
     return;
   }
   const timespec pause{0, 20000};

@@ -83,6 +83,15 @@ class Transport {
   // program makes its own calls to the engine (MPI: only under MPI_THREAD_MULTIPLE).
   virtual bool allowsOtherThreads() const { return true; }
 
+  // Where the engine can wake a waiting thread once something arrives or can leave (UCX's
+  // event file descriptor): progresses it and, with nothing to do, sleeps until its next event,
+  // at most `seconds`. Engines that cannot answer kNotSupported, and waits pause for a fixed
+  // time instead (pauseBetweenPolls).
+  enum class SleepOutcome { kNotSupported, kFoundWork, kWoken, kBoundReached };
+  virtual SleepOutcome sleepUntilActivity(double /*seconds*/) const {
+    return SleepOutcome::kNotSupported;
+  }
+
   // The engine's own collectives (the "native" algorithm), or nullptr where it has none.
   virtual EngineCollectives* engineCollectives() { return nullptr; }
 
@@ -147,8 +156,9 @@ void noteRanksOnThisMachine(int ranks);
 // Between two polls of a wait. While ranks do not outnumber CPUs: sched_yield only, so polling
 // stays tight, which a link-bound transfer needs (over TCP the engine pushes bytes only when
 // polled). When they do: sched_yield for the first polls, so that a message that is nearly
-// there is taken at once, then short sleeps, so that a rank waiting on a slow link leaves its
-// core to the ranks that compute instead of taking turns with them (docs/measurements.md).
-void pauseBetweenPolls(unsigned poll);
+// there is taken at once, then sleeps, so that a rank waiting on a slow link leaves its core
+// to the ranks that compute instead of taking turns with them (docs/measurements.md): until
+// `engine` reports activity where it can (sleepUntilActivity), short fixed pauses otherwise.
+void pauseBetweenPolls(unsigned poll, const Transport* engine = nullptr);
 
 }  // namespace zccl

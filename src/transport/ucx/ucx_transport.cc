@@ -2,6 +2,7 @@
 // shared by the sub-groups split from it.
 #include "transport/ucx/ucx_transport.h"
 
+#include <poll.h>
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
@@ -92,7 +93,8 @@ Status processContext(const TransportOptions& options, ucp_context_h* out) {
     }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features = UCP_FEATURE_TAG;
+    // Wake-up: a wait that sleeps (ranks outnumber cores) wakes on the worker's event.
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 1;  // communicators of one process may live on several threads
     status = ucp_init(&params, config, &context);
     ucp_config_release(config);
@@ -116,6 +118,10 @@ struct Fabric {
   // freed since (a queued send packed from them crashed a survivor's abort). The worker is not
   // progressed again; the fabric stays, unreachable, and every call on it fails.
   std::atomic<bool> stopped{false};
+  // The fabric itself, where a transport closed while UCX may still write or read what it
+  // left pending: the cycle keeps the worker, unreachable, for the life of the process.
+  std::shared_ptr<Fabric> keptWhileUcxHoldsBuffers;
+  int eventFd = -1;  // readable once the worker, armed, has an event; -1: none to be had
 
   // Progresses the worker unless it stopped; false when it did. Under `lock`.
   bool progress() {
@@ -160,6 +166,8 @@ Status createFabric(Bootstrap& bootstrap, const TransportOptions& options,
   workerParams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   ucs_status_t status = ucp_worker_create(context, &workerParams, &fabric->worker);
   if (status != UCS_OK) return ucxFailure("ucp_worker_create", status);
+  // Without it, sleeping waits pause for a fixed time instead.
+  if (ucp_worker_get_efd(fabric->worker, &fabric->eventFd) != UCS_OK) fabric->eventFd = -1;
 
   ucp_address_t* address = nullptr;
   size_t length = 0;
@@ -212,8 +220,8 @@ class UcxTransport final : public Transport {
   ~UcxTransport() override {
     const bool noticesSettled = settleNotices();
     if ((!requests_.empty() && !abandon()) || !noticesSettled) {
-      // UCX may still write or read what is pending: its worker stays, unreachable.
-      new std::shared_ptr<Fabric>(fabric_);
+      std::lock_guard<std::mutex> guard(fabric_->lock);
+      fabric_->keptWhileUcxHoldsBuffers = fabric_;
     }
   }
 
@@ -313,6 +321,24 @@ class UcxTransport final : public Transport {
     size_t first = 0, last = 0;
     ZCCL_CHECK(tickets_.range(ticket, &first, &last));
     return waitRange(first, last);
+  }
+
+  SleepOutcome sleepUntilActivity(double seconds) const override {
+    if (fabric_->eventFd < 0) return SleepOutcome::kNotSupported;
+    {
+      std::lock_guard<std::mutex> guard(fabric_->lock);
+      if (fabric_->stopped) return SleepOutcome::kNotSupported;
+      // UCX arms only a worker with nothing left to do.
+      if (ucp_worker_progress(fabric_->worker) != 0) return SleepOutcome::kFoundWork;
+      const ucs_status_t armed = ucp_worker_arm(fabric_->worker);
+      if (armed == UCS_ERR_BUSY) return SleepOutcome::kFoundWork;
+      if (armed != UCS_OK) return SleepOutcome::kNotSupported;
+    }
+    const auto nanoseconds = static_cast<long>(seconds * 1e9);
+    const timespec limit{nanoseconds / 1000000000L, nanoseconds % 1000000000L};
+    pollfd event{fabric_->eventFd, POLLIN, 0};
+    return ppoll(&event, 1, &limit, nullptr) > 0 ? SleepOutcome::kWoken
+                                                 : SleepOutcome::kBoundReached;
   }
 
   Status waitAll() override {
