@@ -66,10 +66,13 @@ void pauseBetweenPolls(unsigned poll, const Transport* engine) {
   // Bounded: an event the engine does not signal costs at most a millisecond, and the wait's
   // checks for an abort and its timeout keep running.
   constexpr double kLongestSleepSeconds = 1e-3;
-  if (engine != nullptr &&
-      engine->sleepUntilActivity(kLongestSleepSeconds) != Transport::SleepOutcome::kNotSupported) {
-    return;
-  }
+  const Transport::SleepOutcome slept = engine != nullptr
+                                            ? engine->sleepUntilActivity(kLongestSleepSeconds)
+                                            : Transport::SleepOutcome::kNotSupported;
+  // An engine that keeps finding work would otherwise hold the core against its co-tenants
+  // (without this yield a third of 4-rank all-reduces on 2 cores ran 2.5x slower).
+  if (slept == Transport::SleepOutcome::kFoundWork) sched_yield();
+  if (slept != Transport::SleepOutcome::kNotSupported) return;
   const timespec pause{0, 20000};
   nanosleep(&pause, nullptr);
 }
