@@ -174,8 +174,8 @@ typedef struct {
   unsigned int version; /* ZCCL_VERSION_CODE */
   int algorithm;        /* zcclAlgorithm_t; env ZCCL_ALGO=auto|ring|direct|native */
   int ranksPerNode;     /* >0 emulates nodes of N consecutive ranks; env ZCCL_RANKS_PER_NODE */
-  /* (the transport: env ZCCL_TRANSPORT=auto|mpi|ucx; auto: MPI for zcclCommInitMPI, UCX
-   * otherwise) */
+  /* (the transport: env ZCCL_TRANSPORT=auto|mpi|ucx; auto: UCX, for zcclCommInitMPI too,
+   * set up through MPI) */
   double timeoutSeconds; /* 0 waits forever; env ZCCL_TIMEOUT_S; default 1800 */
   /* Defaults of the plain zcclAllGather / zcclReduceScatter / zcclAllReduce calls: */
   int wireFormat;  /* zcclWireFormat_t; env ZCCL_QUANT=none|int8|int4|allow-int8|allow-int4|int2 */

@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 /* Collective over mpiComm: every rank of it must call. config may be NULL. The bytes travel
- * over MPI, on a duplicate of mpiComm (ZCCL_TRANSPORT=ucx: over UCX, set up through MPI). */
+ * over UCX, set up through MPI (ZCCL_TRANSPORT=mpi: over MPI, on a duplicate of mpiComm). */
 ZCCL_API zcclResult_t zcclCommInitMPI(MPI_Comm mpiComm, const zcclConfig* config, zcclComm_t* comm);
 
 #ifdef __cplusplus
