@@ -77,12 +77,15 @@ struct Scalar final : Module {
   const char* name() const override { return "scalar"; }
   size_t numParams() const override { return 1; }
   void initParams(float* p, uint64_t) const override { p[0] = 0; }
-  void forward(const float* p, const Batch&, const Tensor&, Tensor* y) override {
+  void forward(const Weights& p, const Batch&, const Tensor&, Tensor* y) override {
+    std::vector<float> scratch;
     y->resize(1, 1);
-    y->data[0] = p[0];
+    y->data[0] = p.read(0, 1, &scratch)[0];
   }
-  void backward(const float* p, const Batch&, const Tensor&, Tensor*, float* g) override {
-    g[0] += 2 * (p[0] - 3);
+  void backward(const Weights& p, const Batch&, const Tensor&, Tensor*, Gradients* g) override {
+    std::vector<float> scratch;
+    const float grad = 2 * (p.read(0, 1, &scratch)[0] - 3);
+    g->write(0, 1, &grad);
   }
 };
 int main(int argc, char** argv) {

@@ -24,15 +24,18 @@ void fillUniform(float* p, size_t n, float scale, uint64_t seed, uint64_t first)
 }
 
 // The affine layers dominate the model's time. Their loops run over the weights once for all
-// rows of the batch (the rows stay in cache, the weights stream), and keep each output's
-// summation order fixed so that results do not depend on the batch's size.
+// rows of the batch (the rows stay in cache, the weights stream, each row widened to float32
+// as it is read), and keep each output's summation order fixed so that results do not depend
+// on the batch's size. Parameters are named by their offsets in the module's flat weights.
 
-// y = x W + b for W [in][out].
-void affine(const Tensor& x, const float* w, const float* b, int out, Tensor* y) {
+// y = x W + b for W [in][out] at `w` and b [out] at `b`.
+void affine(const Tensor& x, const Weights& params, size_t w, size_t b, int out, Tensor* y) {
+  std::vector<float> row;
   y->resize(x.rows, out);
-  for (int r = 0; r < x.rows; ++r) std::copy(b, b + out, y->row(r));
+  const float* bias = params.read(b, static_cast<size_t>(out), &row);
+  for (int r = 0; r < x.rows; ++r) std::copy(bias, bias + out, y->row(r));
   for (int i = 0; i < x.cols; ++i) {
-    const float* wi = w + static_cast<size_t>(i) * out;
+    const float* wi = params.read(w + static_cast<size_t>(i) * out, static_cast<size_t>(out), &row);
     for (int r = 0; r < x.rows; ++r) {
       const float xi = x.row(r)[i];
       float* yr = y->row(r);
@@ -55,24 +58,29 @@ float dot(const float* a, const float* b, int n) {
   return sum;
 }
 
-// dx = dy W^T (when dx is not null), dW += x^T dy, db += sum of dy's rows.
-void affineBackward(const Tensor& x, const float* w, const Tensor& dy, Tensor* dx, float* dw,
-                    float* db) {
+// dx = dy W^T (when dx is not null); dW = x^T dy and db = the sum of dy's rows written to
+// their gradients a row at a time, each summed in float32 first.
+void affineBackward(const Tensor& x, const Weights& params, size_t w, size_t b, const Tensor& dy,
+                    Tensor* dx, Gradients* grads) {
   const int in = x.cols, out = dy.cols;
+  const size_t width = static_cast<size_t>(out);
   if (dx != nullptr) dx->resize(x.rows, in);
+  std::vector<float> row, sum(width, 0.0f);
   for (int r = 0; r < x.rows; ++r) {
     const float* dyr = dy.row(r);
-    for (int j = 0; j < out; ++j) db[j] += dyr[j];
+    for (int j = 0; j < out; ++j) sum[j] += dyr[j];
   }
+  grads->write(b, width, sum.data());
   for (int i = 0; i < in; ++i) {
-    const float* wi = w + static_cast<size_t>(i) * out;
-    float* dwi = dw + static_cast<size_t>(i) * out;
+    const float* wi = params.read(w + static_cast<size_t>(i) * width, width, &row);
+    std::fill(sum.begin(), sum.end(), 0.0f);
     for (int r = 0; r < x.rows; ++r) {
       const float* dyr = dy.row(r);
       const float xri = x.row(r)[i];
-      for (int j = 0; j < out; ++j) dwi[j] += xri * dyr[j];
+      for (int j = 0; j < out; ++j) sum[j] += xri * dyr[j];
       if (dx != nullptr) dx->row(r)[i] = dot(dyr, wi, out);
     }
+    grads->write(w + static_cast<size_t>(i) * width, width, sum.data());
   }
 }
 
@@ -85,8 +93,11 @@ float geluDerivative(float x) {
 }
 
 // y = gamma * (x - mean) / sqrt(var + eps) + beta, row by row; keeps mean and 1/std.
-void layerNorm(const Tensor& x, const float* gamma, const float* beta, Tensor* y,
+void layerNorm(const Tensor& x, const Weights& params, size_t gammaAt, size_t betaAt, Tensor* y,
                std::vector<float>* mean, std::vector<float>* rstd) {
+  std::vector<float> gammaRow, betaRow;
+  const float* gamma = params.read(gammaAt, static_cast<size_t>(x.cols), &gammaRow);
+  const float* beta = params.read(betaAt, static_cast<size_t>(x.cols), &betaRow);
   y->resize(x.rows, x.cols);
   mean->assign(static_cast<size_t>(x.rows), 0.0f);
   rstd->assign(static_cast<size_t>(x.rows), 0.0f);
@@ -103,12 +114,14 @@ void layerNorm(const Tensor& x, const float* gamma, const float* beta, Tensor* y
   }
 }
 
-// dx (added to what it holds), dgamma, dbeta from dy.
-void layerNormBackward(const Tensor& x, const float* gamma, const std::vector<float>& mean,
-                       const std::vector<float>& rstd, const Tensor& dy, Tensor* dx, float* dgamma,
-                       float* dbeta) {
+// dx (added to what it holds) from dy; dgamma and dbeta written.
+void layerNormBackward(const Tensor& x, const Weights& params, size_t gammaAt, size_t betaAt,
+                       const std::vector<float>& mean, const std::vector<float>& rstd,
+                       const Tensor& dy, Tensor* dx, Gradients* grads) {
   const int n = x.cols;
-  std::vector<float> dxhat(static_cast<size_t>(n)), xhat(static_cast<size_t>(n));
+  const size_t width = static_cast<size_t>(n);
+  std::vector<float> gammaRow, dxhat(width), xhat(width), dgamma(width, 0.0f), dbeta(width, 0.0f);
+  const float* gamma = params.read(gammaAt, width, &gammaRow);
   for (int r = 0; r < x.rows; ++r) {
     double meanD = 0, meanDX = 0;
     for (int i = 0; i < n; ++i) {
@@ -126,6 +139,8 @@ void layerNormBackward(const Tensor& x, const float* gamma, const std::vector<fl
           rstd[r] * (dxhat[i] - static_cast<float>(meanD) - xhat[i] * static_cast<float>(meanDX));
     }
   }
+  grads->write(gammaAt, width, dgamma.data());
+  grads->write(betaAt, width, dbeta.data());
 }
 
 }  // namespace
@@ -143,27 +158,33 @@ void Embedding::initParams(float* params, uint64_t seed) const {
   fillUniform(params, numParams(), 0.5f, seed, 0);
 }
 
-void Embedding::forward(const float* params, const Batch& batch, const Tensor&, Tensor* y) {
+void Embedding::forward(const Weights& params, const Batch& batch, const Tensor&, Tensor* y) {
   const int rows = batch.size * batch.length;
-  const float* positions = params + static_cast<size_t>(fields_ * vocab_) * width_;
+  const size_t width = static_cast<size_t>(width_);
+  const size_t positions = static_cast<size_t>(fields_ * vocab_) * width;
+  std::vector<float> row;
   y->resize(rows, width_);
   for (int r = 0; r < rows; ++r) {
     float* yr = y->row(r);
     for (int f = 0; f < fields_; ++f) {
       const int id = batch.inputs[static_cast<size_t>(r) * fields_ + f];
-      const float* e = params + static_cast<size_t>(f * vocab_ + id) * width_;
+      const float* e = params.read(static_cast<size_t>(f * vocab_ + id) * width, width, &row);
       for (int i = 0; i < width_; ++i) yr[i] += e[i];
     }
     if (maxLength_ > 0) {
-      const float* p = positions + static_cast<size_t>(r % batch.length) * width_;
+      const float* p =
+          params.read(positions + static_cast<size_t>(r % batch.length) * width, width, &row);
       for (int i = 0; i < width_; ++i) yr[i] += p[i];
     }
   }
 }
 
-void Embedding::backward(const float*, const Batch& batch, const Tensor& dy, Tensor* dx,
-                         float* dparams) {
+// Rows of ids that repeat add up: summed in float32 over the whole (small) table, then written.
+void Embedding::backward(const Weights&, const Batch& batch, const Tensor& dy, Tensor* dx,
+                         Gradients* grads) {
   if (dx != nullptr) dx->resize(0, 0);
+  std::vector<float> sums(numParams(), 0.0f);
+  float* dparams = sums.data();
   float* dpositions = dparams + static_cast<size_t>(fields_ * vocab_) * width_;
   for (int r = 0; r < dy.rows; ++r) {
     const float* g = dy.row(r);
@@ -177,6 +198,7 @@ void Embedding::backward(const float*, const Batch& batch, const Tensor& dy, Ten
       for (int i = 0; i < width_; ++i) dp[i] += g[i];
     }
   }
+  grads->write(0, sums.size(), sums.data());
 }
 
 // ---- Linear ----
@@ -191,22 +213,22 @@ void Linear::initParams(float* params, uint64_t seed) const {
   std::fill(params + weights, params + weights + out_, 0.0f);
 }
 
-void Linear::forward(const float* params, const Batch&, const Tensor& x, Tensor* y) {
+void Linear::forward(const Weights& params, const Batch&, const Tensor& x, Tensor* y) {
   input_ = x;
-  affine(x, params, params + static_cast<size_t>(in_) * out_, out_, &preActivation_);
+  affine(x, params, 0, static_cast<size_t>(in_) * out_, out_, &preActivation_);
   *y = preActivation_;
   if (gelu_) {
     for (float& v : y->data) v = gelu(v);
   }
 }
 
-void Linear::backward(const float* params, const Batch&, const Tensor& dy, Tensor* dx,
-                      float* dparams) {
+void Linear::backward(const Weights& params, const Batch&, const Tensor& dy, Tensor* dx,
+                      Gradients* dparams) {
   Tensor g = dy;
   if (gelu_) {
     for (size_t i = 0; i < g.data.size(); ++i) g.data[i] *= geluDerivative(preActivation_.data[i]);
   }
-  affineBackward(input_, params, g, dx, dparams, dparams + static_cast<size_t>(in_) * out_);
+  affineBackward(input_, params, 0, static_cast<size_t>(in_) * out_, g, dx, dparams);
 }
 
 // ---- TransformerBlock ----
@@ -248,14 +270,14 @@ void TransformerBlock::initParams(float* params, uint64_t seed) const {
   fillUniform(params + l.w2, H * D, std::sqrt(3.0f / static_cast<float>(hidden_)), seed, l.w2);
 }
 
-void TransformerBlock::forward(const float* params, const Batch& batch, const Tensor& x,
+void TransformerBlock::forward(const Weights& params, const Batch& batch, const Tensor& x,
                                Tensor* y) {
   const Layout l(width_, hidden_);
   const int d = width_, dh = width_ / heads_, T = batch.length;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   x_ = x;
-  layerNorm(x, params + l.gamma1, params + l.beta1, &norm1_, &mean1_, &rstd1_);
-  affine(norm1_, params + l.wqkv, params + l.bqkv, 3 * d, &qkv_);
+  layerNorm(x, params, l.gamma1, l.beta1, &norm1_, &mean1_, &rstd1_);
+  affine(norm1_, params, l.wqkv, l.bqkv, 3 * d, &qkv_);
   // probs_ holds, per (sequence, head), a T x T causal softmax.
   probs_.resize(batch.size * heads_, T * T);
   attended_.resize(x.rows, d);
@@ -284,35 +306,34 @@ void TransformerBlock::forward(const float* params, const Batch& batch, const Te
     }
   }
   Tensor projected;
-  affine(attended_, params + l.wo, params + l.bo, d, &projected);
+  affine(attended_, params, l.wo, l.bo, d, &projected);
   h_ = x;
   for (size_t i = 0; i < h_.data.size(); ++i) h_.data[i] += projected.data[i];
-  layerNorm(h_, params + l.gamma2, params + l.beta2, &norm2_, &mean2_, &rstd2_);
-  affine(norm2_, params + l.w1, params + l.b1, hidden_, &pre_);
+  layerNorm(h_, params, l.gamma2, l.beta2, &norm2_, &mean2_, &rstd2_);
+  affine(norm2_, params, l.w1, l.b1, hidden_, &pre_);
   act_ = pre_;
   for (float& v : act_.data) v = gelu(v);
   Tensor mlp;
-  affine(act_, params + l.w2, params + l.b2, d, &mlp);
+  affine(act_, params, l.w2, l.b2, d, &mlp);
   *y = h_;
   for (size_t i = 0; i < y->data.size(); ++i) y->data[i] += mlp.data[i];
 }
 
-void TransformerBlock::backward(const float* params, const Batch& batch, const Tensor& dy,
-                                Tensor* dx, float* dparams) {
+void TransformerBlock::backward(const Weights& params, const Batch& batch, const Tensor& dy,
+                                Tensor* dx, Gradients* dparams) {
   const Layout l(width_, hidden_);
   const int d = width_, dh = width_ / heads_, T = batch.length;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   // MLP branch: y = h + W2 gelu(W1 LN2(h) + b1) + b2.
   Tensor dact, dnorm2;
-  affineBackward(act_, params + l.w2, dy, &dact, dparams + l.w2, dparams + l.b2);
+  affineBackward(act_, params, l.w2, l.b2, dy, &dact, dparams);
   for (size_t i = 0; i < dact.data.size(); ++i) dact.data[i] *= geluDerivative(pre_.data[i]);
-  affineBackward(norm2_, params + l.w1, dact, &dnorm2, dparams + l.w1, dparams + l.b1);
+  affineBackward(norm2_, params, l.w1, l.b1, dact, &dnorm2, dparams);
   Tensor dresidual = dy;
-  layerNormBackward(h_, params + l.gamma2, mean2_, rstd2_, dnorm2, &dresidual, dparams + l.gamma2,
-                    dparams + l.beta2);
+  layerNormBackward(h_, params, l.gamma2, l.beta2, mean2_, rstd2_, dnorm2, &dresidual, dparams);
   // Attention branch: h = x + Wo attention(qkv(LN1(x))) + bo.
   Tensor dattended;
-  affineBackward(attended_, params + l.wo, dresidual, &dattended, dparams + l.wo, dparams + l.bo);
+  affineBackward(attended_, params, l.wo, l.bo, dresidual, &dattended, dparams);
   Tensor dqkv;
   dqkv.resize(qkv_.rows, 3 * d);
   std::vector<float> dp(static_cast<size_t>(T));
@@ -348,10 +369,9 @@ void TransformerBlock::backward(const float* params, const Batch& batch, const T
     }
   }
   Tensor dnorm1;
-  affineBackward(norm1_, params + l.wqkv, dqkv, &dnorm1, dparams + l.wqkv, dparams + l.bqkv);
+  affineBackward(norm1_, params, l.wqkv, l.bqkv, dqkv, &dnorm1, dparams);
   *dx = dresidual;
-  layerNormBackward(x_, params + l.gamma1, mean1_, rstd1_, dnorm1, dx, dparams + l.gamma1,
-                    dparams + l.beta1);
+  layerNormBackward(x_, params, l.gamma1, l.beta1, mean1_, rstd1_, dnorm1, dx, dparams);
 }
 
 // ---- NormLinear ----
@@ -369,20 +389,20 @@ void NormLinear::initParams(float* params, uint64_t seed) const {
   fillUniform(params + 2 * D, D * out_, std::sqrt(3.0f / static_cast<float>(width_)), seed, 0);
 }
 
-void NormLinear::forward(const float* params, const Batch&, const Tensor& x, Tensor* y) {
+void NormLinear::forward(const Weights& params, const Batch&, const Tensor& x, Tensor* y) {
   const size_t D = static_cast<size_t>(width_);
   x_ = x;
-  layerNorm(x, params, params + D, &norm_, &mean_, &rstd_);
-  affine(norm_, params + 2 * D, params + 2 * D + D * out_, out_, y);
+  layerNorm(x, params, 0, D, &norm_, &mean_, &rstd_);
+  affine(norm_, params, 2 * D, 2 * D + D * out_, out_, y);
 }
 
-void NormLinear::backward(const float* params, const Batch&, const Tensor& dy, Tensor* dx,
-                          float* dparams) {
+void NormLinear::backward(const Weights& params, const Batch&, const Tensor& dy, Tensor* dx,
+                          Gradients* dparams) {
   const size_t D = static_cast<size_t>(width_);
   Tensor dnorm;
-  affineBackward(norm_, params + 2 * D, dy, &dnorm, dparams + 2 * D, dparams + 2 * D + D * out_);
+  affineBackward(norm_, params, 2 * D, 2 * D + D * out_, dy, &dnorm, dparams);
   dx->resize(x_.rows, width_);
-  layerNormBackward(x_, params, mean_, rstd_, dnorm, dx, dparams, dparams + D);
+  layerNormBackward(x_, params, 0, D, mean_, rstd_, dnorm, dx, dparams);
 }
 
 // ---- models and data ----

@@ -19,9 +19,9 @@ class Embedding final : public Module {
   const char* name() const override { return "embedding"; }
   size_t numParams() const override;
   void initParams(float* params, uint64_t seed) const override;
-  void forward(const float* params, const Batch& batch, const Tensor& x, Tensor* y) override;
-  void backward(const float* params, const Batch& batch, const Tensor& dy, Tensor* dx,
-                float* dparams) override;
+  void forward(const Weights& params, const Batch& batch, const Tensor& x, Tensor* y) override;
+  void backward(const Weights& params, const Batch& batch, const Tensor& dy, Tensor* dx,
+                Gradients* dparams) override;
 
  private:
   int fields_, vocab_, width_, maxLength_;
@@ -34,9 +34,9 @@ class Linear final : public Module {
   const char* name() const override { return gelu_ ? "linear+gelu" : "linear"; }
   size_t numParams() const override;
   void initParams(float* params, uint64_t seed) const override;
-  void forward(const float* params, const Batch& batch, const Tensor& x, Tensor* y) override;
-  void backward(const float* params, const Batch& batch, const Tensor& dy, Tensor* dx,
-                float* dparams) override;
+  void forward(const Weights& params, const Batch& batch, const Tensor& x, Tensor* y) override;
+  void backward(const Weights& params, const Batch& batch, const Tensor& dy, Tensor* dx,
+                Gradients* dparams) override;
 
  private:
   int in_, out_;
@@ -52,9 +52,9 @@ class TransformerBlock final : public Module {
   const char* name() const override { return "transformer block"; }
   size_t numParams() const override;
   void initParams(float* params, uint64_t seed) const override;
-  void forward(const float* params, const Batch& batch, const Tensor& x, Tensor* y) override;
-  void backward(const float* params, const Batch& batch, const Tensor& dy, Tensor* dx,
-                float* dparams) override;
+  void forward(const Weights& params, const Batch& batch, const Tensor& x, Tensor* y) override;
+  void backward(const Weights& params, const Batch& batch, const Tensor& dy, Tensor* dx,
+                Gradients* dparams) override;
 
   struct Layout;
 
@@ -72,9 +72,9 @@ class NormLinear final : public Module {
   const char* name() const override { return "norm+unembedding"; }
   size_t numParams() const override;
   void initParams(float* params, uint64_t seed) const override;
-  void forward(const float* params, const Batch& batch, const Tensor& x, Tensor* y) override;
-  void backward(const float* params, const Batch& batch, const Tensor& dy, Tensor* dx,
-                float* dparams) override;
+  void forward(const Weights& params, const Batch& batch, const Tensor& x, Tensor* y) override;
+  void backward(const Weights& params, const Batch& batch, const Tensor& dy, Tensor* dx,
+                Gradients* dparams) override;
 
  private:
   int width_, out_;

@@ -57,8 +57,56 @@ struct Batch {
   std::vector<int> targets;  // [size * length]
 };
 
+enum class Precision { kFloat32, kBfloat16, kFloat16 };  // working weights and gradients
+
+// A module's weights as the optimizer holds them: in the working precision, on the host. A
+// module reads them a span at a time, widened to float32 where it uses them (in its caches), so
+// that no float32 copy of a whole module is made: a separate widening pass over each gathered
+// module cost more than a tenth of a ZeRO++ step (docs/zero-optimizer.md).
+class Weights {
+ public:
+  Weights(const void* values, size_t count, Precision precision)
+      : values_(values), count_(count), precision_(precision) {}
+  explicit Weights(const std::vector<float>& values)
+      : Weights(values.data(), values.size(), Precision::kFloat32) {}
+  size_t size() const { return count_; }
+  // [offset, offset + count) as float32: the values themselves where they are float32, else
+  // their widened copy in *scratch. A span past size() reads as zeros and is reported
+  // (error()), so that a module's mistake becomes the step's error rather than a wild read.
+  const float* read(size_t offset, size_t count, std::vector<float>* scratch) const;
+  // The first span read past size(), or "".
+  const std::string& error() const { return error_; }
+
+ private:
+  const void* values_;
+  size_t count_;
+  Precision precision_;
+  mutable std::string error_;
+};
+
+// Where a module's backward writes its parameters' gradient, in the working precision: each
+// element exactly once, as float32 values narrowed on the way (round to nearest even).
+class Gradients {
+ public:
+  Gradients(void* values, size_t count, Precision precision)
+      : values_(values), count_(count), precision_(precision) {}
+  explicit Gradients(std::vector<float>* values)
+      : Gradients(values->data(), values->size(), Precision::kFloat32) {}
+  size_t size() const { return count_; }
+  // A span past size() is not written, and is reported as for Weights::read.
+  void write(size_t offset, size_t count, const float* values);
+  const std::string& error() const { return error_; }
+
+ private:
+  void* values_;
+  size_t count_;
+  Precision precision_;
+  std::string error_;
+};
+
 // One unit of parameters that ZeRO gathers and releases as a whole (a layer or a block).
-// forward keeps what backward needs; backward adds the parameters' gradient into dparams.
+// forward keeps what backward needs; backward writes every element of the parameters'
+// gradient once (it overwrites: the optimizer does not clear the buffer first).
 class Module {
  public:
   virtual ~Module() = default;
@@ -66,9 +114,9 @@ class Module {
   virtual size_t numParams() const = 0;
   virtual void initParams(float* params, uint64_t seed) const = 0;
   // x is empty for a first module, which reads the batch's ids instead.
-  virtual void forward(const float* params, const Batch& batch, const Tensor& x, Tensor* y) = 0;
-  virtual void backward(const float* params, const Batch& batch, const Tensor& dy, Tensor* dx,
-                        float* dparams) = 0;
+  virtual void forward(const Weights& params, const Batch& batch, const Tensor& x, Tensor* y) = 0;
+  virtual void backward(const Weights& params, const Batch& batch, const Tensor& dy, Tensor* dx,
+                        Gradients* dparams) = 0;
 };
 
 // Modules applied in order; the last produces logits, one row per position.
@@ -81,7 +129,6 @@ struct Model {
 double crossEntropy(const Tensor& logits, const std::vector<int>& targets, float scale,
                     Tensor* dlogits);
 
-enum class Precision { kFloat32, kBfloat16, kFloat16 };  // working weights and gradients
 enum class Optimizer { kAdam, kAdamW };
 
 // One Adam (or AdamW) update's constants, the bias corrections folded in, as PyTorch's.
@@ -148,8 +195,8 @@ struct ZeroOptions {
   uint64_t seed = 1;  // parameter initialization, the same on every rank
   // Overlap (stage 3; stages 2-3 for gradients): the all-gathers of the next `prefetchDepth`
   // modules' weights run while the current module computes (DeepSpeed's prefetch, FSDP2's
-  // forward/backward prefetch), and each module's gradient collective runs while the backward
-  // goes on, at most `prefetchDepth` of them behind it. Each module in flight holds its
+  // forward/backward prefetch), and each module's gradient collective runs beside the backward
+  // of the `prefetchDepth` + 1 modules before it. Each module in flight holds its
   // gathered weights or full gradients: the peak state grows by that many modules' worth
   // (peakModelStateBytes counts it). 0: every collective completes before the compute that
   // follows. The same collectives run in the same order either way, so results are equal to

@@ -2,10 +2,47 @@
 // loss the optimizer trains with.
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "zccl/zero.hpp"
+#include "zero/working_math.h"
 
 namespace zccl::zero {
+
+namespace {
+
+// "" where [offset, offset + count) lies within `size` elements.
+std::string spanError(const char* what, size_t offset, size_t count, size_t size) {
+  if (offset <= size && count <= size - offset) return "";
+  return std::string(what) + " [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
+         ") of " + std::to_string(size) + " elements";
+}
+
+}  // namespace
+
+const float* Weights::read(size_t offset, size_t count, std::vector<float>* scratch) const {
+  const std::string outside = spanError("read weights", offset, count, count_);
+  if (!outside.empty()) {
+    if (error_.empty()) error_ = outside;
+    scratch->assign(count, 0.0f);
+    return scratch->data();
+  }
+  const auto* at = static_cast<const unsigned char*>(values_) + offset * elementSize(precision_);
+  if (precision_ == Precision::kFloat32) return reinterpret_cast<const float*>(at);
+  scratch->resize(count);
+  fromWorking(precision_, at, count, scratch->data());
+  return scratch->data();
+}
+
+void Gradients::write(size_t offset, size_t count, const float* values) {
+  const std::string outside = spanError("wrote gradients", offset, count, count_);
+  if (!outside.empty()) {
+    if (error_.empty()) error_ = outside;
+    return;
+  }
+  toWorking(precision_, values, count,
+            static_cast<unsigned char*>(values_) + offset * elementSize(precision_));
+}
 
 size_t Model::numParams() const {
   size_t total = 0;

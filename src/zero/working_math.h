@@ -13,6 +13,9 @@
 
 namespace zccl::zero {
 
+// Bytes of one value in the working precision.
+inline size_t elementSize(Precision p) { return p == Precision::kFloat32 ? 4 : 2; }
+
 ZCCL_HOST_DEVICE inline float workingToFloat(Precision precision, const void* values, size_t i) {
   const auto* bits = static_cast<const uint16_t*>(values);
   switch (precision) {

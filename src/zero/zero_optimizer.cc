@@ -116,7 +116,6 @@ class ScratchBuffer {
   size_t held_ = 0;
 };
 
-size_t elementSize(Precision p) { return p == Precision::kFloat32 ? 4 : 2; }
 // The state a Beyond-ZeRO++ collective keeps for one module (a reference of weight
 // differences, a gradient's error feedback), counted by the tracker while it lives.
 template <typename Handle, zcclResult_t (*Bytes)(Handle, size_t*), zcclResult_t (*Destroy)(Handle)>
@@ -243,8 +242,14 @@ class ZeroOptimizer::Impl {
   // The modules gathered ahead of the one computing (stage 3), and the gradient collectives
   // left running behind it (stages 2-3 and, all-reduces, 0-1).
   size_t depth() const { return static_cast<size_t>(std::max(options_.prefetchDepth, 0)); }
-  // Scratch of module `index` while its collective is in flight: one of depth() + 1 slots.
-  ScratchBuffer& slot(std::vector<std::unique_ptr<ScratchBuffer>>* slots, size_t index);
+  // Scratch of module `index` while its collective is in flight, one of `count` slots.
+  ScratchBuffer& slot(std::vector<std::unique_ptr<ScratchBuffer>>* slots, size_t count,
+                      size_t index);
+  // Gathered weights: a gather starts once the module depth() + 1 ahead of it has computed.
+  ScratchBuffer& gatheredSlot(size_t index) { return slot(&gathered_, depth() + 1, index); }
+  // Full gradients: a module's backward writes them while the gradient collectives of the
+  // depth() modules after it still run, and the one before those has just finished.
+  ScratchBuffer& gradientSlot(size_t index) { return slot(&fullGrads_, depth() + 2, index); }
   // Waits for `*request` (none: nothing to wait for), counting the wait.
   zcclResult_t finish(zcclRequest_t* request);
   // A collective that completes through `*request`; `options` may be null.
@@ -263,15 +268,22 @@ class ZeroOptimizer::Impl {
   zcclResult_t startGather(ModuleState& m, zcclComm_t comm, const void* shard,
                            const zcclCollOptions* options, ScratchBuffer& into,
                            zcclRequest_t* request);
-  // Module `index`'s weights once `*request` finished, as float32, for its forward (keeping
-  // hpZ's secondary copy) or backward pass.
-  zcclResult_t forwardWeights(size_t index, zcclRequest_t* request, std::vector<float>* weights);
-  zcclResult_t backwardWeights(size_t index, zcclRequest_t* request, std::vector<float>* weights);
-  // Starts module `index`'s gradient collective: its full gradients (`grads`) all-reduced
+  // Module `index`'s weights on the host, in the working precision, once `*request` finished:
+  // for its forward (keeping hpZ's secondary copy) or its backward pass.
+  zcclResult_t moduleWeights(size_t index, zcclRequest_t* request, bool forward,
+                             const unsigned char** values);
+  void releaseWeights(size_t index) {
+    if (partitionedWeights()) gatheredSlot(index).release();
+  }
+  // Where module `index`'s backward writes its full gradient: its slot of fullGrads_ (stages
+  // 2-3) or its gradients (0-1), through host staging on a GPU's memory; the padding zeroed.
+  zcclResult_t gradientTarget(size_t index, unsigned char** values);
+  // Starts module `index`'s gradient collective over what its backward wrote: all-reduced
   // (stages 0-1) or reduce-scattered to their owners (2-3).
-  zcclResult_t startGradients(size_t index, const std::vector<float>& grads,
-                              zcclRequest_t* request);
+  zcclResult_t startGradients(size_t index, zcclRequest_t* request);
   zcclResult_t finishGradients(size_t index);
+  // A span a module read or wrote past its parameters, as the step's error.
+  zcclResult_t checkSpans(size_t index, const Weights& weights, const Gradients* grads);
   zcclResult_t forwardPass(const Batch& batch, Tensor* logits);
   zcclResult_t backwardPass(const Batch& batch, Tensor* dlogits);
   zcclResult_t update();
@@ -299,8 +311,9 @@ class ZeroOptimizer::Impl {
   std::vector<std::unique_ptr<ScratchBuffer>> fullGrads_;
   // Gradient collectives still running, by module.
   std::vector<zcclRequest_t> reductions_;
-  double waitSeconds_ = 0;              // of the step so far
-  std::vector<unsigned char> staging_;  // working-precision values on their way to the host
+  double waitSeconds_ = 0;                      // of the step so far
+  std::vector<unsigned char> staging_;          // working-precision values on their way to the host
+  std::vector<unsigned char> gradientStaging_;  // and a module's gradient on its way back
   float lossScale_ = 1;
   int goodSteps_ = 0;
   int64_t updates_ = 0;
@@ -435,8 +448,8 @@ zcclResult_t ZeroOptimizer::Impl::createCompressionState(ModuleState* m) {
 }
 
 ScratchBuffer& ZeroOptimizer::Impl::slot(std::vector<std::unique_ptr<ScratchBuffer>>* slots,
-                                         size_t index) {
-  if (slots->size() < depth() + 1) slots->resize(depth() + 1);
+                                         size_t count, size_t index) {
+  if (slots->size() < count) slots->resize(count);
   std::unique_ptr<ScratchBuffer>& buffer = (*slots)[index % slots->size()];
   if (buffer == nullptr) buffer = std::make_unique<ScratchBuffer>(&space_);
   return *buffer;
@@ -484,63 +497,82 @@ zcclResult_t ZeroOptimizer::Impl::startForwardGather(size_t index, zcclRequest_t
     qwz.reference = m.reference.get();
     if (options_.smoothing || options_.smoothWeightDifferences) qwz.smoothing = 1;
   }
-  return startGather(m, comm_, m.working.as(), &qwz, slot(&gathered_, index), request);
+  return startGather(m, comm_, m.working.as(), &qwz, gatheredSlot(index), request);
 }
 
 zcclResult_t ZeroOptimizer::Impl::startBackwardGather(size_t index, zcclRequest_t* request) {
   ModuleState& m = *modules_[index];
-  ScratchBuffer& into = slot(&gathered_, index);
+  ScratchBuffer& into = gatheredSlot(index);
   if (options_.hierarchicalPartition) {
     return startGather(m, nodeComm_, m.secondary.as(), nullptr, into, request);
   }
   return startGather(m, comm_, m.working.as(), nullptr, into, request);
 }
 
-zcclResult_t ZeroOptimizer::Impl::forwardWeights(size_t index, zcclRequest_t* request,
-                                                 std::vector<float>* weights) {
+zcclResult_t ZeroOptimizer::Impl::moduleWeights(size_t index, zcclRequest_t* request, bool forward,
+                                                const unsigned char** values) {
   ModuleState& m = *modules_[index];
-  if (!partitionedWeights()) return readFloats(m.working.as(), m.padded, weights);
-  ZERO_CHECK(finish(request));
-  ScratchBuffer& gathered = slot(&gathered_, index);
-  if (options_.hierarchicalPartition) {
-    // Keep my node-local shard of what was gathered, for the backward gather.
-    const size_t part = m.padded / nodeSize_;
-    ZERO_CHECK(memoryFailure(
-        memory_.copy(m.secondary.as(), gathered.as() + nodeRank_ * part * es(), part * es()),
-        "keeping hpZ's secondary copy"));
+  const unsigned char* state = m.working.as();
+  if (partitionedWeights()) {
+    ZERO_CHECK(finish(request));
+    state = gatheredSlot(index).as();
+    if (forward && options_.hierarchicalPartition) {
+      // Keep my node-local shard of what was gathered, for the backward gather.
+      const size_t part = m.padded / nodeSize_;
+      ZERO_CHECK(memoryFailure(
+          memory_.copy(m.secondary.as(), state + nodeRank_ * part * es(), part * es()),
+          "keeping hpZ's secondary copy"));
+    }
   }
-  ZERO_CHECK(readFloats(gathered.as(), m.padded, weights));
-  gathered.release();
+  *values = state;
+  if (memory_.host()) return zcclSuccess;
+  staging_.resize(m.count * es());
+  *values = staging_.data();
+  return memoryFailure(memory_.download(staging_.data(), state, m.count * es()),
+                       "copying a module's weights to the host");
+}
+
+zcclResult_t ZeroOptimizer::Impl::gradientTarget(size_t index, unsigned char** values) {
+  ModuleState& m = *modules_[index];
+  unsigned char* state = m.grads.as();
+  if (partitionedGradients()) {
+    ScratchBuffer& full = gradientSlot(index);
+    ZERO_CHECK(hold(&full, m.padded * es(), "full gradients"));
+    state = full.as();
+  }
+  if (!memory_.host()) {
+    gradientStaging_.resize(m.padded * es());
+    state = gradientStaging_.data();
+  }
+  std::memset(state + m.count * es(), 0, (m.padded - m.count) * es());
+  *values = state;
   return zcclSuccess;
 }
 
-zcclResult_t ZeroOptimizer::Impl::backwardWeights(size_t index, zcclRequest_t* request,
-                                                  std::vector<float>* weights) {
+zcclResult_t ZeroOptimizer::Impl::startGradients(size_t index, zcclRequest_t* request) {
   ModuleState& m = *modules_[index];
-  if (!partitionedWeights()) return readFloats(m.working.as(), m.padded, weights);
-  ZERO_CHECK(finish(request));
-  ScratchBuffer& gathered = slot(&gathered_, index);
-  ZERO_CHECK(readFloats(gathered.as(), m.padded, weights));
-  gathered.release();
-  return zcclSuccess;
-}
-
-zcclResult_t ZeroOptimizer::Impl::startGradients(size_t index, const std::vector<float>& grads,
-                                                 zcclRequest_t* request) {
-  ModuleState& m = *modules_[index];
+  unsigned char* full = partitionedGradients() ? gradientSlot(index).as() : m.grads.as();
+  if (!memory_.host()) {
+    ZERO_CHECK(memoryFailure(memory_.upload(full, gradientStaging_.data(), m.padded * es()),
+                             "copying a module's gradient from the host"));
+  }
   zcclCollOptions queued = withRequest(nullptr, request);
   if (!partitionedGradients()) {
-    ZERO_CHECK(writeWorking(grads.data(), m.padded, m.grads.as()));
-    return zcclAllReduceEx(m.grads.as(), m.grads.as(), m.padded, type(), zcclAvg, comm_,
-                           memory_.stream(), &queued);
+    return zcclAllReduceEx(full, full, m.padded, type(), zcclAvg, comm_, memory_.stream(), &queued);
   }
-  ScratchBuffer& full = slot(&fullGrads_, index);
-  ZERO_CHECK(hold(&full, m.padded * es(), "full gradients"));
-  ZERO_CHECK(writeWorking(grads.data(), m.padded, full.as()));
   gradientWire(&queued);
   queued.feedback = m.feedback.get();
-  return zcclReduceScatterEx(full.as(), m.grads.as(), m.shard, type(), zcclAvg, comm_,
-                             memory_.stream(), &queued);
+  return zcclReduceScatterEx(full, m.grads.as(), m.shard, type(), zcclAvg, comm_, memory_.stream(),
+                             &queued);
+}
+
+zcclResult_t ZeroOptimizer::Impl::checkSpans(size_t index, const Weights& weights,
+                                             const Gradients* grads) {
+  const std::string& error =
+      grads != nullptr && !grads->error().empty() ? grads->error() : weights.error();
+  if (error.empty()) return zcclSuccess;
+  return fail(zcclInvalidUsage, "module " + std::to_string(index) + " (" +
+                                    model_->modules[index]->name() + ") " + error);
 }
 
 zcclResult_t ZeroOptimizer::Impl::anyOverflow(bool* overflow) {
@@ -607,7 +639,7 @@ zcclResult_t ZeroOptimizer::Impl::traffic(uint64_t* inter, uint64_t* intra) {
 
 zcclResult_t ZeroOptimizer::Impl::finishGradients(size_t index) {
   ZERO_CHECK(finish(&reductions_[index]));
-  if (partitionedGradients()) slot(&fullGrads_, index).release();
+  if (partitionedGradients()) gradientSlot(index).release();
   return zcclSuccess;
 }
 
@@ -616,14 +648,17 @@ zcclResult_t ZeroOptimizer::Impl::forwardPass(const Batch& batch, Tensor* logits
   const size_t n = modules_.size();
   std::vector<zcclRequest_t> gathers(n, nullptr);
   size_t issued = 0;
-  std::vector<float> weights;
   Tensor x, y;
   for (size_t i = 0; i < n; ++i) {
     for (; partitionedWeights() && issued < n && issued <= i + depth(); ++issued) {
       ZERO_CHECK(startForwardGather(issued, &gathers[issued]));
     }
-    ZERO_CHECK(forwardWeights(i, &gathers[i], &weights));
-    model_->modules[i]->forward(weights.data(), batch, x, &y);
+    const unsigned char* values = nullptr;
+    ZERO_CHECK(moduleWeights(i, &gathers[i], true, &values));
+    const Weights weights(values, modules_[i]->count, options_.precision);
+    model_->modules[i]->forward(weights, batch, x, &y);
+    releaseWeights(i);
+    ZERO_CHECK(checkSpans(i, weights, nullptr));
     std::swap(x, y);
   }
   *logits = std::move(x);
@@ -631,26 +666,31 @@ zcclResult_t ZeroOptimizer::Impl::forwardPass(const Batch& batch, Tensor* logits
 }
 
 // From the last module to the first: weights gathered depth() modules ahead, each module's
-// gradient collective left running behind the backward of the ones before it (at most
-// depth() of them; none with depth 0).
+// gradient collective left running beside the backward of the depth() + 1 modules before it
+// (none with depth 0).
 zcclResult_t ZeroOptimizer::Impl::backwardPass(const Batch& batch, Tensor* dlogits) {
   const size_t n = modules_.size();
   std::vector<zcclRequest_t> gathers(n, nullptr);
   reductions_.assign(n, nullptr);
   size_t next = n;  // the next module whose backward gather starts, plus one
-  std::vector<float> weights, grads;
   Tensor dy = std::move(*dlogits), dx;
   for (size_t i = n; i-- > 0;) {
     for (; partitionedWeights() && next > 0 && next - 1 + depth() >= i; --next) {
       ZERO_CHECK(startBackwardGather(next - 1, &gathers[next - 1]));
     }
-    ZERO_CHECK(backwardWeights(i, &gathers[i], &weights));
-    grads.assign(modules_[i]->padded, 0.0f);
-    model_->modules[i]->backward(weights.data(), batch, dy, &dx, grads.data());
+    const unsigned char* values = nullptr;
+    ZERO_CHECK(moduleWeights(i, &gathers[i], false, &values));
+    // The full-gradient slot this module writes held module i + depth() + 2's.
+    if (i + depth() + 2 < n) ZERO_CHECK(finishGradients(i + depth() + 2));
+    unsigned char* target = nullptr;
+    ZERO_CHECK(gradientTarget(i, &target));
+    const Weights weights(values, modules_[i]->count, options_.precision);
+    Gradients grads(target, modules_[i]->count, options_.precision);
+    model_->modules[i]->backward(weights, batch, dy, &dx, &grads);
+    releaseWeights(i);
+    ZERO_CHECK(checkSpans(i, weights, &grads));
     std::swap(dy, dx);
-    // The full-gradient slot this module takes held module i + depth() + 1's.
-    if (i + depth() + 1 < n) ZERO_CHECK(finishGradients(i + depth() + 1));
-    ZERO_CHECK(startGradients(i, grads, &reductions_[i]));
+    ZERO_CHECK(startGradients(i, &reductions_[i]));
     if (depth() == 0) ZERO_CHECK(finishGradients(i));
   }
   for (size_t i = 0; i < n; ++i) ZERO_CHECK(finishGradients(i));
@@ -704,7 +744,7 @@ zcclResult_t ZeroOptimizer::Impl::timeCommunication(double* seconds) {
   std::vector<zcclRequest_t> requests(n, nullptr);
   const auto wait = [&](size_t i) {
     ZERO_CHECK(finish(&requests[i]));
-    slot(&gathered_, i).release();
+    gatheredSlot(i).release();
     return zcclSuccess;
   };
   if (partitionedWeights()) {
@@ -725,7 +765,7 @@ zcclResult_t ZeroOptimizer::Impl::timeCommunication(double* seconds) {
   StateBuffer discard(&outside);
   for (size_t i = n; i-- > 0;) {
     ModuleState& m = *modules_[i];
-    ScratchBuffer& full = slot(&fullGrads_, 0);
+    ScratchBuffer& full = gradientSlot(0);
     ZERO_CHECK(hold(&full, m.padded * es(), "full gradients"));
     ZERO_CHECK(allocate(&discard, (partitionedGradients() ? m.shard : m.padded) * es(),
                         "a discarded gradient shard"));

@@ -69,13 +69,14 @@ std::vector<float> serialTraining(const Task& task, const ZeroOptions& o, int st
         modularAdditionBatch(task.modulus(), task.transformer, dataSeed, step, 0, global);
     Tensor x, y, dy, dx;
     for (size_t i = 0; i < p.size(); ++i) {
-      model->modules[i]->forward(p[i].data(), batch, x, &y);
+      model->modules[i]->forward(Weights(p[i]), batch, x, &y);
       std::swap(x, y);
     }
     crossEntropy(x, batch.targets, 1.0f, &dy);
     for (size_t i = p.size(); i-- > 0;) {
-      std::vector<float> g(p[i].size(), 0.0f);
-      model->modules[i]->backward(p[i].data(), batch, dy, &dx, g.data());
+      std::vector<float> g(p[i].size());
+      Gradients written(&g);
+      model->modules[i]->backward(Weights(p[i]), batch, dy, &dx, &written);
       std::swap(dy, dx);
       const double c1 = 1 - std::pow(o.beta1, step + 1.0), c2 = 1 - std::pow(o.beta2, step + 1.0);
       for (size_t j = 0; j < g.size(); ++j) {
@@ -239,10 +240,11 @@ TEST_F(Zero, PeakModelStateFollowsTheZeroFormulas) {
                            : stage == 3 ? 16 * P / n
                                         : 16 * P / n + 6 * P + 2 * P / perNode;
     // A module's full gathered weights or gradients, in bfloat16, live only while in use or in
-    // flight: stage 2 holds the gradients of up to prefetchDepth + 1 modules, stage 3 also the
-    // weights of the module computing and of those gathered ahead.
+    // flight: stage 2 holds the gradient a backward writes and those of the prefetchDepth + 1
+    // reduce-scatters behind it, stage 3 also the weights of the module computing and of those
+    // gathered ahead.
     const double depth = o.prefetchDepth;
-    const double modules = stage == 1 ? 0 : stage == 2 ? depth + 1 : 2 * depth + 1;
+    const double modules = stage == 1 ? 0 : stage == 2 ? depth + 2 : 2 * depth + 3;
     const double fixed = modules * 2.0 * (run.largestModule + worldSize());
     const double peak = static_cast<double>(run.peakBytes);
     EXPECT_GE(peak, 0.9 * formula) << "stage " << stage;

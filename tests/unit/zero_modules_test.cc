@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "common/half.h"
 #include "zero/modules.h"
 
 namespace zccl::zero {
@@ -33,18 +34,24 @@ void checkGradients(const Case& c, uint64_t seed, int samples = 120) {
   for (float& p : params) p += noise(rng);  // off the symmetric initial values
   Tensor y;
   Tensor x = c.x;
-  c.module->forward(params.data(), c.batch, x, &y);
+  c.module->forward(Weights(params), c.batch, x, &y);
   std::vector<float> r(y.data.size());
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (float& v : r) v = uniform(rng);
   Tensor dy = y, dx;
   dy.data = r;
-  std::vector<float> dparams(params.size(), 0.0f);
-  c.module->backward(params.data(), c.batch, dy, &dx, dparams.data());
+  // The backward overwrites: every element written, none left as it was.
+  std::vector<float> dparams(params.size(), std::nanf(""));
+  Gradients written(&dparams);
+  c.module->backward(Weights(params), c.batch, dy, &dx, &written);
+  EXPECT_EQ(written.error(), "");
+  for (size_t i = 0; i < dparams.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(dparams[i])) << c.module->name() << ": element " << i << " unwritten";
+  }
 
   const auto loss = [&](const std::vector<float>& p, const Tensor& in) {
     Tensor out;
-    c.module->forward(p.data(), c.batch, in, &out);
+    c.module->forward(Weights(p), c.batch, in, &out);
     return projection(out, r);
   };
   const float eps = 1e-2f;
@@ -124,6 +131,58 @@ TEST(ZeroModules, CrossEntropyGradientAndMasking) {
   Tensor scaled;
   crossEntropy(logits, targets, 8.0f, &scaled);
   EXPECT_FLOAT_EQ(scaled.data[0], 8.0f * dlogits.data[0]) << "the loss scale multiplies";
+}
+
+std::vector<uint16_t> toBfloat16Bits(const std::vector<float>& values) {
+  std::vector<uint16_t> bits;
+  for (float v : values) bits.push_back(toBfloat16(v).bits);
+  return bits;
+}
+
+// A module given bfloat16 weights computes as on their float32 values, and its gradient comes
+// out as the float32 one rounded: the views convert, the module does not see the precision.
+TEST(ZeroModules, WorkingPrecisionViewsConvertSpanBySpan) {
+  const auto model = makeTransformer(7, 8, 2, 12, 1);
+  const Batch b = modularAdditionBatch(7, true, 1, 0, 0, 2);
+  Tensor x;
+  for (size_t m = 0; m < model->modules.size(); ++m) {
+    Module& module = *model->modules[m];
+    std::vector<float> params(module.numParams());
+    module.initParams(params.data(), m + 1);
+    const std::vector<uint16_t> bits = toBfloat16Bits(params);
+    std::vector<float> widened;
+    for (uint16_t v : bits) widened.push_back(toFloat(bfloat16_t{v}));
+    Tensor yNarrow, yWide, dx;
+    module.forward(Weights(bits.data(), bits.size(), Precision::kBfloat16), b, x, &yNarrow);
+    module.forward(Weights(widened), b, x, &yWide);
+    ASSERT_EQ(yNarrow.data, yWide.data) << module.name();
+    Tensor dy = yWide;
+    for (size_t i = 0; i < dy.data.size(); ++i) dy.data[i] = 0.01f * static_cast<float>(i % 13);
+    std::vector<float> floats(params.size());
+    Gradients wide(&floats);
+    module.backward(Weights(widened), b, dy, &dx, &wide);
+    std::vector<uint16_t> narrow(params.size());
+    Gradients narrowed(narrow.data(), narrow.size(), Precision::kBfloat16);
+    module.backward(Weights(widened), b, dy, &dx, &narrowed);
+    EXPECT_EQ(narrow, toBfloat16Bits(floats)) << module.name();
+    x = yWide;
+  }
+}
+
+TEST(ZeroModules, SpansPastTheParametersAreReportedNotTouched) {
+  std::vector<float> values = {1, 2, 3}, scratch;
+  const Weights weights(values);
+  EXPECT_EQ(weights.read(1, 2, &scratch)[1], 3.0f);
+  EXPECT_EQ(weights.error(), "");
+  const float* past = weights.read(2, 2, &scratch);
+  EXPECT_EQ(past[0], 0.0f) << "reads as zeros";
+  EXPECT_EQ(weights.error(), "read weights [2, 4) of 3 elements");
+  Gradients grads(&values);
+  const float four[] = {4, 4};
+  grads.write(3, 1, four);
+  grads.write(2, 2, four);
+  EXPECT_EQ(values, (std::vector<float>{1, 2, 3})) << "nothing written";
+  EXPECT_EQ(grads.error(), "wrote gradients [3, 4) of 3 elements") << "the first kept";
 }
 
 TEST(ZeroModules, ModelsChainTheirModules) {
