@@ -248,7 +248,7 @@ class ZeroOptimizer::Impl {
   // Gathered weights: a gather starts once the module depth() + 1 ahead of it has computed.
   ScratchBuffer& gatheredSlot(size_t index) { return slot(&gathered_, depth() + 1, index); }
   // Full gradients: a module's backward writes them while the gradient collectives of the
-  // depth() modules after it still run, and the one before those has just finished.
+  // depth() + 1 modules after it may still run.
   ScratchBuffer& gradientSlot(size_t index) { return slot(&fullGrads_, depth() + 2, index); }
   // Waits for `*request` (none: nothing to wait for), counting the wait.
   zcclResult_t finish(zcclRequest_t* request);
