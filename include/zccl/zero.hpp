@@ -165,6 +165,14 @@ class StateMemory {
   // precision: the same arithmetic, in the same order, on every memory.
   virtual zcclResult_t adam(const AdamStep& step, Precision precision, const void* grads,
                             size_t count, float* params, float* moment1, float* moment2) = 0;
+  // adam, then the updated parameters in the working precision into `working` (toWorking).
+  // A memory that can do both in one pass over the parameters overrides it (the host's does).
+  virtual zcclResult_t adamAndPublish(const AdamStep& step, Precision precision, const void* grads,
+                                      size_t count, float* params, float* moment1, float* moment2,
+                                      void* working) {
+    const zcclResult_t updated = adam(step, precision, grads, count, params, moment1, moment2);
+    return updated != zcclSuccess ? updated : toWorking(precision, params, count, working);
+  }
   virtual const char* lastError() const = 0;
 };
 

@@ -43,8 +43,8 @@ void fromWorking(Precision precision, const void* in, size_t count, float* out) 
 }
 
 void adamUpdate(const AdamStep& step, Precision precision, const void* grads, size_t count,
-                float* params, float* moment1, float* moment2) {
-  bestHostLoops().adamUpdate(step, precision, grads, count, params, moment1, moment2);
+                float* params, float* moment1, float* moment2, void* working) {
+  bestHostLoops().adamUpdate(step, precision, grads, count, params, moment1, moment2, working);
 }
 
 namespace {
@@ -77,7 +77,13 @@ class HostStateMemory final : public StateMemory {
   }
   zcclResult_t adam(const AdamStep& step, Precision precision, const void* grads, size_t count,
                     float* params, float* moment1, float* moment2) override {
-    adamUpdate(step, precision, grads, count, params, moment1, moment2);
+    adamUpdate(step, precision, grads, count, params, moment1, moment2, nullptr);
+    return zcclSuccess;
+  }
+  zcclResult_t adamAndPublish(const AdamStep& step, Precision precision, const void* grads,
+                              size_t count, float* params, float* moment1, float* moment2,
+                              void* working) override {
+    adamUpdate(step, precision, grads, count, params, moment1, moment2, working);
     return zcclSuccess;
   }
   const char* lastError() const override { return error_.c_str(); }

@@ -44,15 +44,16 @@ ZCCL_HOST_DEVICE inline void adamElement(const AdamStep& s, float grad, float* p
 // instruction set the CPU has (every set gives the same bits, NaN payloads aside).
 void toWorking(Precision precision, const float* in, size_t count, void* out);
 void fromWorking(Precision precision, const void* in, size_t count, float* out);
+// `working`: where the updated parameters go in the working precision, or nullptr.
 void adamUpdate(const AdamStep& step, Precision precision, const void* grads, size_t count,
-                float* params, float* moment1, float* moment2);
+                float* params, float* moment1, float* moment2, void* working);
 
 // The three, compiled for one instruction set.
 struct HostLoops {
   void (*toWorking)(Precision precision, const float* in, size_t count, void* out);
   void (*fromWorking)(Precision precision, const void* in, size_t count, float* out);
   void (*adamUpdate)(const AdamStep& step, Precision precision, const void* grads, size_t count,
-                     float* params, float* moment1, float* moment2);
+                     float* params, float* moment1, float* moment2, void* working);
 };
 const HostLoops& baselineHostLoops();
 const HostLoops* avx2HostLoops();  // nullptr where the CPU lacks AVX2

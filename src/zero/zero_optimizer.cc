@@ -294,7 +294,8 @@ class ZeroOptimizer::Impl {
  private:
   zcclResult_t anyOverflow(bool* overflow);
   zcclResult_t adamUpdate(ModuleState& m);
-  zcclResult_t publishWeights(ModuleState& m);
+  // Stages 1-2: every rank's new shard of the working weights, to every rank (in place).
+  zcclResult_t gatherNewWeights(ModuleState& m);
   zcclResult_t traffic(uint64_t* inter, uint64_t* intra);
 
   zcclComm_t comm_;
@@ -604,23 +605,19 @@ zcclResult_t ZeroOptimizer::Impl::adamUpdate(ModuleState& m) {
   step.epsilon = options_.epsilon;
   const size_t first = myOffset(m);
   const size_t live = first < m.count ? std::min(n, m.count - first) : 0;  // padding stays zero
+  // The new weights go, in the working precision, to my shard of them (stage 3) or to its
+  // place among all of them (stages 0-2).
+  unsigned char* working = m.working.as() + (partitionedWeights() ? 0 : first * es());
   return memoryFailure(
-      memory_.adam(step, options_.precision, m.grads.as() + gradOffset * es(), live,
-                   m.master.as<float>(), m.moment1.as<float>(), m.moment2.as<float>()),
+      memory_.adamAndPublish(step, options_.precision, m.grads.as() + gradOffset * es(), live,
+                             m.master.as<float>(), m.moment1.as<float>(), m.moment2.as<float>(),
+                             working),
       "the Adam update");
 }
 
-zcclResult_t ZeroOptimizer::Impl::publishWeights(ModuleState& m) {
-  const size_t n = optimizerElements(m);
-  if (!partitionedOptimizer() || partitionedWeights()) {
-    return memoryFailure(
-        memory_.toWorking(options_.precision, m.master.as<float>(), n, m.working.as()),
-        "converting the weights");
-  }
-  // Stages 1-2: my shard of the new weights, then everyone's (in place).
+zcclResult_t ZeroOptimizer::Impl::gatherNewWeights(ModuleState& m) {
+  if (!partitionedOptimizer() || partitionedWeights()) return zcclSuccess;
   unsigned char* mine = m.working.as() + myOffset(m) * es();
-  ZERO_CHECK(memoryFailure(memory_.toWorking(options_.precision, m.master.as<float>(), n, mine),
-                           "converting the weights"));
   return zcclAllGather(mine, m.working.as(), m.shard, type(), comm_, memory_.stream());
 }
 
@@ -708,7 +705,7 @@ zcclResult_t ZeroOptimizer::Impl::update() {
   ++updates_;
   for (auto& m : modules_) {
     ZERO_CHECK(adamUpdate(*m));
-    ZERO_CHECK(publishWeights(*m));
+    ZERO_CHECK(gatherNewWeights(*m));
   }
   if (options_.precision == Precision::kFloat16 && ++goodSteps_ >= options_.lossScaleWindow) {
     lossScale_ *= 2;

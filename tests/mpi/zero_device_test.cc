@@ -65,7 +65,7 @@ class EmulatedStateMemory final : public StateMemory {
                     float* params, float* moment1, float* moment2) override {
     device_.emulatedStream().enqueue([=] {
       zccl::zero::adamUpdate(step, precision, onHost(grads), count, onHost(params), onHost(moment1),
-                             onHost(moment2));
+                             onHost(moment2), nullptr);
     });
     return zcclSuccess;
   }

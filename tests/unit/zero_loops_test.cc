@@ -57,12 +57,26 @@ TEST(ZeroLoops, Avx2MatchesTheBaselineBitForBit) {
     step.decoupledDecay = 1e-5f;
     step.lossScale = 128;
     auto p1 = params, m1 = moment1, v1 = moment2;
-    base.adamUpdate(step, Precision::kFloat32, grads.data(), n, p1.data(), m1.data(), v1.data());
+    std::vector<uint16_t> published(n), publishedSimd(n), expected(n);
+    base.adamUpdate(step, Precision::kFloat32, grads.data(), n, p1.data(), m1.data(), v1.data(),
+                    nullptr);
     simd->adamUpdate(step, Precision::kFloat32, grads.data(), n, params.data(), moment1.data(),
-                     moment2.data());
+                     moment2.data(), nullptr);
     ASSERT_TRUE(sameBytes(p1.data(), params.data(), n * sizeof(float))) << "Adam n=" << n;
     ASSERT_TRUE(sameBytes(m1.data(), moment1.data(), n * sizeof(float))) << "Adam n=" << n;
     ASSERT_TRUE(sameBytes(v1.data(), moment2.data(), n * sizeof(float))) << "Adam n=" << n;
+    // Publishing in the same pass gives what a separate conversion of the update gives.
+    std::vector<uint16_t> bfloat16Grads(n);
+    base.toWorking(Precision::kBfloat16, grads.data(), n, bfloat16Grads.data());
+    auto p2 = params, m2 = moment1, v2 = moment2;
+    base.adamUpdate(step, Precision::kBfloat16, bfloat16Grads.data(), n, p2.data(), m2.data(),
+                    v2.data(), published.data());
+    simd->adamUpdate(step, Precision::kBfloat16, bfloat16Grads.data(), n, params.data(),
+                     moment1.data(), moment2.data(), publishedSimd.data());
+    ASSERT_TRUE(sameBytes(p2.data(), params.data(), n * sizeof(float))) << "Adam n=" << n;
+    base.toWorking(Precision::kBfloat16, p2.data(), n, expected.data());
+    ASSERT_EQ(published, expected) << "published n=" << n;
+    ASSERT_EQ(publishedSimd, expected) << "published n=" << n;
   }
 }
 
