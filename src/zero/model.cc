@@ -11,19 +11,21 @@ namespace zccl::zero {
 
 namespace {
 
-// "" where [offset, offset + count) lies within `size` elements.
-std::string spanError(const char* what, size_t offset, size_t count, size_t size) {
-  if (offset <= size && count <= size - offset) return "";
-  return std::string(what) + " [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
-         ") of " + std::to_string(size) + " elements";
+// Whether [offset, offset + count) lies within `size` elements. The first span that does not
+// is kept in *error.
+bool spanFits(const char* what, size_t offset, size_t count, size_t size, std::string* error) {
+  if (offset <= size && count <= size - offset) return true;
+  if (error->empty()) {
+    *error = std::string(what) + " [" + std::to_string(offset) + ", " +
+             std::to_string(offset + count) + ") of " + std::to_string(size) + " elements";
+  }
+  return false;
 }
 
 }  // namespace
 
 const float* Weights::read(size_t offset, size_t count, std::vector<float>* scratch) const {
-  const std::string outside = spanError("read weights", offset, count, count_);
-  if (!outside.empty()) {
-    if (error_.empty()) error_ = outside;
+  if (!spanFits("read weights", offset, count, count_, &error_)) {
     scratch->assign(count, 0.0f);
     return scratch->data();
   }
@@ -35,11 +37,7 @@ const float* Weights::read(size_t offset, size_t count, std::vector<float>* scra
 }
 
 void Gradients::write(size_t offset, size_t count, const float* values) {
-  const std::string outside = spanError("wrote gradients", offset, count, count_);
-  if (!outside.empty()) {
-    if (error_.empty()) error_ = outside;
-    return;
-  }
+  if (!spanFits("wrote gradients", offset, count, count_, &error_)) return;
   toWorking(precision_, values, count,
             static_cast<unsigned char*>(values_) + offset * elementSize(precision_));
 }

@@ -233,8 +233,11 @@ class ZeroOptimizer::Impl {
   zcclResult_t hold(ScratchBuffer* buffer, size_t bytes, const char* what) {
     return memoryFailure(buffer->hold(bytes), what);
   }
-  // `count` working-precision values of `state` as float32 on the host (copied from a GPU's
-  // memory in the working precision, which halves the bytes of bfloat16 and float16).
+  // `count` working-precision values of `state` on the host: `state` itself on host memory,
+  // else their copy in staging_ (in the working precision, which halves the bytes of bfloat16
+  // and float16).
+  zcclResult_t onHost(const unsigned char* state, size_t count, const unsigned char** values);
+  // The same as float32.
   zcclResult_t readFloats(const unsigned char* state, size_t count, std::vector<float>* out);
   // `count` float32 values from the host into `state` in the working precision.
   zcclResult_t writeWorking(const float* values, size_t count, unsigned char* state);
@@ -323,16 +326,21 @@ class ZeroOptimizer::Impl {
 
 zcclResult_t ZeroOptimizer::Impl::readFloats(const unsigned char* state, size_t count,
                                              std::vector<float>* out) {
+  const unsigned char* values = nullptr;
+  ZERO_CHECK(onHost(state, count, &values));
   out->resize(count);
-  const unsigned char* values = state;
-  if (!memory_.host()) {
-    staging_.resize(count * es());
-    ZERO_CHECK(memoryFailure(memory_.download(staging_.data(), state, count * es()),
-                             "copying model state to the host"));
-    values = staging_.data();
-  }
   fromWorking(options_.precision, values, count, out->data());
   return zcclSuccess;
+}
+
+zcclResult_t ZeroOptimizer::Impl::onHost(const unsigned char* state, size_t count,
+                                         const unsigned char** values) {
+  *values = state;
+  if (memory_.host()) return zcclSuccess;
+  staging_.resize(count * es());
+  *values = staging_.data();
+  return memoryFailure(memory_.download(staging_.data(), state, count * es()),
+                       "copying model state to the host");
 }
 
 zcclResult_t ZeroOptimizer::Impl::writeWorking(const float* values, size_t count,
@@ -525,12 +533,7 @@ zcclResult_t ZeroOptimizer::Impl::moduleWeights(size_t index, zcclRequest_t* req
           "keeping hpZ's secondary copy"));
     }
   }
-  *values = state;
-  if (memory_.host()) return zcclSuccess;
-  staging_.resize(m.count * es());
-  *values = staging_.data();
-  return memoryFailure(memory_.download(staging_.data(), state, m.count * es()),
-                       "copying a module's weights to the host");
+  return onHost(state, m.count, values);
 }
 
 zcclResult_t ZeroOptimizer::Impl::gradientTarget(size_t index, unsigned char** values) {
