@@ -209,25 +209,30 @@ void BM_DequantizeOnto(benchmark::State& state) {
                  " [" + quantKernelName() + "]");
 }
 
-// INT4 quantization with error feedback (residual added, what was lost kept), in bytes of input.
+// INT4 quantization with error feedback (residual added, what was lost kept), in bytes of input;
+// residuals in float32 or bfloat16.
 void BM_QuantizeWithFeedback(benchmark::State& state) {
   const DataType type = static_cast<DataType>(state.range(0));
+  const DataType residualType = static_cast<DataType>(state.range(2));
   const auto in = input(type);
   QuantParams p;
   p.bits = 4;
   std::vector<unsigned char> message(quantizedBytes(kElements, p));
-  std::vector<float> residual(kElements, 0.0f), work(kElements);
+  std::vector<unsigned char> residual(kElements * elementSize(residualType), 0);
+  std::vector<float> work(kElements);
   Kernels& k = kernelsFor(state);
   for (auto _ : state) {
     if (k.quantizeWithFeedback(in.data(), type, kElements, p, message.data(), message.size(),
-                               residual.data(), work.data()) != Status::kSuccess) {
+                               Residuals{residual.data(), residualType},
+                               work.data()) != Status::kSuccess) {
       state.SkipWithError("quantizeWithFeedback failed");
     }
     benchmark::DoNotOptimize(message.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * in.size()));
-  state.SetLabel(std::string("int4 sym ") + dataTypeName(type) + " with error feedback" +
-                 fusion(state) + " [" + quantKernelName() + "]");
+  state.SetLabel(std::string("int4 sym ") + dataTypeName(type) + " with error feedback (" +
+                 dataTypeName(residualType) + " residuals)" + fusion(state) + " [" +
+                 quantKernelName() + "]");
 }
 
 constexpr int kF32 = static_cast<int>(DataType::kFloat32);
@@ -258,7 +263,7 @@ BENCHMARK(BM_DequantizeAccumulate)
 BENCHMARK(BM_StoreSumAs)->ArgsProduct({{kF32, kBf16}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DequantizeOnto)->ArgsProduct({{kF32, kBf16}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_QuantizeWithFeedback)
-    ->ArgsProduct({{kF32, kBf16}, {0, 1}})
+    ->ArgsProduct({{kF32, kBf16}, {0, 1}, {kF32, kBf16}})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Quantize)
     ->Name("BM_QuantizeGroupSize")

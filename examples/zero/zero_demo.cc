@@ -52,8 +52,9 @@ struct Settings {
   int printEvery = 50;
   float labelNoise = 0.2f;
   std::string precision = "bf16";
-  std::string log;              // CSV of every step, written by rank 0
-  std::string device = "auto";  // where the optimizer's state lives: host, cuda, or auto
+  std::string feedbackPrecision = "fp32";  // of error feedback's residuals: fp32 or bf16
+  std::string log;                         // CSV of every step, written by rank 0
+  std::string device = "auto";             // where the optimizer's state lives: host, cuda, or auto
   int prefetch = ZeroOptions{}.prefetchDepth;
 };
 
@@ -177,6 +178,8 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
   base.prefetchDepth = s.prefetch;
   base.precision = parsePrecision(s.precision);
   base.seed = s.seed;
+  base.feedbackPrecision = parsePrecision(s.feedbackPrecision);
+  const bool compactFeedback = base.feedbackPrecision != Precision::kFloat32;
   if (s.stage >= 0) {
     base.stage = s.stage;
     base.quantizedWeights = s.qwz;
@@ -192,7 +195,7 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
     if (s.qwz) name += " +qwZ";
     if (s.differences) name += " +qwZ-diff" + std::to_string(s.differenceBits);
     if (s.hpz) name += " +hpZ";
-    if (s.qgz) name += s.feedback ? " +qgZ-EF" : " +qgZ";
+    if (s.qgz) name += s.feedback ? (compactFeedback ? " +qgZ-EF/bf16" : " +qgZ-EF") : " +qgZ";
     if (s.smoothing) name += " +smooth";
     if (s.smoothDifferences && !s.smoothing) name += " +smooth-diff";
     return {{name, name, base}};
@@ -208,8 +211,10 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
   twoBit.smoothWeightDifferences = true;  // two bits need outliers spread (beyond-zeropp.md)
   return {{"ZeRO-3", "ZeRO-3", base},
           {"ZeRO++ (qwZ+hpZ+qgZ)", "ZeRO++", plus},
-          {"ZeRO++ 4-bit (diff+EF)", "ZeRO++ 4-bit", fourBit},
-          {"ZeRO++ INT2-diff (+EF)", "ZeRO++ INT2-diff", twoBit}};
+          {compactFeedback ? "ZeRO++ 4-bit (diff+EF/bf16)" : "ZeRO++ 4-bit (diff+EF)",
+           "ZeRO++ 4-bit", fourBit},
+          {compactFeedback ? "ZeRO++ INT2-diff (+EF/bf16)" : "ZeRO++ INT2-diff (+EF)",
+           "ZeRO++ INT2-diff", twoBit}};
 }
 
 void printTable(const std::vector<Result>& results) {
@@ -277,9 +282,10 @@ void printUsage() {
                "       [--prefetch DEPTH]   (modules gathered ahead and gradients reduced behind;\n"
                "                             0: no overlap)\n"
                "       [--qwz-diff] [--diff-bits 8|4|2] [--qgz-ef] [--smoothing] [--smooth-diff]\n"
-               "       [--resync STEPS]   (beyond ZeRO++: weight differences, INT4 by default;\n"
-               "        error feedback; Hadamard smoothing of gradients and differences, or of\n"
-               "        the differences alone)\n"
+               "       [--resync STEPS] [--ef-precision fp32|bf16]   (beyond ZeRO++: weight\n"
+               "        differences, INT4 by default; error feedback, its residuals in float32\n"
+               "        or bfloat16; Hadamard smoothing of gradients and differences, or of the\n"
+               "        differences alone)\n"
                "Without --stage: ZeRO-3, ZeRO++ (qwZ + hpZ + qgZ), ZeRO++ 4-bit (INT4 weight\n"
                "differences + hpZ + INT4 gradients with error feedback) and ZeRO++ INT2-diff (the\n"
                "same with INT2 weight differences) side by side.\n");
@@ -310,6 +316,7 @@ bool parse(int argc, char** argv, Settings* s) {
                                    {"smoothing", no_argument, nullptr, 'H'},
                                    {"smooth-diff", no_argument, nullptr, 'V'},
                                    {"resync", required_argument, nullptr, 'R'},
+                                   {"ef-precision", required_argument, nullptr, 'C'},
                                    {nullptr, 0, nullptr, 0}};
   int c = 0;
   while ((c = getopt_long(argc, argv, "", options, nullptr)) != -1) {
@@ -385,6 +392,10 @@ bool parse(int argc, char** argv, Settings* s) {
         break;
       case 'V':
         s->smoothDifferences = true;
+        break;
+      case 'C':
+        s->feedbackPrecision = optarg;
+        if (s->feedbackPrecision != "fp32" && s->feedbackPrecision != "bf16") return false;
         break;
       case 'R':
         s->resyncEvery = std::atoi(optarg);

@@ -422,11 +422,27 @@ ZCCL_API zcclResult_t zcclScatterEx(const void* sendbuff, void* recvbuff, size_t
  * elements of input (a reduce-scatter's recvcount x ranks): what quantizing this rank's
  * contribution lost, and in two hops what quantizing the partial sums it sends on lost, is
  * kept per element and added before the next call quantizes them, so that over calls nothing
- * is lost (options.feedback). It holds count float32 values.
+ * is lost (options.feedback). It holds count residuals, float32 unless options say otherwise.
  */
 typedef struct zcclFeedback* zcclFeedback_t;
 ZCCL_API zcclResult_t zcclFeedbackCreate(zcclComm_t comm, size_t count, zcclDataType_t datatype,
                                          zcclFeedback_t* feedback);
+/* Options of zcclFeedbackCreateEx; initialise with ZCCL_FEEDBACK_OPTIONS_INITIALIZER. */
+typedef struct {
+  size_t size;        /* sizeof(zcclFeedbackOptions) */
+  unsigned int magic; /* ZCCL_FEEDBACK_OPTIONS_MAGIC */
+  /* What the residuals are kept in: zcclFloat32 (default) or zcclBfloat16, half the memory
+   * and half the residuals' memory traffic. A bfloat16 residual is rounded once as it is kept,
+   * and what that rounding loses (at most 2^-8 of it) is not fed back. */
+  zcclDataType_t residualType;
+} zcclFeedbackOptions;
+#define ZCCL_FEEDBACK_OPTIONS_MAGIC 0x7a636662u
+#define ZCCL_FEEDBACK_OPTIONS_INITIALIZER \
+  { sizeof(zcclFeedbackOptions), ZCCL_FEEDBACK_OPTIONS_MAGIC, zcclFloat32 }
+/* zcclFeedbackCreate with options (NULL: the defaults). */
+ZCCL_API zcclResult_t zcclFeedbackCreateEx(zcclComm_t comm, size_t count, zcclDataType_t datatype,
+                                           const zcclFeedbackOptions* options,
+                                           zcclFeedback_t* feedback);
 ZCCL_API zcclResult_t zcclFeedbackDestroy(zcclFeedback_t feedback);
 /* Zeroes the residuals (a non-finite input leaves non-finite residuals: reset after an
  * overflow, or when the loss scale changes). */

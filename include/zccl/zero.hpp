@@ -214,7 +214,7 @@ struct ZeroOptions {
   // difference from the weights gathered last time (SDP4Bit's qWD), which every rank keeps
   // alike: a copy of all the working weights per rank (counted), exact every resyncEvery-th
   // step (0: the first step only). errorFeedback (with qgZ): what quantizing a rank's gradients
-  // lost is added to its next ones (LoCo, EF21): one float32 per parameter per rank (counted).
+  // lost is added to its next ones (LoCo, EF21): one residual per parameter per rank (counted).
   // smoothing: a random-sign Hadamard rotation of each quantization group of the gradients
   // and weight differences before INT4 (SDP4Bit). All three on host memory; error feedback
   // needs bfloat16 or float32 (a float16 overflow would poison the residuals).
@@ -225,6 +225,9 @@ struct ZeroOptions {
   int weightDifferenceBits = 4;
   int resyncEvery = 0;
   bool errorFeedback = false;
+  // What errorFeedback keeps its residuals in: kFloat32, or kBfloat16 for half their memory (each
+  // residual rounded once as it is kept; docs/beyond-zeropp.md).
+  Precision feedbackPrecision = Precision::kFloat32;
   bool smoothing = false;
   // The rotation for the weight differences alone (smoothing implies it): what INT2
   // differences need, at a fraction of the cost of rotating the gradients too.

@@ -73,10 +73,10 @@ struct Context {
   int tag;                      // every message of this call, on every level's transport
   // Times the candidate paths of calls that allow a lossy format (nullptr: the model alone).
   PlanTuner* tuner = nullptr;
-  // Error feedback of a quantized reduction (qgZ-EF; nullptr: none): one float32 per element
-  // of the call's input, what quantizing it (or the partial sum this rank sends for it) lost
-  // last time, added before it is quantized again.
-  float* residual = nullptr;
+  // Error feedback of a quantized reduction (qgZ-EF; no values: none): one residual per
+  // element of the call's input, what quantizing it (or the partial sum this rank sends for
+  // it) lost last time, added before it is quantized again.
+  Residuals residual = {};
 
   MemoryKind memory() const { return kernels.memory(); }
 };

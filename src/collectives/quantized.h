@@ -38,14 +38,14 @@ inline QuantParams chunkParams(const QuantParams& params, size_t chunk) {
 }
 
 // Quantizes `count` values of `in` (of `type`) into `message`, with error feedback where
-// `residual` is given (count float32 values, what quantizing them lost last time): the residual
-// is added first, and what this quantization loses is kept in it for the next call (EF21,
-// LoCo), so that over calls nothing is lost. `work` (count float32 values; may be `in` when it
-// is float32) holds the compensated values.
+// `residual` is given (count values, what quantizing them lost last time): the residual is
+// added first, and what this quantization loses is kept in it for the next call (EF21, LoCo),
+// so that over calls nothing is lost. `work` (count float32 values; may be `in` when it is
+// float32) is scratch.
 inline Status quantizeWithFeedback(Kernels& k, const void* in, DataType type, size_t count,
                                    const QuantParams& params, void* message, size_t capacity,
-                                   float* residual, float* work) {
-  if (residual == nullptr) return k.quantize(in, type, count, params, message, capacity);
+                                   const Residuals& residual, float* work) {
+  if (residual.values == nullptr) return k.quantize(in, type, count, params, message, capacity);
   return k.quantizeWithFeedback(in, type, count, params, message, capacity, residual, work);
 }
 

@@ -37,7 +37,7 @@ class QuantizedOneHop {
       if (peer != me_) outbox += rows_.blockBytes(a_.blocks.size(peer));
     }
     void* buffers[3];
-    if (ctx_.residual != nullptr) {
+    if (ctx_.residual.values != nullptr) {
       void* work = nullptr;
       ZCCL_CHECK(ctx_.scratch.get(
           kScratchFeedback, std::min(rows_.chunk(), a_.blocks.largest()) * sizeof(float), &work));
@@ -110,9 +110,8 @@ class QuantizedOneHop {
            (a_.blocks.offset(owner) + row * rows_.chunk()) * elementSize(a_.type);
   }
   // The error feedback of that input chunk, or nullptr without feedback.
-  float* residual(int owner, size_t row) const {
-    return ctx_.residual == nullptr ? nullptr
-                                    : ctx_.residual + a_.blocks.offset(owner) + row * rows_.chunk();
+  Residuals residual(int owner, size_t row) const {
+    return ctx_.residual.from(a_.blocks.offset(owner) + row * rows_.chunk());
   }
 
   Context& ctx_;

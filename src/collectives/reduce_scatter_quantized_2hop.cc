@@ -62,9 +62,8 @@ class QuantizedTwoHop {
   }
   // The error feedback of that input chunk (hop 1: its contribution; hop 2: the partial sum of
   // it this rank sends), or nullptr without feedback.
-  float* residual(int owner, size_t row) const {
-    return ctx_.residual == nullptr ? nullptr
-                                    : ctx_.residual + a_.blocks.offset(owner) + row * rows_.chunk();
+  Residuals residual(int owner, size_t row) const {
+    return ctx_.residual.from(a_.blocks.offset(owner) + row * rows_.chunk());
   }
   char* peerInbox(int local) const { return hop1Inbox_ + local * rows_.bundleBytes(lv_.myLocal); }
   Ticket& rowTicket(size_t row, int local) {
@@ -94,7 +93,7 @@ class QuantizedTwoHop {
                                 &buffers[2]));
     ZCCL_CHECK(ctx_.scratch.get(kScratchAccumulate,
                                 2 * std::min(rows_.chunk(), mine_) * sizeof(float), &buffers[3]));
-    if (ctx_.residual != nullptr) {
+    if (ctx_.residual.values != nullptr) {
       void* work = nullptr;
       ZCCL_CHECK(ctx_.scratch.get(
           kScratchFeedback, std::min(rows_.chunk(), a_.blocks.largest()) * sizeof(float), &work));

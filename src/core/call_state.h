@@ -15,7 +15,8 @@ struct zcclFeedback {
   zcclComm* comm;
   size_t count;  // elements of the calls' input
   zccl::DataType type;
-  std::vector<float> residual;  // one per input element
+  zccl::DataType residualType;          // float32 or bfloat16
+  std::vector<unsigned char> residual;  // one per input element, of residualType
 };
 
 struct zcclReference {

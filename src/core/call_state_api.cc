@@ -23,12 +23,25 @@ extern "C" {
 
 zcclResult_t zcclFeedbackCreate(zcclComm_t comm, size_t count, zcclDataType_t datatype,
                                 zcclFeedback_t* feedback) {
+  return zcclFeedbackCreateEx(comm, count, datatype, nullptr, feedback);
+}
+
+zcclResult_t zcclFeedbackCreateEx(zcclComm_t comm, size_t count, zcclDataType_t datatype,
+                                  const zcclFeedbackOptions* options, zcclFeedback_t* feedback) {
   return zccl::guardedComm(comm, [&] {
     if (feedback == nullptr) return zccl::fail(Status::kInvalidArgument, "feedback=NULL (output)");
     *feedback = nullptr;
     ZCCL_CHECK(zccl::checkStateType(datatype));
-    *feedback = new zcclFeedback{comm, count, static_cast<zccl::DataType>(datatype),
-                                 std::vector<float>(count, 0.0f)};
+    const zcclFeedbackOptions chosen =
+        options != nullptr ? *options : zcclFeedbackOptions ZCCL_FEEDBACK_OPTIONS_INITIALIZER;
+    ZCCL_CHECK(zccl::checkHeader("options", chosen.magic, chosen.size, ZCCL_FEEDBACK_OPTIONS_MAGIC,
+                                 sizeof(zcclFeedbackOptions), "ZCCL_FEEDBACK_OPTIONS_INITIALIZER"));
+    ZCCL_CHECK(zccl::checkType(chosen.residualType, "options.residualType"));
+    const auto residualType = static_cast<zccl::DataType>(chosen.residualType);
+    ZCCL_CHECK(zccl::checkResidualType(residualType, "options.residualType"));
+    *feedback =
+        new zcclFeedback{comm, count, static_cast<zccl::DataType>(datatype), residualType,
+                         std::vector<unsigned char>(count * zccl::elementSize(residualType))};
     return Status::kSuccess;
   });
 }
@@ -41,7 +54,7 @@ zcclResult_t zcclFeedbackDestroy(zcclFeedback_t feedback) {
 zcclResult_t zcclFeedbackReset(zcclFeedback_t feedback) {
   return zccl::guarded([&] {
     if (feedback == nullptr) return zccl::fail(Status::kInvalidArgument, "feedback=NULL");
-    std::fill(feedback->residual.begin(), feedback->residual.end(), 0.0f);
+    std::fill(feedback->residual.begin(), feedback->residual.end(), 0);
     return Status::kSuccess;
   });
 }
@@ -52,7 +65,7 @@ zcclResult_t zcclFeedbackBytes(const zcclFeedback_t feedback, size_t* bytes) {
       return zccl::fail(Status::kInvalidArgument, "feedback=%p bytes=%p: both are needed",
                         static_cast<const void*>(feedback), static_cast<void*>(bytes));
     }
-    *bytes = feedback->residual.size() * sizeof(float);
+    *bytes = feedback->residual.size();
     return Status::kSuccess;
   });
 }

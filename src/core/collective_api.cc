@@ -210,7 +210,7 @@ Status agreeOnCall(zcclComm* comm, const CollectiveEntry& entry, const Collectiv
 struct CheckedCall {
   CollectiveOptions options;
   bool inPlace = false;
-  float* residual = nullptr;             // options.feedback's
+  Residuals residual;                    // options.feedback's
   GatherReference* reference = nullptr;  // options.reference's
 };
 
@@ -248,7 +248,7 @@ Status checkCallState(const CollectiveEntry& entry, const CollectiveCall& call,
                   dataTypeName(o->feedback->type), static_cast<void*>(o->feedback->comm),
                   entry.function, input, dataTypeName(type), static_cast<void*>(call.comm));
     }
-    checked->residual = o->feedback->residual.data();
+    checked->residual = {o->feedback->residual.data(), o->feedback->residualType};
     checked->options.errorFeedback = true;
   }
   if (o->reference != nullptr) {
@@ -383,7 +383,7 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
     });
   }
   const Collective collective = entry.collective;
-  float* residual = checked.residual;
+  const Residuals residual = checked.residual;
   GatherReference* reference = checked.reference;
   const auto work = [comm, collective, args, options, residual, reference] {
     Context ctx = comm->nextCollective(comm->hostKernels());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/env.h"
+#include "core/validate.h"
 #include "zccl/zccl.h"
 
 namespace zccl {
@@ -139,16 +140,6 @@ Status applyCollFields(const char* owner, const CollFields& f, CollectiveOptions
                   f.quantGroupSize, kMinGroupSize, kMaxGroupSize);
     }
     o->groupSize = probe.groupSize;
-  }
-  return Status::kSuccess;
-}
-
-Status checkHeader(const char* owner, unsigned magic, size_t size, unsigned wantMagic,
-                   size_t wantSize, const char* initializer) {
-  if (magic != wantMagic || size != wantSize) {
-    return fail(Status::kInvalidArgument,
-                "%s: magic=0x%x size=%zu, expected 0x%x and %zu; initialise it with %s", owner,
-                magic, size, wantMagic, wantSize, initializer);
   }
   return Status::kSuccess;
 }

@@ -40,12 +40,8 @@ Status queryCluster(const zcclComm* comm, const zcclPlanQuery& query, zccl::Clus
 
 Status checkQuery(const zcclPlanQuery* query) {
   if (query == nullptr) return zccl::fail(Status::kInvalidArgument, "query=NULL");
-  if (query->magic != ZCCL_PLAN_QUERY_MAGIC || query->size != sizeof(zcclPlanQuery)) {
-    return zccl::fail(Status::kInvalidArgument,
-                      "query: magic=0x%x size=%zu, expected 0x%x and %zu; initialise it with "
-                      "ZCCL_PLAN_QUERY_INITIALIZER",
-                      query->magic, query->size, ZCCL_PLAN_QUERY_MAGIC, sizeof(zcclPlanQuery));
-  }
+  ZCCL_CHECK(zccl::checkHeader("query", query->magic, query->size, ZCCL_PLAN_QUERY_MAGIC,
+                               sizeof(zcclPlanQuery), "ZCCL_PLAN_QUERY_INITIALIZER"));
   if (static_cast<int>(query->collective) < 0 ||
       static_cast<int>(query->collective) >= zcclNumCollectives) {
     return zccl::fail(Status::kInvalidArgument, "query.collective=%d: expected 0..%d",

@@ -91,9 +91,9 @@ class PricedKernels final : public Kernels {
     return inner_.dequantizeOnto(message, bytes, format, count, target, work);
   }
   Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
-                              void* message, size_t capacity, float* residual,
+                              void* message, size_t capacity, const Residuals& residual,
                               float* work) override {
-    charge(Family::kAccumulate, 2 * count * sizeof(float));
+    charge(Family::kAccumulate, 2 * count * elementSize(residual.type));  // read, then kept
     charge(Family::kQuantize, count * sizeof(float));
     charge(Family::kDequantize, count * sizeof(float));
     return inner_.quantizeWithFeedback(x, type, count, params, message, capacity, residual, work);

@@ -9,9 +9,9 @@
 
 namespace zccl {
 
-Status checkType(zcclDataType_t type) {
+Status checkType(zcclDataType_t type, const char* name) {
   if (static_cast<int>(type) < 0 || static_cast<int>(type) >= zcclNumTypes) {
-    return fail(Status::kInvalidArgument, "datatype=%d: not a zcclDataType_t (0..%d)",
+    return fail(Status::kInvalidArgument, "%s=%d: not a zcclDataType_t (0..%d)", name,
                 static_cast<int>(type), zcclNumTypes - 1);
   }
   return Status::kSuccess;
@@ -102,6 +102,16 @@ Status checkBufferMemory(const char* name, const void* buffer, void* stream) {
   if (info.device != current) {
     return fail(Status::kInvalidArgument, "%s=%p is on device %d, but the current device is %d",
                 name, buffer, info.device, current);
+  }
+  return Status::kSuccess;
+}
+
+Status checkHeader(const char* owner, unsigned magic, size_t size, unsigned wantMagic,
+                   size_t wantSize, const char* initializer) {
+  if (magic != wantMagic || size != wantSize) {
+    return fail(Status::kInvalidArgument,
+                "%s: magic=0x%x size=%zu, expected 0x%x and %zu; initialise it with %s", owner,
+                magic, size, wantMagic, wantSize, initializer);
   }
   return Status::kSuccess;
 }

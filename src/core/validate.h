@@ -8,7 +8,7 @@
 
 namespace zccl {
 
-Status checkType(zcclDataType_t type);
+Status checkType(zcclDataType_t type, const char* name = "datatype");
 Status checkOp(zcclRedOp_t op);
 // A stream (device memory) needs a device runtime.
 Status checkStream(zcclStream_t stream);
@@ -25,5 +25,8 @@ Status checkBytes(const char* name, size_t count, size_t multiplier, zcclDataTyp
 // in-place layout: send == recv + inPlaceOffset.
 Status checkInPlace(const char* operation, const void* send, size_t sendBytes, const void* recv,
                     size_t recvBytes, ptrdiff_t inPlaceOffset, bool* inPlace);
+// An options struct's header (size and magic) against what `initializer` writes.
+Status checkHeader(const char* owner, unsigned magic, size_t size, unsigned wantMagic,
+                   size_t wantSize, const char* initializer);
 
 }  // namespace zccl

@@ -77,7 +77,7 @@ class HostKernels final : public Kernels {
     return zccl::dequantizeOnto(message, bytes, count, target);
   }
   Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
-                              void* message, size_t capacity, float* residual,
+                              void* message, size_t capacity, const Residuals& residual,
                               float* work) override {
     if (!fused_) {
       return Kernels::quantizeWithFeedback(x, type, count, params, message, capacity, residual,

@@ -76,17 +76,19 @@ class Kernels {
     return storeSumAs(target.x, target.type, count, work, target.out, target.copy);
   }
   // Quantization with error feedback (quant/quantize.h's quantizeWithFeedback). By default its
-  // unfused steps, through `work`: residual = -(-work + x^) is what the message lost.
+  // unfused steps, through `work`: -(-work + x^) is what the message lost, stored as the
+  // residuals' type.
   virtual Status quantizeWithFeedback(const void* x, DataType type, size_t count,
                                       const QuantParams& params, void* message, size_t capacity,
-                                      float* residual, float* work) {
+                                      const Residuals& residual, float* work) {
+    ZCCL_CHECK(checkResidualType(residual.type, "residual type"));
     if (x != work) ZCCL_CHECK(convertToFloat(x, type, count, work));
-    ZCCL_CHECK(accumulateAsFloat(residual, DataType::kFloat32, count, work));
+    ZCCL_CHECK(accumulateAsFloat(residual.values, residual.type, count, work));
     ZCCL_CHECK(quantize(work, DataType::kFloat32, count, params, message, capacity));
-    ZCCL_CHECK(this->copy(residual, work, count * sizeof(float)));
-    ZCCL_CHECK(negateFloats(residual, count));
-    ZCCL_CHECK(dequantizeAccumulate(message, capacity, params, residual, count));
-    return negateFloats(residual, count);
+    ZCCL_CHECK(negateFloats(work, count));
+    ZCCL_CHECK(dequantizeAccumulate(message, capacity, params, work, count));
+    ZCCL_CHECK(negateFloats(work, count));
+    return storeFloatAs(work, count, 1, residual.type, residual.values);
   }
 
   // Elements a pipelined algorithm handles per step: on the host a few hundred KiB that stay

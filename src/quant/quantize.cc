@@ -437,35 +437,57 @@ Status dequantizeOnto(const void* message, size_t bytes, size_t count, const Sum
       });
 }
 
+Residuals Residuals::from(size_t first) const {
+  if (values == nullptr) return *this;
+  return {static_cast<char*>(values) + first * elementSize(type), type};
+}
+
+Status checkResidualType(DataType type, const char* argument) {
+  if (type != DataType::kFloat32 && type != DataType::kBfloat16) {
+    return fail(Status::kInvalidArgument,
+                "%s=%s: error feedback keeps its residuals in float32 or bfloat16", argument,
+                dataTypeName(type));
+  }
+  return Status::kSuccess;
+}
+
 Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
-                            void* message, size_t capacity, float* residual, float* work) {
-  if ((residual == nullptr || work == nullptr) && count > 0) {
+                            void* message, size_t capacity, const Residuals& residual,
+                            float* work) {
+  if ((residual.values == nullptr || work == nullptr) && count > 0) {
     return fail(Status::kInvalidArgument, "residual or work NULL with count=%zu", count);
   }
   if (x == work && type != DataType::kFloat32) {
     return fail(Status::kInvalidArgument, "work=x with type=%s: work holds float32",
                 dataTypeName(type));
   }
+  ZCCL_CHECK(checkResidualType(residual.type, "residual type"));
   MessageParts m{};
   ZCCL_CHECK(startMessage(x, type, count, params, message, capacity, &m));
   const QuantKernels& k = activeQuantKernels();
+  // float32 residuals are updated where they lie; others go through `kept`, in the cache.
+  float* exact =
+      residual.type == DataType::kFloat32 ? static_cast<float*>(residual.values) : nullptr;
   // A group at a time, in the cache: the compensated values, their codes, what they lost.
   alignas(64) float compensated[kMaxGroupSize];
   alignas(64) float staged[kMaxGroupSize];
   alignas(64) float decoded[kMaxGroupSize];
+  alignas(64) float kept[kMaxGroupSize];
   for (size_t g = 0; g < m.groups; ++g) {
     const size_t first = g * params.groupSize;
     const size_t n = groupLength(m, g);
+    float* lost = exact != nullptr ? exact + first : kept;
+    if (exact == nullptr) widenAs(k, residual.type, residual.values, first, n, kept);
     widenAs(k, type, x, first, n, compensated);
-    k.accumulate(compensated, residual + first, n);
+    k.accumulate(compensated, lost, n);
     encodeGroup(k, params, m, g, compensated, staged);
     decodeGroup(k, m, g, decoded);
     // -(-compensated + decoded) rather than compensated - decoded: the unfused steps' bits,
     // signed zeros too.
-    float* lost = residual + first;
     for (size_t i = 0; i < n; ++i) lost[i] = -compensated[i];
     k.accumulate(lost, decoded, n);
     for (size_t i = 0; i < n; ++i) lost[i] = -lost[i];
+    if (exact == nullptr) narrowAs(k, residual.type, kept, n, residual.values, first);
   }
   return Status::kSuccess;
 }

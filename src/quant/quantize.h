@@ -91,15 +91,29 @@ struct SumTarget {
 // storeSumAs() in one pass over memory, with their bits; the float32 changes are never stored.
 Status dequantizeOnto(const void* message, size_t bytes, size_t count, const SumTarget& target);
 
+// Error feedback's residuals: float32, or bfloat16 to halve what a rank keeps and streams
+// (each residual is then rounded once as it is kept; what that rounding loses is not fed back).
+struct Residuals {
+  void* values = nullptr;
+  DataType type = DataType::kFloat32;
+  // The residuals from element `first` on (none where there are none).
+  Residuals from(size_t first) const;
+};
+
+// Whether residuals can be kept in `type` (float32 or bfloat16; float16's range would lose the
+// small residuals of small gradients), else an error naming `argument`.
+Status checkResidualType(DataType type, const char* argument);
+
 // Quantizes x + residual with error feedback (EF21, LoCo): the message is quantize() of the
 // float32 sums x[i] + residual[i], and then residual[i] = -(-(x[i] + residual[i]) + x^[i]),
-// what the message lost, for the next call. The bits of the unfused steps (convertToFloat,
-// accumulateAsFloat, quantize, then the residual's negation, dequantizeAccumulate and a second
-// negation), a group at a time in the cache: one pass over memory instead of seven. `work`
-// (count float32 values, or x itself when x is float32) is the unfused steps' scratch: its
-// contents afterwards are unspecified.
+// what the message lost, for the next call, rounded once to the residuals' type. The bits of
+// the unfused steps (convertToFloat, accumulateAsFloat, quantize, then the negation,
+// dequantizeAccumulate, a second negation and storeFloatAs, all in `work`), a group at a time
+// in the cache: one pass over memory instead of seven. `work` (count float32 values, or x
+// itself when x is float32) is the unfused steps' scratch: its contents afterwards are
+// unspecified.
 Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
-                            void* message, size_t capacity, float* residual, float* work);
+                            void* message, size_t capacity, const Residuals& residual, float* work);
 
 // Which CPU kernels run: "avx2" or "scalar" (ZCCL_QUANT_ISA=scalar forces the reference).
 const char* quantKernelName();

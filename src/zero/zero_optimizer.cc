@@ -434,6 +434,11 @@ zcclResult_t ZeroOptimizer::Impl::checkCompression() {
                 "errorFeedback with float16: a loss-scale overflow would poison the residuals; "
                 "use bfloat16 or float32");
   }
+  if (options_.feedbackPrecision == Precision::kFloat16) {
+    return fail(zcclInvalidArgument,
+                "feedbackPrecision=float16: residuals are kept in float32 or bfloat16 (float16's "
+                "range loses the small residuals of small gradients)");
+  }
   if ((options_.weightDifferences || options_.errorFeedback) && !memory_.host()) {
     return fail(zcclInvalidUsage, std::string("weightDifferences and errorFeedback keep their "
                                               "state on host memory, not ") +
@@ -450,7 +455,9 @@ zcclResult_t ZeroOptimizer::Impl::createCompressionState(ModuleState* m) {
   }
   if (options_.errorFeedback) {
     zcclFeedback_t feedback = nullptr;
-    ZERO_CHECK(zcclFeedbackCreate(comm_, m->padded, type(), &feedback));
+    zcclFeedbackOptions kept = ZCCL_FEEDBACK_OPTIONS_INITIALIZER;
+    kept.residualType = dataType(options_.feedbackPrecision);
+    ZERO_CHECK(zcclFeedbackCreateEx(comm_, m->padded, type(), &kept, &feedback));
     ZERO_CHECK(m->feedback.adopt(feedback));
   }
   return zcclSuccess;

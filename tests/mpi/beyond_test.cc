@@ -186,19 +186,23 @@ class ErrorFeedback : public BeyondZeroPlusPlus {
     return (hop1 + hop2) * perGroup * (1 + 0x1p-20);
   }
 
-  // The largest |sum over steps of (result - exact)| in this rank's block, over `steps` calls.
+  // The largest |sum over steps of (result - exact)| in this rank's block, over `steps` calls,
+  // with error feedback as `feedback` keeps it (nullptr: none). Residuals kept in bfloat16 are
+  // each rounded once, by at most 2^-8 of them: the bound grows by that share a step.
   double cumulativeError(zcclHierarchy_t hierarchy, const Wire& wire, size_t recvcount, int steps,
-                         bool feedback, std::vector<double>* bound) {
+                         const zcclFeedbackOptions* feedback, std::vector<double>* bound) {
     const Blocks blocks{recvcount * layout_.n, layout_.n};
     std::vector<float> send(recvcount * layout_.n), recv(recvcount);
     for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<float>(gradient(layout_.me, i));
     zcclFeedback_t state = nullptr;
     zcclCollOptions options = wire.options(hierarchy);
-    if (feedback) {
-      EXPECT_EQ(zcclFeedbackCreate(comm_, send.size(), zcclFloat32, &state), zcclSuccess);
+    const bool compact = feedback != nullptr && feedback->residualType == zcclBfloat16;
+    if (feedback != nullptr) {
+      EXPECT_EQ(zcclFeedbackCreateEx(comm_, send.size(), zcclFloat32, feedback, &state),
+                zcclSuccess);
       size_t held = 0;
       EXPECT_EQ(zcclFeedbackBytes(state, &held), zcclSuccess);
-      EXPECT_EQ(held, send.size() * sizeof(float)) << "one float32 per element of the input";
+      EXPECT_EQ(held, send.size() * (compact ? 2 : sizeof(float))) << "one residual per element";
       options.feedback = state;
     }
     std::vector<double> sum(recvcount, 0.0);
@@ -222,7 +226,8 @@ class ErrorFeedback : public BeyondZeroPlusPlus {
         for (size_t j = g0; j < g1; ++j)
           absmax = std::max(absmax, std::fabs(gradient(r, first + j)));
       }
-      const double residuals = residualBound(wire, hierarchy == zcclHierarchyTwoLevel, absmax);
+      const double residuals = residualBound(wire, hierarchy == zcclHierarchyTwoLevel, absmax) *
+                               (compact ? 1 + (steps + 1) * 0x1p-8 : 1);
       for (size_t j = g0; j < g1; ++j) {
         double exact = 0, scale = 0;
         for (int r = 0; r < layout_.n; ++r) {
@@ -248,16 +253,21 @@ TEST_F(ErrorFeedback, ErrorsTelescopeOverStepsInsteadOfGrowing) {
       SCOPED_TRACE(std::string(hierarchy == zcclHierarchyFlat ? "flat" : "two-level") + " INT" +
                    std::to_string(wire.bits()));
       std::vector<double> bound;
-      const double with = cumulativeError(hierarchy, wire, recvcount, kSteps, true, &bound);
-      const double without = cumulativeError(hierarchy, wire, recvcount, kSteps, false, &bound);
+      zcclFeedbackOptions exact = ZCCL_FEEDBACK_OPTIONS_INITIALIZER, compact = exact;
+      compact.residualType = zcclBfloat16;
+      const double with = cumulativeError(hierarchy, wire, recvcount, kSteps, &exact, &bound);
+      const double kept16 = cumulativeError(hierarchy, wire, recvcount, kSteps, &compact, &bound);
+      const double without = cumulativeError(hierarchy, wire, recvcount, kSteps, nullptr, &bound);
       EXPECT_LE(with, 1.0) << "the summed error exceeds the last step's residuals";
+      EXPECT_LE(kept16, 1.0) << "bfloat16 residuals: beyond their roundings' share";
       EXPECT_GT(without, 5.0) << "without feedback the same error should repeat every step";
       if (layout_.me == 0) {
         std::printf(
             "%s INT%d: summed error over %d steps / one step's residual bound: %.3f with "
-            "error feedback, %.3f without\n",
+            "error feedback (%.3f of a bound %.2fx larger with bfloat16 residuals), %.3f "
+            "without\n",
             hierarchy == zcclHierarchyFlat ? "flat" : "two-level", wire.bits(), kSteps, with,
-            without);
+            kept16, 1 + (kSteps + 1) * 0x1p-8, without);
       }
     }
   }
@@ -337,6 +347,20 @@ TEST_F(BeyondZeroPlusPlus, StateOfAnotherCallIsRefusedWithTheArgumentNamed) {
             zcclInvalidArgument)
       << "error feedback serves reductions";
   EXPECT_EQ(zcclFeedbackDestroy(feedback), zcclSuccess);
+  zcclFeedbackOptions kept = ZCCL_FEEDBACK_OPTIONS_INITIALIZER;
+  for (int type : {static_cast<int>(zcclFloat16), 99}) {
+    kept.residualType = static_cast<zcclDataType_t>(type);
+    EXPECT_EQ(zcclFeedbackCreateEx(comm_, 64, zcclFloat32, &kept, &feedback), zcclInvalidArgument);
+    EXPECT_NE(std::string(zcclGetLastError(comm_)).find("options.residualType="), std::string::npos)
+        << zcclGetLastError(comm_);
+    EXPECT_EQ(feedback, nullptr);
+  }
+  kept = ZCCL_FEEDBACK_OPTIONS_INITIALIZER;
+  kept.magic = 0;
+  EXPECT_EQ(zcclFeedbackCreateEx(comm_, 64, zcclFloat32, &kept, &feedback), zcclInvalidArgument);
+  EXPECT_NE(std::string(zcclGetLastError(comm_)).find("ZCCL_FEEDBACK_OPTIONS_INITIALIZER"),
+            std::string::npos)
+      << zcclGetLastError(comm_);
 
   zcclReference_t reference = nullptr;
   EXPECT_EQ(zcclReferenceCreate(comm_, 64, zcclFloat32, -1, &reference), zcclInvalidArgument);

@@ -181,6 +181,13 @@ ZeroOptions fourBit(ZeroOptions o) {
   return o;
 }
 
+// ZeRO++ 4-bit with its error feedback's residuals in bfloat16.
+ZeroOptions fourBitCompactFeedback(ZeroOptions o) {
+  o = fourBit(o);
+  o.feedbackPrecision = Precision::kBfloat16;
+  return o;
+}
+
 // The demo's "ZeRO++ INT2-diff": INT2 weight differences, smoothed (the gradients are not).
 ZeroOptions twoBitDifferences(ZeroOptions o) {
   o = fourBit(o);
@@ -206,7 +213,10 @@ TEST_F(Zero, ZeroPlusPlusLossStaysWithinThreePercentAndCutsCrossNodeBytes) {
       EXPECT_LT(finalLoss(zero3), 0.6 * zero3.losses.front()) << what << ": the loss falls";
       std::vector<std::tuple<const char*, ZeroOptions, double>> runs{
           {"ZeRO++", plus, 3.5}, {"ZeRO++ 4-bit", fourBit(o), 5.5}};
-      if (seed == 1) runs.emplace_back("ZeRO++ INT2-diff", twoBitDifferences(o), 7.0);
+      if (seed == 1) {
+        runs.emplace_back("ZeRO++ INT2-diff", twoBitDifferences(o), 7.0);
+        runs.emplace_back("ZeRO++ 4-bit, bfloat16 residuals", fourBitCompactFeedback(o), 5.5);
+      }
       for (const auto& [name, options, cut] : runs) {
         const Training run = train(comm_, task, options, steps, global, seed);
         ASSERT_EQ(run.losses.size(), size_t(steps));
@@ -227,18 +237,21 @@ TEST_F(Zero, PeakModelStateFollowsTheZeroFormulas) {
   const double n = worldSize();
   const char* layout = std::getenv("ZCCL_RANKS_PER_NODE");
   const double perNode = layout != nullptr ? std::atof(layout) : n;
-  for (int stage = 1; stage <= 4; ++stage) {  // 4: stage 3 with ZeRO++ 4-bit's state
+  // 4: stage 3 with ZeRO++ 4-bit's state; 5: the same with bfloat16 residuals.
+  for (int stage = 1; stage <= 5; ++stage) {
     ZeroOptions o;
     o.stage = std::min(stage, 3);
     if (stage == 4) o = fourBit(o);
+    if (stage == 5) o = fourBitCompactFeedback(o);
     const Training run = train(comm_, Task{true, true}, o, 2, 2 * worldSize(), 3);
     const double P = static_cast<double>(run.params);
     // ZeRO++ 4-bit adds every rank's reference of the bfloat16 weights (2P) and the float32
-    // residuals of its full gradients (4P), and hpZ's node share of the weights.
+    // residuals of its full gradients (4P; 2P in bfloat16), and hpZ's node share of the weights.
     const double formula = stage == 1   ? 4 * P + 12 * P / n
                            : stage == 2 ? 2 * P + 14 * P / n
                            : stage == 3 ? 16 * P / n
-                                        : 16 * P / n + 6 * P + 2 * P / perNode;
+                           : stage == 4 ? 16 * P / n + 6 * P + 2 * P / perNode
+                                        : 16 * P / n + 4 * P + 2 * P / perNode;
     // A module's full gathered weights or gradients, in bfloat16, live only while in use or in
     // flight: stage 2 holds the gradient a backward writes and those of the prefetchDepth + 1
     // reduce-scatters behind it, stage 3 also the weights of the module computing and of those
@@ -310,6 +323,9 @@ TEST_F(Zero, OptionsThatCannotApplyAreRejected) {
   o.precision = Precision::kFloat16;
   EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
   o.precision = Precision::kBfloat16;
+  o.feedbackPrecision = Precision::kFloat16;  // float32 or bfloat16
+  EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
+  o.feedbackPrecision = Precision::kBfloat16;
   o.weightDifferenceBits = 3;  // 8, 4 or 2
   EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
   EXPECT_EQ(zero, nullptr);

@@ -287,6 +287,45 @@ def test_streams() -> None:
     expect(wrong == 0, f"all_reduce after a refused capture: {wrong} of {data.numel()} wrong")
 
 
+def test_error_feedback_policy() -> None:
+    """reduce_scatter="int4-ef": summed over steps of the same input, the results stay within
+    about one step's error of the exact sums (what quantizing lost is fed back; without it the
+    error would add up step after step), with residuals kept in float32 or in bfloat16, which
+    holds half the bytes. The exact sums are computed here from every rank's input; each step
+    starts with an all-gather, as a training step's forward does."""
+    if ZCCL_DEVICE.type != "cpu":
+        return  # the residuals live on host memory, beside host tensors
+    world, me = dist.get_world_size(), dist.get_rank()
+    shard, steps = 4096, 20
+    x = inputs(me, 7, shard * world, torch.float32)
+    every = torch.stack([inputs(r, 7, shard * world, torch.float32) for r in range(world)])
+    exact = every.double().sum(dim=0)[me * shard:(me + 1) * shard]
+    held = {}
+    for precision in ("fp32", "bf16"):
+        group = dist.new_group(backend="zccl")
+        zccl_torch.set_policy(group, reduce_scatter="int4-ef", feedback_precision=precision)
+        before = zccl_torch.call_state_bytes()
+        out, total = torch.empty(shard), torch.zeros(shard, dtype=torch.float64)
+        weights = torch.empty(world)
+        for step in range(steps):
+            # A step's state is found by its place after the step's first all-gather.
+            dist.all_gather_into_tensor(weights, torch.ones(1), group=group)
+            dist.reduce_scatter_tensor(out, x, group=group)
+            if step == 0:
+                first = (out.double() - exact).abs().max().item()
+            total += out.double()
+        held[precision] = zccl_torch.call_state_bytes() - before
+        summed = (total - steps * exact).abs().max().item()
+        expect(first > 0 and summed <= 3 * first,
+               f"int4-ef, {precision} residuals: error summed over {steps} steps {summed:.3g}, "
+               f"one step's {first:.3g}")
+    expect(held == {"fp32": 4 * shard * world, "bf16": 2 * shard * world},
+           f"residual bytes kept {held}, expected one float32 / bfloat16 per input element")
+    expect_error("feedback_precision fp16",
+                 lambda: zccl_torch.set_policy(reduce_scatter="int4-ef", feedback_precision="fp16"),
+                 "feedback_precision")
+
+
 def test_mismatched_sizes() -> None:
     """Ranks that disagree on a count: with ZCCL_CHECK=1 every rank gets an error naming the
     field, at once; without it, ZCCL_TIMEOUT_S bounds the wait. Never a hang."""
@@ -312,6 +351,7 @@ def main() -> None:
             test_group(f"group {ranks}", pair, sorted(ranks))
     test_bad_use()
     test_streams()
+    test_error_feedback_policy()
     test_mismatched_sizes()
     finish()
 

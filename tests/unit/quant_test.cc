@@ -477,7 +477,7 @@ TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
                     Status::kSuccess);
           for (size_t i = 0; i < n; ++i) lost[i] = -(-compensated[i] + decoded[i]);
           ASSERT_EQ(quantizeWithFeedback(in.data(), type, n, p, message.data(), message.size(),
-                                         residual.data(), work.data()),
+                                         Residuals{residual.data()}, work.data()),
                     Status::kSuccess)
               << lastThreadError();
           ASSERT_EQ(message, want) << what << " call " << call;
@@ -494,9 +494,71 @@ TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
   std::vector<float> x(100, 1.0f), residual(100, 0.0f);
   std::vector<unsigned char> message(quantizedBytes(100, QuantParams{}));
   EXPECT_EQ(quantizeWithFeedback(x.data(), DataType::kBfloat16, 100, QuantParams{}, message.data(),
-                                 message.size(), residual.data(), x.data()),
+                                 message.size(), Residuals{residual.data()}, x.data()),
             Status::kInvalidArgument)
       << "float32 work cannot be the bfloat16 input";
+  std::vector<float> work(100);
+  EXPECT_EQ(quantizeWithFeedback(x.data(), DataType::kFloat32, 100, QuantParams{}, message.data(),
+                                 message.size(), Residuals{residual.data(), DataType::kFloat16},
+                                 work.data()),
+            Status::kInvalidArgument);
+  EXPECT_NE(std::string(lastThreadError()).find("residual type=float16"), std::string::npos)
+      << lastThreadError();
+}
+
+// bfloat16 residuals: the message is the definition's quantization of x plus the residual as
+// kept, the new residual the definition's loss rounded once to bfloat16, and over calls what is
+// lost is at most what those roundings dropped (fp64).
+TEST(Quant, ErrorFeedbackInBfloat16KeepsTheLossRoundedOnce) {
+  std::mt19937 rng(24);
+  const size_t n = kMaxGroupSize + 1000;
+  for (const Format& f : kFormats) {
+    for (DataType type : kFloatTypes) {
+      QuantParams p{f.bits, f.scheme, 256, Rounding::kNearestEven, 9};
+      p.smoothing = f.bits == 4;
+      const std::string what = std::string(dataTypeName(type)) + " int" + std::to_string(f.bits);
+      std::vector<float> start = sample("normal", n, rng);
+      for (auto& r : start) r *= 0.01f;
+      auto residual = stored(start, DataType::kBfloat16);
+      const auto first = residual;
+      std::vector<float> work(n);
+      std::vector<double> sent(n, 0.0), given(n, 0.0), dropped(n, 0.0);
+      std::vector<unsigned char> message(quantizedBytes(n, p));
+      for (int call = 0; call < 4; ++call) {
+        const auto in = stored(sample("normal", n, rng), type);
+        std::vector<float> compensated(n), decoded(n), lost(n);
+        for (size_t i = 0; i < n; ++i) {
+          compensated[i] = loaded(in, type, i) + loaded(residual, DataType::kBfloat16, i);
+        }
+        const auto want = quantizeOrDie(compensated.data(), DataType::kFloat32, n, p);
+        ASSERT_EQ(dequantize(want.data(), want.size(), decoded.data(), DataType::kFloat32, n),
+                  Status::kSuccess);
+        for (size_t i = 0; i < n; ++i) lost[i] = -(-compensated[i] + decoded[i]);
+        const auto kept = stored(lost, DataType::kBfloat16);
+        ASSERT_EQ(
+            quantizeWithFeedback(in.data(), type, n, p, message.data(), message.size(),
+                                 Residuals{residual.data(), DataType::kBfloat16}, work.data()),
+            Status::kSuccess)
+            << lastThreadError();
+        ASSERT_EQ(message, want) << what << " call " << call;
+        ASSERT_EQ(residual, kept) << what << " call " << call;
+        for (size_t i = 0; i < n; ++i) {
+          sent[i] += decoded[i];
+          given[i] += loaded(in, type, i);
+          dropped[i] += std::fabs(double(lost[i]) - loaded(kept, DataType::kBfloat16, i));
+          ASSERT_LE(std::fabs(double(lost[i]) - loaded(kept, DataType::kBfloat16, i)),
+                    std::fabs(lost[i]) * 0x1p-8)
+              << what << " element " << i << ": rounded once to bfloat16";
+        }
+      }
+      for (size_t i = 0; i < n; ++i) {
+        const double kept = given[i] + loaded(first, DataType::kBfloat16, i) -
+                            loaded(residual, DataType::kBfloat16, i);
+        ASSERT_LE(std::fabs(sent[i] - kept), dropped[i] + 1e-5 * (1 + std::fabs(kept)))
+            << what << " element " << i;
+      }
+    }
+  }
 }
 
 // A device's kernels fall back on Kernels' unfused defaults for these three: they give the
@@ -521,16 +583,19 @@ TEST(Quant, UnfusedDefaultsGiveTheFusedKernelsResults) {
     for (const Format& f : kFormats) {
       QuantParams p{f.bits, f.scheme, 128, Rounding::kStochastic, 5};
       p.smoothing = f.bits != 8;
-      std::vector<float> r1 = addend, r2 = addend, w1(n), w2(n);
       std::vector<unsigned char> m1(quantizedBytes(n, p)), m2(m1.size());
-      ASSERT_EQ(unfused.quantizeWithFeedback(x.data(), type, n, p, m1.data(), m1.size(), r1.data(),
-                                             w1.data()),
-                Status::kSuccess);
-      ASSERT_EQ(fused.quantizeWithFeedback(x.data(), type, n, p, m2.data(), m2.size(), r2.data(),
-                                           w2.data()),
-                Status::kSuccess);
-      EXPECT_EQ(m1, m2) << dataTypeName(type) << " int" << f.bits;
-      EXPECT_EQ(bitsOf(r1), bitsOf(r2)) << dataTypeName(type);
+      for (DataType kept : {DataType::kFloat32, DataType::kBfloat16}) {
+        auto r1 = stored(addend, kept), r2 = r1;
+        std::vector<float> w1(n), w2(n);
+        ASSERT_EQ(unfused.quantizeWithFeedback(x.data(), type, n, p, m1.data(), m1.size(),
+                                               Residuals{r1.data(), kept}, w1.data()),
+                  Status::kSuccess);
+        ASSERT_EQ(fused.quantizeWithFeedback(x.data(), type, n, p, m2.data(), m2.size(),
+                                             Residuals{r2.data(), kept}, w2.data()),
+                  Status::kSuccess);
+        EXPECT_EQ(m1, m2) << dataTypeName(type) << " int" << f.bits << " " << dataTypeName(kept);
+        EXPECT_EQ(r1, r2) << dataTypeName(type) << " " << dataTypeName(kept);
+      }
       std::vector<unsigned char> sum1 = x, sum2 = x;
       std::vector<float> work(n);
       ASSERT_EQ(unfused.dequantizeOnto(m1.data(), m1.size(), p, n,

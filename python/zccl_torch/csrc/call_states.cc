@@ -53,7 +53,9 @@ void CallStates::forReduction(bool allReduce, size_t count, zcclDataType_t type,
   auto found = feedbacks_.find(key);
   if (found == feedbacks_.end()) {
     zcclFeedback_t feedback = nullptr;
-    TORCH_CHECK(zcclFeedbackCreate(comm_, count, type, &feedback) == zcclSuccess,
+    zcclFeedbackOptions kept = ZCCL_FEEDBACK_OPTIONS_INITIALIZER;
+    kept.residualType = policy_.residualType;
+    TORCH_CHECK(zcclFeedbackCreateEx(comm_, count, type, &kept, &feedback) == zcclSuccess,
                 "zccl backend: keeping the error feedback: ", zcclGetLastError(comm_));
     found = feedbacks_.emplace(key, feedback).first;
   }

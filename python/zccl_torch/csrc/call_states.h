@@ -25,10 +25,11 @@ struct CallStatePolicy {
   // three, and smoothed, whatever `smoothing` says of the other calls (what the ZeRO
   // optimizer's INT2 differences take too: docs/beyond-zeropp.md).
   bool twoBitDifferences = false;
-  bool reduceScatterFeedback = false;  // reduce_scatter="int4-ef" / "int8-ef"
-  bool allReduceFeedback = false;      // allreduce="int4-ef" / "int8-ef"
-  bool smoothing = false;              // Hadamard smoothing of every quantized call
-  int resyncEvery = 0;                 // exact all-gathers of weights (0: the first only)
+  bool reduceScatterFeedback = false;         // reduce_scatter="int4-ef" / "int8-ef"
+  bool allReduceFeedback = false;             // allreduce="int4-ef" / "int8-ef"
+  bool smoothing = false;                     // Hadamard smoothing of every quantized call
+  int resyncEvery = 0;                        // exact all-gathers of weights (0: the first only)
+  zcclDataType_t residualType = zcclFloat32;  // -ef's residuals: float32 or bfloat16
 };
 
 class CallStates {

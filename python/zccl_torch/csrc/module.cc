@@ -43,15 +43,20 @@ ZcclBackend& backendOf(const std::string& groupName) {
   return *backend;
 }
 
-// The Python side's flags of int4-diff / int4-ef, smoothing and the resync period, and the
-// all-gathers' format.
+// The Python side's flags of int4-diff / int4-ef, smoothing, the resync period and bfloat16
+// residuals, and the all-gathers' format.
 CallStatePolicy statesOf(const std::string& allGather, bool allGatherDifferences,
                          bool reduceScatterFeedback, bool allReduceFeedback, bool smoothing,
-                         int resyncEvery) {
+                         int resyncEvery, bool bfloat16Residuals) {
   TORCH_CHECK(resyncEvery >= 0, "zccl_torch: resync_every=", resyncEvery, ": expected >= 0");
   const bool twoBit = allGatherDifferences && allGather == "int2";
-  return CallStatePolicy{allGatherDifferences, twoBit,    reduceScatterFeedback,
-                         allReduceFeedback,    smoothing, resyncEvery};
+  return CallStatePolicy{allGatherDifferences,
+                         twoBit,
+                         reduceScatterFeedback,
+                         allReduceFeedback,
+                         smoothing,
+                         resyncEvery,
+                         bfloat16Residuals ? zcclBfloat16 : zcclFloat32};
 }
 
 c10::intrusive_ptr<c10d::Backend> createBackend(
@@ -59,7 +64,7 @@ c10::intrusive_ptr<c10d::Backend> createBackend(
     const std::chrono::duration<float>& timeout, const std::string& groupName,
     const std::string& allGather, const std::string& reduceScatter, const std::string& allReduce,
     int64_t minBytes, bool allGatherDifferences, bool reduceScatterFeedback, bool allReduceFeedback,
-    bool smoothing, int resyncEvery) {
+    bool smoothing, int resyncEvery, bool bfloat16Residuals) {
   BackendOptions options;
   options.rank = rank;
   options.size = size;
@@ -67,7 +72,7 @@ c10::intrusive_ptr<c10d::Backend> createBackend(
   options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   options.policy = policyOf(allGather, reduceScatter, allReduce, minBytes);
   options.states = statesOf(allGather, allGatherDifferences, reduceScatterFeedback,
-                            allReduceFeedback, smoothing, resyncEvery);
+                            allReduceFeedback, smoothing, resyncEvery, bfloat16Residuals);
   pybind11::gil_scoped_release release;  // the rendezvous waits on the other ranks
   return c10::make_intrusive<ZcclBackend>(store, options);
 }
@@ -130,10 +135,11 @@ void resetStatsOfAll() {
 void setPolicy(const std::string& groupName, const std::string& allGather,
                const std::string& reduceScatter, const std::string& allReduce, int64_t minBytes,
                bool allGatherDifferences, bool reduceScatterFeedback, bool allReduceFeedback,
-               bool smoothing, int resyncEvery) {
+               bool smoothing, int resyncEvery, bool bfloat16Residuals) {
   const zcclWirePolicy policy = policyOf(allGather, reduceScatter, allReduce, minBytes);
-  const CallStatePolicy states = statesOf(allGather, allGatherDifferences, reduceScatterFeedback,
-                                          allReduceFeedback, smoothing, resyncEvery);
+  const CallStatePolicy states =
+      statesOf(allGather, allGatherDifferences, reduceScatterFeedback, allReduceFeedback, smoothing,
+               resyncEvery, bfloat16Residuals);
   ZcclBackend& backend = backendOf(groupName);
   pybind11::gil_scoped_release release;  // it waits for the operations in flight
   backend.setPolicy(policy, states);
