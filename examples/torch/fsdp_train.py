@@ -9,8 +9,8 @@ converged. ZeRO++ here is FSDP2 with reshard_after_forward=<ranks per node> (hpZ
 backward all-gathers stay inside the node) over a zccl group whose parameter all-gathers are
 INT8 (qwZ) and gradient reduce-scatters INT4 through two hops (qgZ). ZeRO++ 4-bit gathers
 INT4 differences of the weights from the last gathered copy (int4-diff) and reduce-scatters
-INT4 gradients with error feedback (int4-ef); ZeRO++ INT2-diff gathers INT2 differences
-(int2-diff, smoothed) instead.
+INT4 gradients with error feedback (int4-ef; --feedback-precision bf16 keeps its residuals in
+bfloat16); ZeRO++ INT2-diff gathers INT2 differences (int2-diff, smoothed) instead.
 """
 from __future__ import annotations
 
@@ -185,6 +185,8 @@ def train(mesh: DeviceMesh, args, config: str, report_group) -> dict:
     torch.manual_seed(0)
     model = Decoder(args.modulus + 1, args.dim, args.layers, args.heads, 3).to(args.device)
     policy = CONFIGS[config][1]
+    if policy is not None and policy["reduce_scatter"].endswith("-ef"):
+        policy = {**policy, "feedback_precision": args.feedback_precision}
     zeropp = policy is not None
     reshard = args.ranks_per_node if zeropp else True
     # Working weights and gradients in the wire dtype (bf16 by default, as in ZeRO++'s
@@ -265,6 +267,8 @@ def parse(argv=None):
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="where the model and FSDP2's collectives run (cuda: every process on "
                              "the current GPU, zccl's device path)")
+    parser.add_argument("--feedback-precision", choices=["fp32", "bf16"], default="fp32",
+                        help="what error feedback (int4-ef) keeps its residuals in")
     parser.add_argument("--csv", help="write step,config,loss rows to this CSV file (rank 0)")
     parser.add_argument("--timing-steps", type=int, default=5,
                         help="steps of compute alone and of the collectives alone, timed")
@@ -311,7 +315,8 @@ def main() -> None:
     if dist.get_rank() == 0:
         tail = min(50, args.steps)
         print(f"{dist.get_world_size()} ranks, {args.ranks_per_node} per node, backend "
-              f"{args.backend}, {str(args.dtype).removeprefix('torch.')}, {args.steps} steps; "
+              f"{args.backend}, {str(args.dtype).removeprefix('torch.')}, {args.steps} steps, "
+              f"error feedback's residuals {args.feedback_precision}; "
               f"loss floor {noise_floor(args.modulus):.4f}; "
               f"final loss: mean of the last {tail} steps; bytes summed over the ranks")
         print("| configuration | params | first loss | final loss | inter-node B/step | "
