@@ -484,9 +484,7 @@ Status quantizeWithFeedback(const void* x, DataType type, size_t count, const Qu
     decodeGroup(k, m, g, decoded);
     // -(-compensated + decoded) rather than compensated - decoded: the unfused steps' bits,
     // signed zeros too.
-    for (size_t i = 0; i < n; ++i) lost[i] = -compensated[i];
-    k.accumulate(lost, decoded, n);
-    for (size_t i = 0; i < n; ++i) lost[i] = -lost[i];
+    for (size_t i = 0; i < n; ++i) lost[i] = -(-compensated[i] + decoded[i]);
     if (exact == nullptr) narrowAs(k, residual.type, kept, n, residual.values, first);
   }
   return Status::kSuccess;
