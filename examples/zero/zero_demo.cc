@@ -179,7 +179,8 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
   base.precision = parsePrecision(s.precision);
   base.seed = s.seed;
   base.feedbackPrecision = parsePrecision(s.feedbackPrecision);
-  const bool compactFeedback = base.feedbackPrecision != Precision::kFloat32;
+  // Error feedback, as the configurations' names say it.
+  const std::string feedback = base.feedbackPrecision == Precision::kFloat32 ? "EF" : "EF/bf16";
   if (s.stage >= 0) {
     base.stage = s.stage;
     base.quantizedWeights = s.qwz;
@@ -195,7 +196,7 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
     if (s.qwz) name += " +qwZ";
     if (s.differences) name += " +qwZ-diff" + std::to_string(s.differenceBits);
     if (s.hpz) name += " +hpZ";
-    if (s.qgz) name += s.feedback ? (compactFeedback ? " +qgZ-EF/bf16" : " +qgZ-EF") : " +qgZ";
+    if (s.qgz) name += s.feedback ? " +qgZ-" + feedback : " +qgZ";
     if (s.smoothing) name += " +smooth";
     if (s.smoothDifferences && !s.smoothing) name += " +smooth-diff";
     return {{name, name, base}};
@@ -211,10 +212,8 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
   twoBit.smoothWeightDifferences = true;  // two bits need outliers spread (beyond-zeropp.md)
   return {{"ZeRO-3", "ZeRO-3", base},
           {"ZeRO++ (qwZ+hpZ+qgZ)", "ZeRO++", plus},
-          {compactFeedback ? "ZeRO++ 4-bit (diff+EF/bf16)" : "ZeRO++ 4-bit (diff+EF)",
-           "ZeRO++ 4-bit", fourBit},
-          {compactFeedback ? "ZeRO++ INT2-diff (+EF/bf16)" : "ZeRO++ INT2-diff (+EF)",
-           "ZeRO++ INT2-diff", twoBit}};
+          {"ZeRO++ 4-bit (diff+" + feedback + ")", "ZeRO++ 4-bit", fourBit},
+          {"ZeRO++ INT2-diff (+" + feedback + ")", "ZeRO++ INT2-diff", twoBit}};
 }
 
 void printTable(const std::vector<Result>& results) {

@@ -356,13 +356,6 @@ float loaded(const std::vector<unsigned char>& v, DataType type, size_t i) {
   });
 }
 
-// The bit patterns, so that -0 and +0 (and NaNs) compare as what they are.
-std::vector<uint32_t> bitsOf(const std::vector<float>& v) {
-  std::vector<uint32_t> bits(v.size());
-  std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
-  return bits;
-}
-
 constexpr DataType kFloatTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16};
 
 // The fused sum of a gathered change and its reference: the float32 sum rounded once to the
@@ -449,8 +442,9 @@ TEST(Quant, DequantizeOntoIsTheDecodedChangePlusTheReferenceRoundedOnce) {
 }
 
 // Error feedback against its definition, computed here: the message is the quantization of
-// x + residual, the new residual what decoding it lost (to the bit, signed zeros too), and
-// over calls nothing is lost: the decoded messages sum to the inputs' sum plus the first
+// x + the residual as kept, the new residual what decoding it lost (to the bit, signed zeros
+// too) rounded once to the residuals' type (exact for float32), and over calls nothing is lost
+// but what those roundings dropped: the decoded messages sum to the inputs' sum plus the first
 // residual minus the last (fp64, to float32 rounding).
 TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
   std::mt19937 rng(22);
@@ -458,35 +452,50 @@ TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
   for (const Format& f : kFormats) {
     for (DataType type : kFloatTypes) {
       for (bool smoothing : {false, true}) {
-        QuantParams p{f.bits, f.scheme, 256, Rounding::kNearestEven, 9};
-        p.smoothing = smoothing;
-        const std::string what = std::string(dataTypeName(type)) + " int" + std::to_string(f.bits) +
-                                 (smoothing ? " smoothed" : "");
-        std::vector<float> residual = sample("normal", n, rng), work(n), lost(n);
-        for (auto& r : residual) r *= 0.01f;
-        const std::vector<float> first = residual;
-        std::vector<double> sent(n, 0.0), given(n, 0.0);
-        std::vector<unsigned char> message(quantizedBytes(n, p));
-        for (int call = 0; call < 4; ++call) {
-          const auto in = stored(sample("normal", n, rng), type);
-          std::vector<float> compensated(n);
-          for (size_t i = 0; i < n; ++i) compensated[i] = loaded(in, type, i) + residual[i];
-          const auto want = quantizeOrDie(compensated.data(), DataType::kFloat32, n, p);
-          std::vector<float> decoded(n);
-          ASSERT_EQ(dequantize(want.data(), want.size(), decoded.data(), DataType::kFloat32, n),
-                    Status::kSuccess);
-          for (size_t i = 0; i < n; ++i) lost[i] = -(-compensated[i] + decoded[i]);
-          ASSERT_EQ(quantizeWithFeedback(in.data(), type, n, p, message.data(), message.size(),
-                                         Residuals{residual.data()}, work.data()),
-                    Status::kSuccess)
-              << lastThreadError();
-          ASSERT_EQ(message, want) << what << " call " << call;
-          ASSERT_EQ(bitsOf(residual), bitsOf(lost)) << what;
-          for (size_t i = 0; i < n; ++i) sent[i] += decoded[i], given[i] += loaded(in, type, i);
-        }
-        for (size_t i = 0; i < n; ++i) {
-          const double kept = given[i] + first[i] - residual[i];
-          ASSERT_NEAR(sent[i], kept, 1e-5 * (1 + std::fabs(kept))) << what << " element " << i;
+        for (DataType residualType : {DataType::kFloat32, DataType::kBfloat16}) {
+          QuantParams p{f.bits, f.scheme, 256, Rounding::kNearestEven, 9};
+          p.smoothing = smoothing;
+          const std::string what = std::string(dataTypeName(type)) + " int" +
+                                   std::to_string(f.bits) + (smoothing ? " smoothed" : "") + ", " +
+                                   dataTypeName(residualType) + " residuals";
+          std::vector<float> start = sample("normal", n, rng), work(n);
+          for (auto& r : start) r *= 0.01f;
+          auto residual = stored(start, residualType);
+          const auto first = residual;
+          std::vector<double> sent(n, 0.0), given(n, 0.0), dropped(n, 0.0);
+          std::vector<unsigned char> message(quantizedBytes(n, p));
+          for (int call = 0; call < 4; ++call) {
+            const auto in = stored(sample("normal", n, rng), type);
+            std::vector<float> compensated(n), decoded(n), lost(n);
+            for (size_t i = 0; i < n; ++i) {
+              compensated[i] = loaded(in, type, i) + loaded(residual, residualType, i);
+            }
+            const auto want = quantizeOrDie(compensated.data(), DataType::kFloat32, n, p);
+            ASSERT_EQ(dequantize(want.data(), want.size(), decoded.data(), DataType::kFloat32, n),
+                      Status::kSuccess);
+            for (size_t i = 0; i < n; ++i) lost[i] = -(-compensated[i] + decoded[i]);
+            const auto kept = stored(lost, residualType);
+            ASSERT_EQ(quantizeWithFeedback(in.data(), type, n, p, message.data(), message.size(),
+                                           Residuals{residual.data(), residualType}, work.data()),
+                      Status::kSuccess)
+                << lastThreadError();
+            ASSERT_EQ(message, want) << what << " call " << call;
+            ASSERT_EQ(residual, kept) << what << " call " << call;
+            for (size_t i = 0; i < n; ++i) {
+              const double rounding = std::fabs(double(lost[i]) - loaded(kept, residualType, i));
+              ASSERT_LE(rounding, std::fabs(lost[i]) * 0x1p-8)
+                  << what << " element " << i << ": rounded once";
+              sent[i] += decoded[i];
+              given[i] += loaded(in, type, i);
+              dropped[i] += rounding;
+            }
+          }
+          for (size_t i = 0; i < n; ++i) {
+            const double kept =
+                given[i] + loaded(first, residualType, i) - loaded(residual, residualType, i);
+            ASSERT_LE(std::fabs(sent[i] - kept), dropped[i] + 1e-5 * (1 + std::fabs(kept)))
+                << what << " element " << i;
+          }
         }
       }
     }
@@ -504,61 +513,6 @@ TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
             Status::kInvalidArgument);
   EXPECT_NE(std::string(lastThreadError()).find("residual type=float16"), std::string::npos)
       << lastThreadError();
-}
-
-// bfloat16 residuals: the message is the definition's quantization of x plus the residual as
-// kept, the new residual the definition's loss rounded once to bfloat16, and over calls what is
-// lost is at most what those roundings dropped (fp64).
-TEST(Quant, ErrorFeedbackInBfloat16KeepsTheLossRoundedOnce) {
-  std::mt19937 rng(24);
-  const size_t n = kMaxGroupSize + 1000;
-  for (const Format& f : kFormats) {
-    for (DataType type : kFloatTypes) {
-      QuantParams p{f.bits, f.scheme, 256, Rounding::kNearestEven, 9};
-      p.smoothing = f.bits == 4;
-      const std::string what = std::string(dataTypeName(type)) + " int" + std::to_string(f.bits);
-      std::vector<float> start = sample("normal", n, rng);
-      for (auto& r : start) r *= 0.01f;
-      auto residual = stored(start, DataType::kBfloat16);
-      const auto first = residual;
-      std::vector<float> work(n);
-      std::vector<double> sent(n, 0.0), given(n, 0.0), dropped(n, 0.0);
-      std::vector<unsigned char> message(quantizedBytes(n, p));
-      for (int call = 0; call < 4; ++call) {
-        const auto in = stored(sample("normal", n, rng), type);
-        std::vector<float> compensated(n), decoded(n), lost(n);
-        for (size_t i = 0; i < n; ++i) {
-          compensated[i] = loaded(in, type, i) + loaded(residual, DataType::kBfloat16, i);
-        }
-        const auto want = quantizeOrDie(compensated.data(), DataType::kFloat32, n, p);
-        ASSERT_EQ(dequantize(want.data(), want.size(), decoded.data(), DataType::kFloat32, n),
-                  Status::kSuccess);
-        for (size_t i = 0; i < n; ++i) lost[i] = -(-compensated[i] + decoded[i]);
-        const auto kept = stored(lost, DataType::kBfloat16);
-        ASSERT_EQ(
-            quantizeWithFeedback(in.data(), type, n, p, message.data(), message.size(),
-                                 Residuals{residual.data(), DataType::kBfloat16}, work.data()),
-            Status::kSuccess)
-            << lastThreadError();
-        ASSERT_EQ(message, want) << what << " call " << call;
-        ASSERT_EQ(residual, kept) << what << " call " << call;
-        for (size_t i = 0; i < n; ++i) {
-          sent[i] += decoded[i];
-          given[i] += loaded(in, type, i);
-          dropped[i] += std::fabs(double(lost[i]) - loaded(kept, DataType::kBfloat16, i));
-          ASSERT_LE(std::fabs(double(lost[i]) - loaded(kept, DataType::kBfloat16, i)),
-                    std::fabs(lost[i]) * 0x1p-8)
-              << what << " element " << i << ": rounded once to bfloat16";
-        }
-      }
-      for (size_t i = 0; i < n; ++i) {
-        const double kept = given[i] + loaded(first, DataType::kBfloat16, i) -
-                            loaded(residual, DataType::kBfloat16, i);
-        ASSERT_LE(std::fabs(sent[i] - kept), dropped[i] + 1e-5 * (1 + std::fabs(kept)))
-            << what << " element " << i;
-      }
-    }
-  }
 }
 
 // A device's kernels fall back on Kernels' unfused defaults for these three: they give the
