@@ -261,7 +261,8 @@ class ZeroOptimizer {
   // Every parameter's float32 master value, module after module (collective).
   zcclResult_t gatherMasterParameters(std::vector<float>* params);
   // The collectives of one step alone, back to back with nothing to compute, in *seconds
-  // (collective): the communication time the step's compute can hide. The model is unchanged.
+  // (collective): the communication time the step's compute can hide. Weight differences and
+  // error feedback run on state of their own, so training goes on as if it had not run.
   zcclResult_t timeCommunication(double* seconds);
 
   size_t numParams() const;

@@ -154,29 +154,29 @@ zcclDataType_t dataType(Precision p) {
                                      : zcclFloat16;
 }
 
+// What a module's Beyond-ZeRO++ collectives keep between calls.
+struct CompressionState {
+  explicit CompressionState(StateSpace* t) : reference(t), feedback(t) {}
+  size_t bytes() const { return reference.bytes() + feedback.bytes(); }
+  WeightReference reference;  // weightDifferences: the weights gathered last
+  GradientFeedback feedback;  // errorFeedback: what quantizing my full gradients lost
+};
+
 // One module's partitioned state. `padded` rounds the parameter count up to a multiple of the
 // world size so that every rank owns an equal shard (the last shards hold the padding).
 struct ModuleState {
   explicit ModuleState(StateSpace* t)
-      : working(t),
-        master(t),
-        moment1(t),
-        moment2(t),
-        grads(t),
-        secondary(t),
-        reference(t),
-        feedback(t) {}
+      : working(t), master(t), moment1(t), moment2(t), grads(t), secondary(t), compression(t) {}
   size_t count = 0;
   size_t padded = 0;
   size_t shard = 0;
-  StateBuffer working;        // full (stages 0-2) or my shard (stage 3), working precision
-  StateBuffer master;         // float32: full (stage 0) or my shard
-  StateBuffer moment1;        // as master
-  StateBuffer moment2;        // as master
-  StateBuffer grads;          // full (stages 0-1) or my shard (2-3), working precision
-  StateBuffer secondary;      // hpZ: my node-local shard of the gathered weights
-  WeightReference reference;  // weightDifferences: the weights gathered last
-  GradientFeedback feedback;  // errorFeedback: what quantizing my full gradients lost
+  StateBuffer working;    // full (stages 0-2) or my shard (stage 3), working precision
+  StateBuffer master;     // float32: full (stage 0) or my shard
+  StateBuffer moment1;    // as master
+  StateBuffer moment2;    // as master
+  StateBuffer grads;      // full (stages 0-1) or my shard (2-3), working precision
+  StateBuffer secondary;  // hpZ: my node-local shard of the gathered weights
+  CompressionState compression;
 };
 
 }  // namespace
@@ -197,7 +197,7 @@ class ZeroOptimizer::Impl {
   const MemoryTracker& tracker() const { return space_.tracker; }
   size_t compressionBytes() const {
     size_t bytes = 0;
-    for (const auto& m : modules_) bytes += m->reference.bytes() + m->feedback.bytes();
+    for (const auto& m : modules_) bytes += m->compression.bytes();
     return bytes;
   }
   const std::string& error() const { return error_; }
@@ -226,7 +226,8 @@ class ZeroOptimizer::Impl {
   }
 
   zcclResult_t checkCompression();
-  zcclResult_t createCompressionState(ModuleState* m);
+  // The state the options' Beyond-ZeRO++ collectives keep for module `m`, into `*state`.
+  zcclResult_t createCompressionState(const ModuleState& m, CompressionState* state);
   zcclResult_t allocate(StateBuffer* buffer, size_t bytes, const char* what) {
     return memoryFailure(buffer->allocate(bytes), what);
   }
@@ -266,7 +267,11 @@ class ZeroOptimizer::Impl {
 
   // Starts the all-gather of module `index`'s weights for its forward (backward) pass into its
   // slot of gathered_.
-  zcclResult_t startForwardGather(size_t index, zcclRequest_t* request);
+  zcclResult_t startForwardGather(size_t index, zcclRequest_t* request) {
+    return startForwardGather(index, modules_[index]->compression.reference.get(), request);
+  }
+  // The same, its differences taken against `reference`.
+  zcclResult_t startForwardGather(size_t index, zcclReference_t reference, zcclRequest_t* request);
   zcclResult_t startBackwardGather(size_t index, zcclRequest_t* request);
   zcclResult_t startGather(ModuleState& m, zcclComm_t comm, const void* shard,
                            const zcclCollOptions* options, ScratchBuffer& into,
@@ -406,7 +411,7 @@ zcclResult_t ZeroOptimizer::Impl::init() {
     if (options_.hierarchicalPartition) {
       ZERO_CHECK(allocate(&m->secondary, m->padded / nodeSize_ * es(), "hpZ's secondary copy"));
     }
-    ZERO_CHECK(createCompressionState(m.get()));
+    ZERO_CHECK(createCompressionState(*m, &m->compression));
     modules_.push_back(std::move(m));
   }
   return zcclSuccess;
@@ -447,18 +452,19 @@ zcclResult_t ZeroOptimizer::Impl::checkCompression() {
   return zcclSuccess;
 }
 
-zcclResult_t ZeroOptimizer::Impl::createCompressionState(ModuleState* m) {
+zcclResult_t ZeroOptimizer::Impl::createCompressionState(const ModuleState& m,
+                                                         CompressionState* state) {
   if (options_.weightDifferences) {
     zcclReference_t reference = nullptr;
-    ZERO_CHECK(zcclReferenceCreate(comm_, m->shard, type(), options_.resyncEvery, &reference));
-    ZERO_CHECK(m->reference.adopt(reference));
+    ZERO_CHECK(zcclReferenceCreate(comm_, m.shard, type(), options_.resyncEvery, &reference));
+    ZERO_CHECK(state->reference.adopt(reference));
   }
   if (options_.errorFeedback) {
     zcclFeedback_t feedback = nullptr;
     zcclFeedbackOptions kept = ZCCL_FEEDBACK_OPTIONS_INITIALIZER;
     kept.residualType = dataType(options_.feedbackPrecision);
-    ZERO_CHECK(zcclFeedbackCreateEx(comm_, m->padded, type(), &kept, &feedback));
-    ZERO_CHECK(m->feedback.adopt(feedback));
+    ZERO_CHECK(zcclFeedbackCreateEx(comm_, m.padded, type(), &kept, &feedback));
+    ZERO_CHECK(state->feedback.adopt(feedback));
   }
   return zcclSuccess;
 }
@@ -500,7 +506,8 @@ zcclResult_t ZeroOptimizer::Impl::startGather(ModuleState& m, zcclComm_t comm, c
                          &queued);
 }
 
-zcclResult_t ZeroOptimizer::Impl::startForwardGather(size_t index, zcclRequest_t* request) {
+zcclResult_t ZeroOptimizer::Impl::startForwardGather(size_t index, zcclReference_t reference,
+                                                     zcclRequest_t* request) {
   ModuleState& m = *modules_[index];
   zcclCollOptions qwz = ZCCL_COLL_OPTIONS_INITIALIZER;
   if (options_.quantizedWeights) qwz.wireFormat = zcclWireInt8;
@@ -510,7 +517,7 @@ zcclResult_t ZeroOptimizer::Impl::startForwardGather(size_t index, zcclRequest_t
     // INT2's symmetric codes are three levels, which round most of a group to zero: the
     // asymmetric four fit the differences better (docs/beyond-zeropp.md).
     if (bits == 2) qwz.quantScheme = zcclQuantAsymmetric;
-    qwz.reference = m.reference.get();
+    qwz.reference = reference;
     if (options_.smoothing || options_.smoothWeightDifferences) qwz.smoothing = 1;
   }
   return startGather(m, comm_, m.working.as(), &qwz, gatheredSlot(index), request);
@@ -572,7 +579,7 @@ zcclResult_t ZeroOptimizer::Impl::startGradients(size_t index, zcclRequest_t* re
     return zcclAllReduceEx(full, full, m.padded, type(), zcclAvg, comm_, memory_.stream(), &queued);
   }
   gradientWire(&queued);
-  queued.feedback = m.feedback.get();
+  queued.feedback = m.compression.feedback.get();
   return zcclReduceScatterEx(full, m.grads.as(), m.shard, type(), zcclAvg, comm_, memory_.stream(),
                              &queued);
 }
@@ -746,7 +753,6 @@ zcclResult_t ZeroOptimizer::Impl::step(const Batch& batch, StepStats* stats) {
 }
 
 zcclResult_t ZeroOptimizer::Impl::timeCommunication(double* seconds) {
-  const auto start = std::chrono::steady_clock::now();
   const size_t n = modules_.size();
   std::vector<zcclRequest_t> requests(n, nullptr);
   const auto wait = [&](size_t i) {
@@ -754,10 +760,25 @@ zcclResult_t ZeroOptimizer::Impl::timeCommunication(double* seconds) {
     gatheredSlot(i).release();
     return zcclSuccess;
   };
+  // The Beyond-ZeRO++ collectives run as in a step, on state of their own, which leaves the
+  // modules' for training. A reference's first call gathers exact weights: made and primed
+  // before the clock starts, so the timed gathers send differences, as a step's do between
+  // resyncs. Outside the model state.
+  StateSpace outside{&memory_, {}};
+  std::vector<std::unique_ptr<CompressionState>> compression(n);
+  for (size_t i = 0; i < n; ++i) {
+    compression[i] = std::make_unique<CompressionState>(&outside);
+    ZERO_CHECK(createCompressionState(*modules_[i], compression[i].get()));
+    if (options_.weightDifferences) {
+      ZERO_CHECK(startForwardGather(i, compression[i]->reference.get(), &requests[i]));
+      ZERO_CHECK(wait(i));
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
   if (partitionedWeights()) {
     for (size_t i = 0; i < n; ++i) {
       if (i > depth()) ZERO_CHECK(wait(i - depth() - 1));
-      ZERO_CHECK(startForwardGather(i, &requests[i]));
+      ZERO_CHECK(startForwardGather(i, compression[i]->reference.get(), &requests[i]));
     }
     for (size_t i = n > depth() ? n - depth() - 1 : 0; i < n; ++i) ZERO_CHECK(wait(i));
     for (size_t i = n; i-- > 0;) {
@@ -768,7 +789,6 @@ zcclResult_t ZeroOptimizer::Impl::timeCommunication(double* seconds) {
   }
   // The gradient collectives, of what the full-gradient scratch holds (their values do not
   // matter here) into a shard nobody reads.
-  StateSpace outside{&memory_, {}};
   StateBuffer discard(&outside);
   for (size_t i = n; i-- > 0;) {
     ModuleState& m = *modules_[i];
@@ -778,7 +798,8 @@ zcclResult_t ZeroOptimizer::Impl::timeCommunication(double* seconds) {
                         "a discarded gradient shard"));
     zcclCollOptions qgz = withRequest(nullptr, &requests[i]);
     if (partitionedGradients()) {
-      gradientWire(&qgz);  // without error feedback: these values are not gradients
+      gradientWire(&qgz);
+      qgz.feedback = compression[i]->feedback.get();
       ZERO_CHECK(zcclReduceScatterEx(full.as(), discard.as(), m.shard, type(), zcclAvg, comm_,
                                      memory_.stream(), &qgz));
     } else {

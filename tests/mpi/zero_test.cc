@@ -7,6 +7,7 @@
 // - ZeRO-3's cross-node bytes per step over ZeRO++'s, from the counters, is at least 3.5, over
 //   ZeRO++ 4-bit's at least 5.5 (6 is the ceiling of 4 bits both ways), over INT2-diff's 7;
 // - peak model-state bytes follow the ZeRO formulas, references and residuals included;
+// - prefetching, overlapping and timing the collectives alone change no bit of training;
 // - float16 with dynamic loss scaling skips overflowing steps and still learns.
 #include <gtest/gtest.h>
 
@@ -105,8 +106,9 @@ struct Training {
   int skipped = 0;
 };
 
+// `timedAfter`: the step after which ZeroOptimizer::timeCommunication runs (none: -1).
 Training train(zcclComm_t comm, const Task& task, const ZeroOptions& options, int steps, int global,
-               uint64_t dataSeed, std::vector<float>* master = nullptr) {
+               uint64_t dataSeed, std::vector<float>* master = nullptr, int timedAfter = -1) {
   auto model = makeModel(task);
   std::unique_ptr<ZeroOptimizer> zero;
   Training run;
@@ -125,6 +127,11 @@ Training train(zcclComm_t comm, const Task& task, const ZeroOptions& options, in
     run.interNodeBytes = values[1];
     run.intraNodeBytes = values[2];
     run.skipped += values[3] > 0 ? 1 : 0;
+    if (step == timedAfter) {
+      double seconds = 0;
+      EXPECT_EQ(zero->timeCommunication(&seconds), zcclSuccess) << zcclGetLastError(comm);
+      EXPECT_GT(seconds, 0);
+    }
   }
   run.peakBytes = zero->peakModelStateBytes();
   run.params = zero->numParams();
@@ -287,6 +294,28 @@ TEST_F(Zero, PrefetchAndOverlapChangeNoBit) {
     EXPECT_EQ(runs[0].intraNodeBytes, runs[1].intraNodeBytes) << "variant " << variant;
     EXPECT_TRUE(masters[0] == masters[1]) << "variant " << variant;
     EXPECT_GT(runs[1].peakBytes, runs[0].peakBytes) << "variant " << variant;
+  }
+}
+
+// Timing the collectives alone between two steps runs them on state of its own: the weight
+// differences' references and the error feedback's residuals that training keeps are left as
+// they were, so the losses, the bytes and the master weights are those of a run without it.
+TEST_F(Zero, TimingTheCollectivesChangesNoBit) {
+  const int steps = 5, global = 4 * worldSize();
+  ZeroOptions o;
+  o.stage = 3;
+  const ZeroOptions variants[] = {fourBit(o), fourBitCompactFeedback(o), twoBitDifferences(o)};
+  for (int variant = 0; variant < 3; ++variant) {
+    std::vector<Training> runs;
+    std::vector<std::vector<float>> masters;
+    for (int timedAfter : {-1, 2}) {
+      masters.emplace_back();
+      runs.push_back(train(comm_, Task{true, true}, variants[variant], steps, global, 11,
+                           &masters.back(), timedAfter));
+    }
+    EXPECT_EQ(runs[0].losses, runs[1].losses) << "variant " << variant;
+    EXPECT_EQ(runs[0].interNodeBytes, runs[1].interNodeBytes) << "variant " << variant;
+    EXPECT_TRUE(masters[0] == masters[1]) << "variant " << variant;
   }
 }
 
