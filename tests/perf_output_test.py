@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from checks import check, verdict
+
 FACTORS = {
     "all_reduce": lambda n: 2.0 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,
@@ -31,8 +33,6 @@ QUANTIZABLE = {"all_reduce", "all_gather", "reduce_scatter", "reduce"}
 ROOTED = {"broadcast", "reduce", "gather", "scatter"}
 ROW = re.compile(r"^\s+\d+\s+\d+\s+\S+\s+\S+\s+-?\d+\s")
 
-failures = []
-
 
 def gpu_visible():
     """Whether nvidia-smi lists a GPU: asked independently of the binaries under test."""
@@ -40,12 +40,6 @@ def gpu_visible():
         return False
     listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
     return listing.returncode == 0 and "GPU" in listing.stdout
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-    return condition
 
 
 def run_case(launcher, perf_dir, name, ranks, extra, memory=None):
@@ -154,15 +148,14 @@ def main():
                         "-P compares the planner's choice: it needs -q allow-int8|allow-int4")
     check_flags_refused(mpiexec, perf_dir, ["-n", "2", "-R", "3"],
                         "-R 3: more rounds than the 2 timed iterations (-n)")
+    check_flags_refused(mpiexec, perf_dir, ["-n", "5x"], "-n 5x: invalid value")
+    check_flags_refused(mpiexec, perf_dir, ["-f", "1.5x"], "-f 1.5x: invalid value")
     if gpu_visible():
         run_case(mpiexec, perf_dir, "all_gather", 2, ["-M", "device", "-q", "int8"], "device")
         run_case(zcclrun, perf_dir, "reduce_scatter", 3, ["-M", "device", "-q", "int4"], "device")
     else:
         check_refused(mpiexec, perf_dir)
-    for failure in failures:
-        print("FAILED:", failure)
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
+    return verdict()
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,7 @@
 #include <vector>
 
 #include "core/sim_comms.h"
+#include "harness/command_line.h"
 #include "topology/topology.h"
 #include "transport/sim/sim_fabric.h"
 #include "zccl/zccl.h"
@@ -76,21 +78,6 @@ struct Row {
   std::string plan;
   double interBytes, intraBytes;  // per rank
 };
-
-bool parseSize(const char* text, size_t* value) {
-  static const std::map<char, double> units = {
-      {'K', 1024.0}, {'M', 1048576.0}, {'G', 1073741824.0}};
-  char* end = nullptr;
-  double number = std::strtod(text, &end);
-  if (end == text || number < 0) return false;
-  if (*end != '\0') {
-    const auto unit = units.find(static_cast<char>(std::toupper(*end)));
-    if (unit == units.end() || end[1] != '\0') return false;
-    number *= unit->second;
-  }
-  *value = static_cast<size_t>(number);
-  return true;
-}
 
 [[noreturn]] void usage(const char* why) {
   if (why != nullptr) std::fprintf(stderr, "zccl-sim: %s\n", why);
@@ -142,20 +129,9 @@ struct NumberOption {
   double least;
 };
 
-// Option `letter` as a user writes it: its long name where it has one.
-std::string optionName(const option* options, int letter) {
-  for (const option* o = options; o->name != nullptr; ++o) {
-    if (o->val == letter) return std::string("--") + o->name;
-  }
-  return std::string("-") + static_cast<char>(letter);
-}
-
 bool parseNumber(const char* text, const NumberOption& option) {
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(value >= option.least)) return false;
-  *option.value = value;
-  return true;
+  return zccl_harness::parseReal(text, option.least, std::numeric_limits<double>::max(),
+                                 option.value);
 }
 
 Settings parse(int argc, char** argv) {
@@ -201,7 +177,7 @@ Settings parse(int argc, char** argv) {
       ok = s.collective == "all_gather" || s.collective == "reduce_scatter" ||
            s.collective == "all_reduce";
     } else if (opt == 'b' || opt == 'e') {
-      ok = parseSize(optarg, opt == 'b' ? &s.minBytes : &s.maxBytes);
+      ok = zccl_harness::parseSize(optarg, opt == 'b' ? &s.minBytes : &s.maxBytes);
     } else if (opt == 't') {
       ok = machineFromTopology(optarg, &s.machine);
       gpus = s.machine.gpusPerNode;
@@ -234,8 +210,8 @@ Settings parse(int argc, char** argv) {
       usage(nullptr);
     }
     if (!ok) {
-      const std::string why =
-          std::string("bad value '") + optarg + "' for " + optionName(longOptions, opt);
+      const std::string why = std::string("bad value '") + optarg + "' for " +
+                              zccl_harness::optionName(longOptions, opt);
       usage(why.c_str());
     }
   }

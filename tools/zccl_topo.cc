@@ -15,10 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "harness/command_line.h"
 #include "zccl/zccl.h"
 #include "zccl/zccl_introspect.h"
 
 namespace {
+
+constexpr int kMostCount = 1 << 20;
 
 struct Settings {
   std::string topoFile;
@@ -200,10 +203,17 @@ bool parse(int argc, char** argv, Settings* s) {
         s->topoFile = optarg;
         break;
       case 'n':
-        s->nodes = std::atoi(optarg);
+        if (!zccl_harness::parseInteger(optarg, 1, kMostCount, &s->nodes)) {
+          return zccl_harness::refuseArgument("zccl-topo", "--nodes", optarg,
+                                              zccl_harness::wholeNumberFrom(1, kMostCount));
+        }
         break;
       case 'r':
-        s->ranksPerNode = std::atoi(optarg);
+        if (!zccl_harness::parseInteger(optarg, 0, kMostCount, &s->ranksPerNode)) {
+          return zccl_harness::refuseArgument(
+              "zccl-topo", "--ranks-per-node", optarg,
+              zccl_harness::wholeNumberFrom(0, kMostCount) + " (0: one per GPU, or 2)");
+        }
         break;
       case 'l':
         s->allowLossy = true;
@@ -218,7 +228,11 @@ bool parse(int argc, char** argv, Settings* s) {
         return false;
     }
   }
-  return s->nodes >= 1 && s->ranksPerNode >= 0;
+  if (optind < argc) {
+    return zccl_harness::refuseArgument("zccl-topo", "argument", argv[optind],
+                                        "zccl-topo takes options only");
+  }
+  return true;
 }
 
 }  // namespace

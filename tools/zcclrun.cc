@@ -31,6 +31,8 @@
 #include <thread>
 #include <vector>
 
+#include "harness/command_line.h"
+
 namespace {
 
 struct Settings {
@@ -44,6 +46,8 @@ struct Settings {
   bool killOnFailure = false;
   char** program = nullptr;
 };
+
+constexpr int kMostRanks = 1 << 20;
 
 volatile sig_atomic_t forwardedSignal = 0;
 
@@ -91,6 +95,26 @@ std::string randomJobId() {
   return text;
 }
 
+bool refuse(const std::string& flag, const char* text, const std::string& expected) {
+  return zccl_harness::refuseArgument("zcclrun", flag, text, expected);
+}
+
+bool parseCount(const std::string& flag, const char* text, int least, int* value) {
+  return zccl_harness::parseInteger(text, least, kMostRanks, value) ||
+         refuse(flag, text, zccl_harness::wholeNumberFrom(least, kMostRanks));
+}
+
+// --root HOST:PORT: the rendezvous at PORT, PyTorch's store two above it.
+bool checkRoot(const std::string& root) {
+  const size_t colon = root.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !zccl_harness::parseInteger(root.c_str() + colon + 1, 1, 65533, &port)) {
+    return refuse("--root", root.c_str(), "HOST:PORT, the port from 1 to 65533");
+  }
+  return true;
+}
+
 bool parse(int argc, char** argv, Settings* s) {
   static const option options[] = {{"ranks-per-node", required_argument, nullptr, 'r'},
                                    {"timeout", required_argument, nullptr, 't'},
@@ -103,27 +127,31 @@ bool parse(int argc, char** argv, Settings* s) {
                                    {nullptr, 0, nullptr, 0}};
   int c = 0;
   while ((c = getopt_long(argc, argv, "+n:", options, nullptr)) != -1) {
+    const std::string flag = zccl_harness::optionName(options, c);
+    bool ok = true;
     switch (c) {
       case 'n':
-        s->ranks = std::atoi(optarg);
+        ok = parseCount(flag, optarg, 1, &s->ranks);
         break;
       case 'r':
-        s->ranksPerNode = std::atoi(optarg);
+        ok = parseCount(flag, optarg, 0, &s->ranksPerNode);
         break;
       case 't':
-        s->timeoutSeconds = std::atof(optarg);
+        ok = zccl_harness::parseReal(optarg, 0, 1e9, &s->timeoutSeconds) ||
+             refuse(flag, optarg, zccl_harness::numberFrom(0, 1e9) + " seconds (0: none)");
         break;
       case 'k':
         s->killOnFailure = true;
         break;
       case 'N':
-        s->nodes = std::atoi(optarg);
+        ok = parseCount(flag, optarg, 1, &s->nodes);
         break;
       case 'R':
-        s->nodeRank = std::atoi(optarg);
+        ok = parseCount(flag, optarg, 0, &s->nodeRank);
         break;
       case 'A':
         s->root = optarg;
+        ok = checkRoot(s->root);
         break;
       case 'J':
         s->job = optarg;
@@ -131,11 +159,19 @@ bool parse(int argc, char** argv, Settings* s) {
       default:
         return false;
     }
+    if (!ok) return false;
   }
-  if (optind >= argc || s->ranks <= 0 || s->ranksPerNode < 0 || s->nodes < 1 || s->nodeRank < 0 ||
-      s->nodeRank >= s->nodes || (s->nodes > 1 && s->root.empty())) {
-    return false;
+  if (s->ranks == 0) return refuse("-n", "(missing)", "the ranks to start on this node");
+  if (s->nodeRank >= s->nodes) {
+    return refuse("--node-rank", std::to_string(s->nodeRank).c_str(),
+                  "less than --nnodes (" + std::to_string(s->nodes) + ")");
   }
+  if (s->nodes > 1 && s->root.empty()) {
+    return refuse("--nnodes", std::to_string(s->nodes).c_str(),
+                  "more than one node needs --root HOST:PORT");
+  }
+  if (optind >= argc)
+    return refuse("program", "(missing)", "the program to run, then its arguments");
   s->program = argv + optind;
   return true;
 }
@@ -206,7 +242,7 @@ int main(int argc, char** argv) {
   } else {
     // Across nodes: the rendezvous at the given port, PyTorch's store two ports above it.
     const size_t colon = s.root.rfind(':');
-    const int port = colon == std::string::npos ? 0 : std::atoi(s.root.c_str() + colon + 1);
+    const int port = std::atoi(s.root.c_str() + colon + 1);  // checked by parse
     at = Addresses{s.root, s.root.substr(0, colon), port + 2};
   }
   const std::string job = !s.job.empty()   ? s.job

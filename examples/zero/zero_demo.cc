@@ -16,10 +16,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "harness/command_line.h"
 #include "harness/world.h"
 #include "zccl/zccl_introspect.h"
 #include "zero/modules.h"
@@ -290,6 +293,57 @@ void printUsage() {
                "same with INT2 weight differences) side by side.\n");
 }
 
+// Says what zero_demo refused, on rank 0 alone.
+bool refuse(const std::string& flag, const char* text, const std::string& expected) {
+  if (rank == 0) zccl_harness::refuseArgument("zero_demo", flag, text, expected);
+  return false;
+}
+
+bool parseChoice(const std::string& flag, const char* text,
+                 std::initializer_list<const char*> names, std::string* value) {
+  std::string listed;
+  for (const char* name : names) {
+    if (std::strcmp(text, name) == 0) {
+      *value = text;
+      return true;
+    }
+    listed += listed.empty() ? name : std::string(", ") + name;
+  }
+  return refuse(flag, text, "one of " + listed);
+}
+
+bool parseWhole(const std::string& flag, const char* text, int least, int most, int* value) {
+  return zccl_harness::parseInteger(text, least, most, value) ||
+         refuse(flag, text, zccl_harness::wholeNumberFrom(least, most));
+}
+
+bool parseNumber(const std::string& flag, const char* text, double least, double most,
+                 float* value) {
+  double number = 0;
+  if (!zccl_harness::parseReal(text, least, most, &number)) {
+    return refuse(flag, text, zccl_harness::numberFrom(least, most));
+  }
+  *value = static_cast<float>(number);
+  return true;
+}
+
+// The settings' relations to one another and to the job.
+bool checkSettings(const Settings& s) {
+  const std::string batch = std::to_string(s.batch);
+  if (s.batch % ranks != 0) {
+    return refuse(
+        "--batch", batch.c_str(),
+        "not a multiple of the " + std::to_string(ranks) + " ranks (each takes an equal share)");
+  }
+  const bool transformer =
+      std::find(s.models.begin(), s.models.end(), "transformer") != s.models.end();
+  if (transformer && s.hidden % 16 != 0) {
+    return refuse("--hidden", std::to_string(s.hidden).c_str(),
+                  "the transformer needs a multiple of 16 (4 heads of width hidden / 4)");
+  }
+  return true;
+}
+
 bool parse(int argc, char** argv, Settings* s) {
   static const option options[] = {{"model", required_argument, nullptr, 'm'},
                                    {"stage", required_argument, nullptr, 's'},
@@ -317,20 +371,24 @@ bool parse(int argc, char** argv, Settings* s) {
                                    {"resync", required_argument, nullptr, 'R'},
                                    {"ef-precision", required_argument, nullptr, 'C'},
                                    {nullptr, 0, nullptr, 0}};
+  opterr = rank == 0 ? 1 : 0;  // getopt's own complaints, once
+  constexpr int kMost = std::numeric_limits<int>::max();
+  constexpr uint64_t kMostSeed = std::numeric_limits<uint64_t>::max();
+  std::string model;
   int c = 0;
   while ((c = getopt_long(argc, argv, "", options, nullptr)) != -1) {
+    const std::string flag = zccl_harness::optionName(options, c);
+    bool ok = true;
     switch (c) {
       case 'm':
-        if (std::strcmp(optarg, "both") == 0) {
-          s->models = {"mlp", "transformer"};
-        } else if (std::strcmp(optarg, "mlp") == 0 || std::strcmp(optarg, "transformer") == 0) {
-          s->models = {optarg};
-        } else {
-          return false;
+        ok = parseChoice(flag, optarg, {"mlp", "transformer", "both"}, &model);
+        if (ok) {
+          s->models = model == "both" ? std::vector<std::string>{"mlp", "transformer"}
+                                      : std::vector<std::string>{model};
         }
         break;
       case 's':
-        s->stage = std::atoi(optarg);
+        ok = parseWhole(flag, optarg, 0, 3, &s->stage);
         break;
       case 'w':
         s->qwz = true;
@@ -342,34 +400,35 @@ bool parse(int argc, char** argv, Settings* s) {
         s->qgz = true;
         break;
       case 'n':
-        s->steps = std::atoi(optarg);
+        ok = parseWhole(flag, optarg, 1, kMost, &s->steps);
         break;
       case 'b':
-        s->batch = std::atoi(optarg);
+        ok = parseWhole(flag, optarg, ranks, kMost, &s->batch);
         break;
       case 'h':
-        s->hidden = std::atoi(optarg);
+        ok = parseWhole(flag, optarg, 16, kMost, &s->hidden);
         break;
       case 'l':
-        s->layers = std::atoi(optarg);
+        ok = parseWhole(flag, optarg, 1, kMost, &s->layers);
         break;
       case 'M':
-        s->modulus = std::atoi(optarg);
+        ok = parseWhole(flag, optarg, 2, kMost, &s->modulus);
         break;
       case 'r':
-        s->lr = static_cast<float>(std::atof(optarg));
+        ok = parseNumber(flag, optarg, 0, 1e3, &s->lr);
         break;
       case 'S':
-        s->seed = std::strtoull(optarg, nullptr, 10);
+        ok = zccl_harness::parseInteger(optarg, uint64_t{0}, kMostSeed, &s->seed) ||
+             refuse(flag, optarg, zccl_harness::wholeNumberFrom(uint64_t{0}));
         break;
       case 'P':
-        s->precision = optarg;
+        ok = parseChoice(flag, optarg, {"bf16", "fp16", "fp32"}, &s->precision);
         break;
       case 'e':
-        s->printEvery = std::max(1, std::atoi(optarg));
+        ok = parseWhole(flag, optarg, 1, kMost, &s->printEvery);
         break;
       case 'N':
-        s->labelNoise = static_cast<float>(std::atof(optarg));
+        ok = parseNumber(flag, optarg, 0, 1, &s->labelNoise);
         break;
       case 'L':
         s->log = optarg;
@@ -378,10 +437,9 @@ bool parse(int argc, char** argv, Settings* s) {
         s->differences = true;
         break;
       case 'B':
-        s->differenceBits = std::atoi(optarg);
-        if (s->differenceBits != 8 && s->differenceBits != 4 && s->differenceBits != 2) {
-          return false;
-        }
+        ok = zccl_harness::parseInteger(optarg, 2, 8, &s->differenceBits) &&
+             (s->differenceBits == 8 || s->differenceBits == 4 || s->differenceBits == 2);
+        if (!ok) refuse(flag, optarg, "8, 4 or 2");
         break;
       case 'E':
         s->feedback = s->qgz = true;
@@ -393,26 +451,24 @@ bool parse(int argc, char** argv, Settings* s) {
         s->smoothDifferences = true;
         break;
       case 'C':
-        s->feedbackPrecision = optarg;
-        if (s->feedbackPrecision != "fp32" && s->feedbackPrecision != "bf16") return false;
+        ok = parseChoice(flag, optarg, {"fp32", "bf16"}, &s->feedbackPrecision);
         break;
       case 'R':
-        s->resyncEvery = std::atoi(optarg);
-        if (s->resyncEvery < 0) return false;
+        ok = parseWhole(flag, optarg, 0, kMost, &s->resyncEvery);
         break;
       case 'F':
-        s->prefetch = std::atoi(optarg);
-        if (s->prefetch < 0) return false;
+        ok = parseWhole(flag, optarg, 0, kMost, &s->prefetch);
         break;
       case 'D':
-        s->device = optarg;
-        if (s->device != "auto" && s->device != "host" && s->device != "cuda") return false;
+        ok = parseChoice(flag, optarg, {"auto", "host", "cuda"}, &s->device);
         break;
       default:
         return false;
     }
+    if (!ok) return false;
   }
-  return s->steps > 0 && s->batch >= ranks && s->hidden >= 16 && s->stage <= 3;
+  if (optind < argc) return refuse("argument", argv[optind], "zero_demo takes options only");
+  return checkSettings(*s);
 }
 
 }  // namespace

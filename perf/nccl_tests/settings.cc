@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+
+#include "harness/command_line.h"
 
 namespace zccl_perf {
 
@@ -67,34 +70,9 @@ double busFactor(Collective c, int n) {
 
 namespace {
 
-bool parseSize(const char* text, size_t* value) {
-  char* end = nullptr;
-  const double number = std::strtod(text, &end);
-  if (end == text || number < 0) return false;
-  double scale = 1;
-  switch (*end) {
-    case 'K':
-    case 'k':
-      scale = 1024;
-      ++end;
-      break;
-    case 'M':
-    case 'm':
-      scale = 1024.0 * 1024;
-      ++end;
-      break;
-    case 'G':
-    case 'g':
-      scale = 1024.0 * 1024 * 1024;
-      ++end;
-      break;
-    default:
-      break;
-  }
-  if (*end != '\0') return false;
-  *value = static_cast<size_t>(number * scale);
-  return true;
-}
+using zccl_harness::parseInteger;
+using zccl_harness::parseReal;
+using zccl_harness::parseSize;
 
 template <size_t N>
 bool parseName(const char* text, const char* const (&names)[N], int* index) {
@@ -205,6 +183,7 @@ bool parseArguments(int argc, char** argv, Settings* s) {
                                        {"paths", no_argument, nullptr, 'P'},
                                        {"help", no_argument, nullptr, 'h'},
                                        {nullptr, 0, nullptr, 0}};
+  constexpr int kMost = std::numeric_limits<int>::max();
   int c = 0;
   int index = 0;
   while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:R:c:d:o:r:a:T:J:q:H:M:BUPh", longOptions,
@@ -218,27 +197,22 @@ bool parseArguments(int argc, char** argv, Settings* s) {
         ok = parseSize(optarg, &s->maxBytes);
         break;
       case 'f':
-        s->stepFactor = std::atof(optarg);
-        ok = s->stepFactor >= 1;
+        ok = parseReal(optarg, 1, kMost, &s->stepFactor);
         break;
       case 'i':
         ok = parseSize(optarg, &s->stepBytes);
         break;
       case 'n':
-        s->iters = std::atoi(optarg);
-        ok = s->iters >= 1;
+        ok = parseInteger(optarg, 1, kMost, &s->iters);
         break;
       case 'w':
-        s->warmup = std::atoi(optarg);
-        ok = s->warmup >= 0;
+        ok = parseInteger(optarg, 0, kMost, &s->warmup);
         break;
       case 'R':
-        s->rounds = std::atoi(optarg);
-        ok = s->rounds >= 1;
+        ok = parseInteger(optarg, 1, kMost, &s->rounds);
         break;
       case 'c':
-        s->check = std::atoi(optarg);
-        ok = s->check == 0 || s->check == 1;
+        ok = parseInteger(optarg, 0, 1, &s->check);
         break;
       case 'd':
         ok = parseType(optarg, &s->types);
@@ -247,16 +221,13 @@ bool parseArguments(int argc, char** argv, Settings* s) {
         ok = parseOp(optarg, &s->ops);
         break;
       case 'r':
-        s->root = std::atoi(optarg);
-        ok = s->root >= 0;
+        ok = parseInteger(optarg, 0, kMost, &s->root);
         break;
       case 'a':
-        s->average = std::atoi(optarg);
-        ok = s->average >= 0 && s->average <= 3;
+        ok = parseInteger(optarg, 0, 3, &s->average);
         break;
       case 'T':
-        s->timeout = std::atof(optarg);
-        ok = s->timeout >= 0;
+        ok = parseReal(optarg, 0, kMost, &s->timeout);
         break;
       case 'J':
         s->json = optarg;

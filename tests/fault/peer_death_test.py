@@ -22,6 +22,9 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from checks import check, verdict  # noqa: E402
+
 OPERATIONS = {
     "all-gather": "zcclAllGather",
     "qgz-reduce-scatter": "zcclReduceScatter",
@@ -48,14 +51,6 @@ SYSTEM_ERROR, REMOTE_ERROR, TIMEOUT = 3, 5, 6
 LATE_S = 15  # past the timeout: a hang, not a failure seen late
 VICTIM_DONE = "victim: the call ended before the kill"
 MIN_KILL_MS = 8  # 200, 40, 8: the kills tried
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-
-
 def processes_of(folder):
     """The live processes started with PEER_DEATH_REPORT_DIR=folder: this job's ranks."""
     mark = f"PEER_DEATH_REPORT_DIR={folder}".encode()
@@ -184,10 +179,7 @@ def main():
         for done in [pool.submit(run, what, command, timeout_s) for what, command in
                      jobs(timeout_s)]:
             done.result()
-    for failure in failures:
-        print("FAILED:", failure)
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
+    return verdict()
 
 
 if __name__ == "__main__":
