@@ -210,7 +210,7 @@ void BM_DequantizeOnto(benchmark::State& state) {
 }
 
 // INT4 quantization with error feedback (residual added, what was lost kept), in bytes of input;
-// residuals in float32 or bfloat16.
+// residuals in float32, bfloat16 or int8 (one message, as one owner's).
 void BM_QuantizeWithFeedback(benchmark::State& state) {
   const DataType type = static_cast<DataType>(state.range(0));
   const DataType residualType = static_cast<DataType>(state.range(2));
@@ -218,12 +218,12 @@ void BM_QuantizeWithFeedback(benchmark::State& state) {
   QuantParams p;
   p.bits = 4;
   std::vector<unsigned char> message(quantizedBytes(kElements, p));
-  std::vector<unsigned char> residual(kElements * elementSize(residualType), 0);
+  std::vector<unsigned char> residual(residualBytes(residualType, kElements, 1), 0);
   std::vector<float> work(kElements);
   Kernels& k = kernelsFor(state);
   for (auto _ : state) {
     if (k.quantizeWithFeedback(in.data(), type, kElements, p, message.data(), message.size(),
-                               Residuals{residual.data(), residualType},
+                               residualsIn(residual.data(), residualType, kElements),
                                work.data()) != Status::kSuccess) {
       state.SkipWithError("quantizeWithFeedback failed");
     }
@@ -238,6 +238,7 @@ void BM_QuantizeWithFeedback(benchmark::State& state) {
 constexpr int kF32 = static_cast<int>(DataType::kFloat32);
 constexpr int kF16 = static_cast<int>(DataType::kFloat16);
 constexpr int kBf16 = static_cast<int>(DataType::kBfloat16);
+constexpr int kI8 = static_cast<int>(DataType::kInt8);
 
 void formats(benchmark::internal::Benchmark* b) {
   for (int bits : {8, 4, 2})
@@ -263,7 +264,7 @@ BENCHMARK(BM_DequantizeAccumulate)
 BENCHMARK(BM_StoreSumAs)->ArgsProduct({{kF32, kBf16}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DequantizeOnto)->ArgsProduct({{kF32, kBf16}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_QuantizeWithFeedback)
-    ->ArgsProduct({{kF32, kBf16}, {0, 1}, {kF32, kBf16}})
+    ->ArgsProduct({{kF32, kBf16}, {0, 1}, {kF32, kBf16, kI8}})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Quantize)
     ->Name("BM_QuantizeGroupSize")

@@ -431,9 +431,11 @@ ZCCL_API zcclResult_t zcclFeedbackCreate(zcclComm_t comm, size_t count, zcclData
 typedef struct {
   size_t size;        /* sizeof(zcclFeedbackOptions) */
   unsigned int magic; /* ZCCL_FEEDBACK_OPTIONS_MAGIC */
-  /* What the residuals are kept in: zcclFloat32 (default) or zcclBfloat16, half the memory
-   * and half the residuals' memory traffic. A bfloat16 residual is rounded once as it is kept,
-   * and what that rounding loses (at most 2^-8 of it) is not fed back. */
+  /* What the residuals are kept in: zcclFloat32 (default); zcclBfloat16, half the memory and
+   * half the residuals' memory traffic; or zcclInt8, LoCo's compressed error, about 1.13 bytes
+   * an element: int8 codes with a float32 scale per 32 elements of a message (the 32's largest
+   * magnitude over 127). A bfloat16 or int8 residual is rounded once as it is kept, and what
+   * that rounding loses (at most 2^-8 of it, or half its 32's scale) is not fed back. */
   zcclDataType_t residualType;
 } zcclFeedbackOptions;
 #define ZCCL_FEEDBACK_OPTIONS_MAGIC 0x7a636662u

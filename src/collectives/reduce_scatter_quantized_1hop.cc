@@ -111,7 +111,8 @@ class QuantizedOneHop {
   }
   // The error feedback of that input chunk, or nullptr without feedback.
   Residuals residual(int owner, size_t row) const {
-    return ctx_.residual.from(a_.blocks.offset(owner) + row * rows_.chunk());
+    return ctx_.residual.at(a_.blocks.offset(owner) + row * rows_.chunk(),
+                            static_cast<size_t>(owner));
   }
 
   Context& ctx_;

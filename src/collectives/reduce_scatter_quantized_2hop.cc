@@ -63,7 +63,8 @@ class QuantizedTwoHop {
   // The error feedback of that input chunk (hop 1: its contribution; hop 2: the partial sum of
   // it this rank sends), or nullptr without feedback.
   Residuals residual(int owner, size_t row) const {
-    return ctx_.residual.from(a_.blocks.offset(owner) + row * rows_.chunk());
+    return ctx_.residual.at(a_.blocks.offset(owner) + row * rows_.chunk(),
+                            static_cast<size_t>(owner));
   }
   char* peerInbox(int local) const { return hop1Inbox_ + local * rows_.bundleBytes(lv_.myLocal); }
   Ticket& rowTicket(size_t row, int local) {

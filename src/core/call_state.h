@@ -15,8 +15,8 @@ struct zcclFeedback {
   zcclComm* comm;
   size_t count;  // elements of the calls' input
   zccl::DataType type;
-  zccl::DataType residualType;          // float32 or bfloat16
-  std::vector<unsigned char> residual;  // one per input element, of residualType
+  zccl::DataType residualType;          // float32, bfloat16 or int8
+  std::vector<unsigned char> residual;  // one per input element (quant/quantize.h's Residuals)
 };
 
 struct zcclReference {

@@ -39,9 +39,10 @@ zcclResult_t zcclFeedbackCreateEx(zcclComm_t comm, size_t count, zcclDataType_t 
     ZCCL_CHECK(zccl::checkType(chosen.residualType, "options.residualType"));
     const auto residualType = static_cast<zccl::DataType>(chosen.residualType);
     ZCCL_CHECK(zccl::checkResidualType(residualType, "options.residualType"));
-    *feedback =
-        new zcclFeedback{comm, count, static_cast<zccl::DataType>(datatype), residualType,
-                         std::vector<unsigned char>(count * zccl::elementSize(residualType))};
+    const size_t bytes =
+        zccl::residualBytes(residualType, count, static_cast<size_t>(comm->size()));
+    *feedback = new zcclFeedback{comm, count, static_cast<zccl::DataType>(datatype), residualType,
+                                 std::vector<unsigned char>(bytes)};
     return Status::kSuccess;
   });
 }

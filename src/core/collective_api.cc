@@ -248,7 +248,8 @@ Status checkCallState(const CollectiveEntry& entry, const CollectiveCall& call,
                   dataTypeName(o->feedback->type), static_cast<void*>(o->feedback->comm),
                   entry.function, input, dataTypeName(type), static_cast<void*>(call.comm));
     }
-    checked->residual = {o->feedback->residual.data(), o->feedback->residualType};
+    checked->residual =
+        residualsIn(o->feedback->residual.data(), o->feedback->residualType, o->feedback->count);
     checked->options.errorFeedback = true;
   }
   if (o->reference != nullptr) {

@@ -93,7 +93,7 @@ class PricedKernels final : public Kernels {
   Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
                               void* message, size_t capacity, const Residuals& residual,
                               float* work) override {
-    charge(Family::kAccumulate, 2 * count * elementSize(residual.type));  // read, then kept
+    charge(Family::kAccumulate, 2 * residualBytes(residual.type, count, 0));  // read, then kept
     charge(Family::kQuantize, count * sizeof(float));
     charge(Family::kDequantize, count * sizeof(float));
     return inner_.quantizeWithFeedback(x, type, count, params, message, capacity, residual, work);

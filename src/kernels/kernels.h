@@ -82,12 +82,23 @@ class Kernels {
                                       const QuantParams& params, void* message, size_t capacity,
                                       const Residuals& residual, float* work) {
     ZCCL_CHECK(checkResidualType(residual.type, "residual type"));
+    // int8 residuals, with their scales, on the host: the state of error feedback is host
+    // memory (calls on a device's memory refuse it).
+    const bool int8 = residual.type == DataType::kInt8;
     if (x != work) ZCCL_CHECK(convertToFloat(x, type, count, work));
-    ZCCL_CHECK(accumulateAsFloat(residual.values, residual.type, count, work));
+    if (int8) {
+      accumulateInt8Residuals(residual, count, work);
+    } else {
+      ZCCL_CHECK(accumulateAsFloat(residual.values, residual.type, count, work));
+    }
     ZCCL_CHECK(quantize(work, DataType::kFloat32, count, params, message, capacity));
     ZCCL_CHECK(negateFloats(work, count));
     ZCCL_CHECK(dequantizeAccumulate(message, capacity, params, work, count));
     ZCCL_CHECK(negateFloats(work, count));
+    if (int8) {
+      keepInt8Residuals(work, count, residual);
+      return Status::kSuccess;
+    }
     return storeFloatAs(work, count, 1, residual.type, residual.values);
   }
 

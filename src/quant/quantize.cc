@@ -2,7 +2,10 @@
 // groups; the element work is done by the active QuantKernels.
 #include "quant/quantize.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "common/env.h"
 #include "common/log.h"
@@ -437,18 +440,103 @@ Status dequantizeOnto(const void* message, size_t bytes, size_t count, const Sum
       });
 }
 
-Residuals Residuals::from(size_t first) const {
+Residuals Residuals::at(size_t first, size_t owner) const {
   if (values == nullptr) return *this;
-  return {static_cast<char*>(values) + first * elementSize(type), type};
+  // A message's blocks start at `first`, which need not be a multiple of kResidualBlock: its
+  // block b takes scale first / kResidualBlock + owner + b. The owners' messages never share one:
+  // the owner before ends below `first`, at a scale index at most first / kResidualBlock + owner
+  // - 1.
+  float* blockScales = scales != nullptr ? scales + first / kResidualBlock + owner : nullptr;
+  return {static_cast<char*>(values) + first * elementSize(type), type, blockScales};
 }
 
 Status checkResidualType(DataType type, const char* argument) {
-  if (type != DataType::kFloat32 && type != DataType::kBfloat16) {
+  if (type != DataType::kFloat32 && type != DataType::kBfloat16 && type != DataType::kInt8) {
     return fail(Status::kInvalidArgument,
-                "%s=%s: error feedback keeps its residuals in float32 or bfloat16", argument,
+                "%s=%s: error feedback keeps its residuals in float32, bfloat16 or int8", argument,
                 dataTypeName(type));
   }
   return Status::kSuccess;
+}
+
+namespace {
+
+// int8 residuals' codes, then their blocks' scales from the next multiple of 4 bytes.
+size_t int8CodeBytes(size_t count) { return (count + 3) / 4 * 4; }
+
+}  // namespace
+
+size_t residualBytes(DataType type, size_t count, size_t owners) {
+  if (type != DataType::kInt8) return count * elementSize(type);
+  return int8CodeBytes(count) + (count / kResidualBlock + 1 + owners) * sizeof(float);
+}
+
+Residuals residualsIn(void* storage, DataType type, size_t count) {
+  if (type != DataType::kInt8) return {storage, type, nullptr};
+  auto* scales = reinterpret_cast<float*>(static_cast<char*>(storage) + int8CodeBytes(count));
+  return {storage, type, scales};
+}
+
+namespace {
+
+// Rounds to the nearest integer, ties to even, for |x| < 2^22 (in the default rounding mode):
+// the vector units do it in two additions, where nearbyint is a call.
+float roundToNearestEven(float x) {
+  constexpr float kShift = 12582912.0f;  // 1.5 x 2^23: the sum keeps no fraction
+  return (x + kShift) - kShift;
+}
+
+// n int8 residuals (a message's, from its element `first`, a multiple of kResidualBlock) added
+// to `values`.
+void addInt8Residuals(const Residuals& r, size_t first, size_t n, float* values) {
+  const auto* codes = static_cast<const int8_t*>(r.values) + first;
+  for (size_t b = 0; b * kResidualBlock < n; ++b) {
+    const float scale = r.scales[first / kResidualBlock + b];
+    const size_t end = std::min(n, (b + 1) * kResidualBlock);
+    for (size_t i = b * kResidualBlock; i < end; ++i) values[i] += codes[i] * scale;
+  }
+}
+
+// n values kept as the int8 residuals from element `first` (a multiple of kResidualBlock). A
+// block whose largest magnitude is not finite keeps it as its scale and codes 0: its residuals
+// read back as NaN, as a float residual's would. Written for the compiler's vectors: the largest
+// magnitude by its bits (non-negative floats order as their bits do, NaN above infinity), and
+// no clamp (|lost / scale| <= 127 (1 + 2^-23) rounds to 127 at most).
+void narrowInt8Residuals(const float* lost, size_t first, size_t n, const Residuals& r) {
+  auto* codes = static_cast<int8_t*>(r.values) + first;
+  for (size_t begin = 0; begin < n; begin += kResidualBlock) {
+    const size_t length = std::min(kResidualBlock, n - begin);
+    const float* block = lost + begin;
+    uint32_t largestBits = 0;
+    for (size_t i = 0; i < length; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, block + i, sizeof(bits));
+      largestBits = std::max(largestBits, bits & 0x7fffffffu);
+    }
+    float largest;
+    std::memcpy(&largest, &largestBits, sizeof(largest));
+    const bool coded = std::isfinite(largest) && largest > 0;
+    const float scale = coded ? largest / 127.0f : largest;
+    r.scales[(first + begin) / kResidualBlock] = scale;
+    int8_t* out = codes + begin;
+    if (!coded) {
+      std::memset(out, 0, length);
+      continue;
+    }
+    for (size_t i = 0; i < length; ++i) {
+      out[i] = static_cast<int8_t>(static_cast<int32_t>(roundToNearestEven(block[i] / scale)));
+    }
+  }
+}
+
+}  // namespace
+
+void accumulateInt8Residuals(const Residuals& residual, size_t count, float* values) {
+  addInt8Residuals(residual, 0, count, values);
+}
+
+void keepInt8Residuals(const float* lost, size_t count, const Residuals& residual) {
+  narrowInt8Residuals(lost, 0, count, residual);
 }
 
 Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
@@ -468,6 +556,7 @@ Status quantizeWithFeedback(const void* x, DataType type, size_t count, const Qu
   // float32 residuals are updated where they lie; others go through `kept`, in the cache.
   float* exact =
       residual.type == DataType::kFloat32 ? static_cast<float*>(residual.values) : nullptr;
+  const bool int8 = residual.type == DataType::kInt8;
   // A group at a time, in the cache: the compensated values, their codes, what they lost.
   alignas(64) float compensated[kMaxGroupSize];
   alignas(64) float staged[kMaxGroupSize];
@@ -477,15 +566,23 @@ Status quantizeWithFeedback(const void* x, DataType type, size_t count, const Qu
     const size_t first = g * params.groupSize;
     const size_t n = groupLength(m, g);
     float* lost = exact != nullptr ? exact + first : kept;
-    if (exact == nullptr) widenAs(k, residual.type, residual.values, first, n, kept);
     widenAs(k, type, x, first, n, compensated);
-    k.accumulate(compensated, lost, n);
+    if (int8) {
+      addInt8Residuals(residual, first, n, compensated);
+    } else {
+      if (exact == nullptr) widenAs(k, residual.type, residual.values, first, n, kept);
+      k.accumulate(compensated, lost, n);
+    }
     encodeGroup(k, params, m, g, compensated, staged);
     decodeGroup(k, m, g, decoded);
     // -(-compensated + decoded) rather than compensated - decoded: the unfused steps' bits,
     // signed zeros too.
     for (size_t i = 0; i < n; ++i) lost[i] = -(-compensated[i] + decoded[i]);
-    if (exact == nullptr) narrowAs(k, residual.type, kept, n, residual.values, first);
+    if (int8) {
+      narrowInt8Residuals(kept, first, n, residual);
+    } else if (exact == nullptr) {
+      narrowAs(k, residual.type, kept, n, residual.values, first);
+    }
   }
   return Status::kSuccess;
 }

@@ -91,18 +91,33 @@ struct SumTarget {
 // storeSumAs() in one pass over memory, with their bits; the float32 changes are never stored.
 Status dequantizeOnto(const void* message, size_t bytes, size_t count, const SumTarget& target);
 
-// Error feedback's residuals: float32, or bfloat16 to halve what a rank keeps and streams
-// (each residual is then rounded once as it is kept; what that rounding loses is not fed back).
+// Error feedback's residuals: float32; bfloat16 to halve what a rank keeps and streams; or
+// int8, LoCo's compressed error, a quarter: each block of kResidualBlock elements of a
+// message, from its first, as int8 codes times a float32 scale (the block's largest magnitude
+// over 127, the codes rounded to nearest even). Each residual but float32's is rounded once as
+// it is kept; what that rounding loses is not fed back.
 struct Residuals {
-  void* values = nullptr;
+  void* values = nullptr;  // one per element: float32, bfloat16, or int8 codes
   DataType type = DataType::kFloat32;
-  // The residuals from element `first` on (none where there are none).
-  Residuals from(size_t first) const;
+  float* scales = nullptr;  // int8: the blocks' scales
+  // The residuals of the message that starts at element `first` of block `owner` (one of the
+  // call's blocks, in order): an int8 message's blocks take scales of their own, the same at
+  // every call of the same count (none where there are none).
+  Residuals at(size_t first, size_t owner) const;
 };
+constexpr size_t kResidualBlock = 32;  // divides every message's groups (kMinGroupSize)
 
-// Whether residuals can be kept in `type` (float32 or bfloat16; float16's range would lose the
-// small residuals of small gradients), else an error naming `argument`.
+// Whether residuals can be kept in `type` (float32, bfloat16 or int8; float16's range would
+// lose the small residuals of small gradients), else an error naming `argument`.
 Status checkResidualType(DataType type, const char* argument);
+// Bytes of the residuals of `count` elements that calls split into at most `owners` blocks.
+size_t residualBytes(DataType type, size_t count, size_t owners);
+// The residuals of residualBytes() bytes at `storage` (zeroed: all residuals 0).
+Residuals residualsIn(void* storage, DataType type, size_t count);
+// int8 residuals: values[i] += residual i, and residual i = what lost[i] rounds to (for the
+// unfused steps; the fused kernel does the same a group at a time).
+void accumulateInt8Residuals(const Residuals& residual, size_t count, float* values);
+void keepInt8Residuals(const float* lost, size_t count, const Residuals& residual);
 
 // Quantizes x + residual with error feedback (EF21, LoCo): the message is quantize() of the
 // float32 sums x[i] + residual[i], and then residual[i] = -(-(x[i] + residual[i]) + x^[i]),

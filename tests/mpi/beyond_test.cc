@@ -186,9 +186,22 @@ class ErrorFeedback : public BeyondZeroPlusPlus {
     return (hop1 + hop2) * perGroup * (1 + 0x1p-20);
   }
 
+  // The share of a residual's bound that keeping it in `type` may drop at each call: bfloat16
+  // rounds it by at most 2^-8 of itself; int8 by half its block's scale, 1/254 of the block's
+  // largest (the block lies in one group, whose bound holds for all of it), with float32's
+  // roundings of the division and the product.
+  static double keptRounding(zcclDataType_t type) {
+    return type == zcclBfloat16 ? 0x1p-8 : type == zcclInt8 ? (1 + 1e-4) / 254 : 0.0;
+  }
+  static size_t keptBytes(zcclDataType_t type, size_t count, int ranks) {
+    if (type != zcclInt8) return count * (type == zcclBfloat16 ? 2 : sizeof(float));
+    const size_t scales = count / 32 + 1 + static_cast<size_t>(ranks);
+    return (count + 3) / 4 * 4 + scales * sizeof(float);  // codes, then scales from 4 bytes on
+  }
+
   // The largest |sum over steps of (result - exact)| in this rank's block, over `steps` calls,
-  // with error feedback as `feedback` keeps it (nullptr: none). Residuals kept in bfloat16 are
-  // each rounded once, by at most 2^-8 of them: the bound grows by that share a step.
+  // with error feedback as `feedback` keeps it (nullptr: none). Residuals kept in bfloat16 or
+  // int8 are each rounded once a step: the bound grows by keptRounding() a step.
   double cumulativeError(zcclHierarchy_t hierarchy, const Wire& wire, size_t recvcount, int steps,
                          const zcclFeedbackOptions* feedback, std::vector<double>* bound) {
     const Blocks blocks{recvcount * layout_.n, layout_.n};
@@ -196,13 +209,13 @@ class ErrorFeedback : public BeyondZeroPlusPlus {
     for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<float>(gradient(layout_.me, i));
     zcclFeedback_t state = nullptr;
     zcclCollOptions options = wire.options(hierarchy);
-    const bool compact = feedback != nullptr && feedback->residualType == zcclBfloat16;
+    const zcclDataType_t kept = feedback != nullptr ? feedback->residualType : zcclFloat32;
     if (feedback != nullptr) {
       EXPECT_EQ(zcclFeedbackCreateEx(comm_, send.size(), zcclFloat32, feedback, &state),
                 zcclSuccess);
       size_t held = 0;
       EXPECT_EQ(zcclFeedbackBytes(state, &held), zcclSuccess);
-      EXPECT_EQ(held, send.size() * (compact ? 2 : sizeof(float))) << "one residual per element";
+      EXPECT_EQ(held, keptBytes(kept, send.size(), layout_.n)) << "one residual per element";
       options.feedback = state;
     }
     std::vector<double> sum(recvcount, 0.0);
@@ -227,7 +240,7 @@ class ErrorFeedback : public BeyondZeroPlusPlus {
           absmax = std::max(absmax, std::fabs(gradient(r, first + j)));
       }
       const double residuals = residualBound(wire, hierarchy == zcclHierarchyTwoLevel, absmax) *
-                               (compact ? 1 + (steps + 1) * 0x1p-8 : 1);
+                               (1 + (steps + 1) * keptRounding(kept));
       for (size_t j = g0; j < g1; ++j) {
         double exact = 0, scale = 0;
         for (int r = 0; r < layout_.n; ++r) {
@@ -253,21 +266,25 @@ TEST_F(ErrorFeedback, ErrorsTelescopeOverStepsInsteadOfGrowing) {
       SCOPED_TRACE(std::string(hierarchy == zcclHierarchyFlat ? "flat" : "two-level") + " INT" +
                    std::to_string(wire.bits()));
       std::vector<double> bound;
-      zcclFeedbackOptions exact = ZCCL_FEEDBACK_OPTIONS_INITIALIZER, compact = exact;
-      compact.residualType = zcclBfloat16;
+      zcclFeedbackOptions exact = ZCCL_FEEDBACK_OPTIONS_INITIALIZER, half = exact, eight = exact;
+      half.residualType = zcclBfloat16;
+      eight.residualType = zcclInt8;
       const double with = cumulativeError(hierarchy, wire, recvcount, kSteps, &exact, &bound);
-      const double kept16 = cumulativeError(hierarchy, wire, recvcount, kSteps, &compact, &bound);
+      const double kept16 = cumulativeError(hierarchy, wire, recvcount, kSteps, &half, &bound);
+      const double kept8 = cumulativeError(hierarchy, wire, recvcount, kSteps, &eight, &bound);
       const double without = cumulativeError(hierarchy, wire, recvcount, kSteps, nullptr, &bound);
       EXPECT_LE(with, 1.0) << "the summed error exceeds the last step's residuals";
       EXPECT_LE(kept16, 1.0) << "bfloat16 residuals: beyond their roundings' share";
+      EXPECT_LE(kept8, 1.0) << "int8 residuals: beyond their roundings' share";
       EXPECT_GT(without, 5.0) << "without feedback the same error should repeat every step";
       if (layout_.me == 0) {
         std::printf(
             "%s INT%d: summed error over %d steps / one step's residual bound: %.3f with "
-            "error feedback (%.3f of a bound %.2fx larger with bfloat16 residuals), %.3f "
-            "without\n",
+            "error feedback (%.3f and %.3f of bounds %.2fx and %.2fx larger with bfloat16 and "
+            "int8 residuals), %.3f without\n",
             hierarchy == zcclHierarchyFlat ? "flat" : "two-level", wire.bits(), kSteps, with,
-            kept16, 1 + (kSteps + 1) * 0x1p-8, without);
+            kept16, kept8, 1 + (kSteps + 1) * keptRounding(zcclBfloat16),
+            1 + (kSteps + 1) * keptRounding(zcclInt8), without);
       }
     }
   }
@@ -348,7 +365,7 @@ TEST_F(BeyondZeroPlusPlus, StateOfAnotherCallIsRefusedWithTheArgumentNamed) {
       << "error feedback serves reductions";
   EXPECT_EQ(zcclFeedbackDestroy(feedback), zcclSuccess);
   zcclFeedbackOptions kept = ZCCL_FEEDBACK_OPTIONS_INITIALIZER;
-  for (int type : {static_cast<int>(zcclFloat16), 99}) {
+  for (int type : {static_cast<int>(zcclFloat16), static_cast<int>(zcclUint8), 99}) {
     kept.residualType = static_cast<zcclDataType_t>(type);
     EXPECT_EQ(zcclFeedbackCreateEx(comm_, 64, zcclFloat32, &kept, &feedback), zcclInvalidArgument);
     EXPECT_NE(std::string(zcclGetLastError(comm_)).find("options.residualType="), std::string::npos)

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -357,6 +358,42 @@ float loaded(const std::vector<unsigned char>& v, DataType type, size_t i) {
 }
 
 constexpr DataType kFloatTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16};
+constexpr DataType kResidualTypes[] = {DataType::kFloat32, DataType::kBfloat16, DataType::kInt8};
+
+// Error feedback's residuals of one message of n elements, kept by their definition, computed
+// here: float32 and bfloat16 as stored(); int8, each block of kResidualBlock from the first,
+// as its largest magnitude over 127 and the codes round(value / scale), ties to even.
+std::vector<unsigned char> keptResiduals(const std::vector<float>& lost, DataType type) {
+  if (type != DataType::kInt8) return stored(lost, type);
+  const size_t n = lost.size();
+  std::vector<unsigned char> bytes(residualBytes(type, n, 1));
+  const Residuals r = residualsIn(bytes.data(), type, n);
+  for (size_t b = 0; b * kResidualBlock < n; ++b) {
+    const size_t begin = b * kResidualBlock, end = std::min(n, begin + kResidualBlock);
+    float largest = 0;
+    for (size_t i = begin; i < end; ++i) largest = std::max(largest, std::fabs(lost[i]));
+    r.scales[b] = largest / 127.0f;
+    for (size_t i = begin; i < end && largest > 0; ++i) {
+      static_cast<int8_t*>(r.values)[i] =
+          static_cast<int8_t>(std::nearbyint(lost[i] / r.scales[b]));
+    }
+  }
+  return bytes;
+}
+// Residual i of those, as the next call adds it.
+float residualAt(std::vector<unsigned char>& kept, DataType type, size_t n, size_t i) {
+  if (type != DataType::kInt8) return loaded(kept, type, i);
+  const Residuals r = residualsIn(kept.data(), type, n);
+  return static_cast<float>(static_cast<int8_t*>(r.values)[i]) * r.scales[i / kResidualBlock];
+}
+// The most keeping residual i of `kept` may drop: half a bfloat16's last place, or half its
+// int8 block's scale (with the division's and the product's float32 roundings).
+double residualRounding(std::vector<unsigned char>& kept, DataType type, size_t n, size_t i,
+                        float lost) {
+  if (type != DataType::kInt8) return std::fabs(lost) * 0x1p-8;
+  const Residuals r = residualsIn(kept.data(), type, n);
+  return r.scales[i / kResidualBlock] * (0.5 + 1e-5) + std::fabs(lost) * 1e-7;
+}
 
 // The fused sum of a gathered change and its reference: the float32 sum rounded once to the
 // type, computed here one element at a time, in place or not, with its copy.
@@ -443,16 +480,16 @@ TEST(Quant, DequantizeOntoIsTheDecodedChangePlusTheReferenceRoundedOnce) {
 
 // Error feedback against its definition, computed here: the message is the quantization of
 // x + the residual as kept, the new residual what decoding it lost (to the bit, signed zeros
-// too) rounded once to the residuals' type (exact for float32), and over calls nothing is lost
-// but what those roundings dropped: the decoded messages sum to the inputs' sum plus the first
-// residual minus the last (fp64, to float32 rounding).
+// too) rounded once to the residuals' type (exact for float32; int8 by blocks, keptResiduals),
+// and over calls nothing is lost but what those roundings dropped: the decoded messages sum to
+// the inputs' sum plus the first residual minus the last (fp64, to float32 rounding).
 TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
   std::mt19937 rng(22);
   const size_t n = kMaxGroupSize + 1000;
   for (const Format& f : kFormats) {
     for (DataType type : kFloatTypes) {
       for (bool smoothing : {false, true}) {
-        for (DataType residualType : {DataType::kFloat32, DataType::kBfloat16}) {
+        for (DataType residualType : kResidualTypes) {
           QuantParams p{f.bits, f.scheme, 256, Rounding::kNearestEven, 9};
           p.smoothing = smoothing;
           const std::string what = std::string(dataTypeName(type)) + " int" +
@@ -460,30 +497,34 @@ TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
                                    dataTypeName(residualType) + " residuals";
           std::vector<float> start = sample("normal", n, rng), work(n);
           for (auto& r : start) r *= 0.01f;
-          auto residual = stored(start, residualType);
-          const auto first = residual;
+          auto residual = keptResiduals(start, residualType);
+          auto first = residual;
+          const auto at = [&](std::vector<unsigned char>& kept, size_t i) {
+            return residualAt(kept, residualType, n, i);
+          };
           std::vector<double> sent(n, 0.0), given(n, 0.0), dropped(n, 0.0);
           std::vector<unsigned char> message(quantizedBytes(n, p));
           for (int call = 0; call < 4; ++call) {
             const auto in = stored(sample("normal", n, rng), type);
             std::vector<float> compensated(n), decoded(n), lost(n);
             for (size_t i = 0; i < n; ++i) {
-              compensated[i] = loaded(in, type, i) + loaded(residual, residualType, i);
+              compensated[i] = loaded(in, type, i) + at(residual, i);
             }
             const auto want = quantizeOrDie(compensated.data(), DataType::kFloat32, n, p);
             ASSERT_EQ(dequantize(want.data(), want.size(), decoded.data(), DataType::kFloat32, n),
                       Status::kSuccess);
             for (size_t i = 0; i < n; ++i) lost[i] = -(-compensated[i] + decoded[i]);
-            const auto kept = stored(lost, residualType);
-            ASSERT_EQ(quantizeWithFeedback(in.data(), type, n, p, message.data(), message.size(),
-                                           Residuals{residual.data(), residualType}, work.data()),
-                      Status::kSuccess)
+            auto kept = keptResiduals(lost, residualType);
+            ASSERT_EQ(
+                quantizeWithFeedback(in.data(), type, n, p, message.data(), message.size(),
+                                     residualsIn(residual.data(), residualType, n), work.data()),
+                Status::kSuccess)
                 << lastThreadError();
             ASSERT_EQ(message, want) << what << " call " << call;
             ASSERT_EQ(residual, kept) << what << " call " << call;
             for (size_t i = 0; i < n; ++i) {
-              const double rounding = std::fabs(double(lost[i]) - loaded(kept, residualType, i));
-              ASSERT_LE(rounding, std::fabs(lost[i]) * 0x1p-8)
+              const double rounding = std::fabs(double(lost[i]) - at(kept, i));
+              ASSERT_LE(rounding, residualRounding(kept, residualType, n, i, lost[i]))
                   << what << " element " << i << ": rounded once";
               sent[i] += decoded[i];
               given[i] += loaded(in, type, i);
@@ -491,8 +532,7 @@ TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
             }
           }
           for (size_t i = 0; i < n; ++i) {
-            const double kept =
-                given[i] + loaded(first, residualType, i) - loaded(residual, residualType, i);
+            const double kept = given[i] + at(first, i) - at(residual, i);
             ASSERT_LE(std::fabs(sent[i] - kept), dropped[i] + 1e-5 * (1 + std::fabs(kept)))
                 << what << " element " << i;
           }
@@ -513,6 +553,41 @@ TEST(Quant, ErrorFeedbackQuantizesTheCompensatedValuesAndKeepsWhatWasLost) {
             Status::kInvalidArgument);
   EXPECT_NE(std::string(lastThreadError()).find("residual type=float16"), std::string::npos)
       << lastThreadError();
+}
+
+// int8 residuals: whatever the blocks' sizes and the messages' length (a multiple of
+// kResidualBlock but the last of a block), every block of every owner's messages takes a
+// scale of its own, inside what residualBytes counted, after the codes.
+TEST(Quant, Int8ResidualBlocksOfEveryMessageTakeScalesOfTheirOwn) {
+  for (size_t owners : {1, 2, 3, 5, 8}) {
+    for (size_t each : {1, 31, 33, 1000}) {
+      for (size_t chunk : {32, 64, 1024}) {
+        std::vector<size_t> sizes;
+        size_t count = 0;
+        for (size_t k = 0; k < owners; ++k) count += sizes.emplace_back(each + k % 3);
+        std::vector<unsigned char> storage(residualBytes(DataType::kInt8, count, owners));
+        const Residuals all = residualsIn(storage.data(), DataType::kInt8, count);
+        const auto* end = reinterpret_cast<const float*>(storage.data() + storage.size());
+        std::set<const float*> taken;
+        size_t offset = 0;
+        for (size_t k = 0; k < owners; offset += sizes[k++]) {
+          for (size_t first = offset; first < offset + sizes[k]; first += chunk) {
+            const size_t length = std::min(chunk, offset + sizes[k] - first);
+            const Residuals message = all.at(first, k);
+            ASSERT_LE(static_cast<const char*>(message.values) + length,
+                      reinterpret_cast<const char*>(all.scales));
+            for (size_t b = 0; b * kResidualBlock < length; ++b) {
+              const float* scale = message.scales + b;
+              ASSERT_TRUE(scale >= all.scales && scale < end) << owners << " " << each;
+              ASSERT_TRUE(taken.insert(scale).second)
+                  << "owners " << owners << " of " << each << ", chunk " << chunk << ": owner " << k
+                  << " at " << first << " block " << b << " shares a scale";
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 // A device's kernels fall back on Kernels' unfused defaults for these three: they give the
@@ -538,14 +613,14 @@ TEST(Quant, UnfusedDefaultsGiveTheFusedKernelsResults) {
       QuantParams p{f.bits, f.scheme, 128, Rounding::kStochastic, 5};
       p.smoothing = f.bits != 8;
       std::vector<unsigned char> m1(quantizedBytes(n, p)), m2(m1.size());
-      for (DataType kept : {DataType::kFloat32, DataType::kBfloat16}) {
-        auto r1 = stored(addend, kept), r2 = r1;
+      for (DataType kept : kResidualTypes) {
+        auto r1 = keptResiduals(addend, kept), r2 = r1;
         std::vector<float> w1(n), w2(n);
         ASSERT_EQ(unfused.quantizeWithFeedback(x.data(), type, n, p, m1.data(), m1.size(),
-                                               Residuals{r1.data(), kept}, w1.data()),
+                                               residualsIn(r1.data(), kept, n), w1.data()),
                   Status::kSuccess);
         ASSERT_EQ(fused.quantizeWithFeedback(x.data(), type, n, p, m2.data(), m2.size(),
-                                             Residuals{r2.data(), kept}, w2.data()),
+                                             residualsIn(r2.data(), kept, n), w2.data()),
                   Status::kSuccess);
         EXPECT_EQ(m1, m2) << dataTypeName(type) << " int" << f.bits << " " << dataTypeName(kept);
         EXPECT_EQ(r1, r2) << dataTypeName(type) << " " << dataTypeName(kept);
