@@ -46,7 +46,7 @@ def main():
             (["--steps", "abc"], "zero_demo: --steps abc: a whole number from 1 to 2147483647"),
             (["--steps", "10x"], "zero_demo: --steps 10x: a whole number from 1 to"),
             (["--precision", "fp8"], "zero_demo: --precision fp8: one of bf16, fp16, fp32"),
-            (["--ef-precision", "fp16"], "zero_demo: --ef-precision fp16: one of fp32, bf16"),
+            (["--ef-precision", "fp16"], "zero_demo: --ef-precision fp16: one of fp32, bf16, int8"),
             (["--batch", "5"], "zero_demo: --batch 5: not a multiple of the 2 ranks"),
             (["--hidden", "40"], "zero_demo: --hidden 40: the transformer needs a multiple of 16"),
             (["--label-noise", "1.5"], "zero_demo: --label-noise 1.5: a number from 0 to 1"),

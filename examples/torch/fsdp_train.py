@@ -9,8 +9,8 @@ converged. ZeRO++ here is FSDP2 with reshard_after_forward=<ranks per node> (hpZ
 backward all-gathers stay inside the node) over a zccl group whose parameter all-gathers are
 INT8 (qwZ) and gradient reduce-scatters INT4 through two hops (qgZ). ZeRO++ 4-bit gathers
 INT4 differences of the weights from the last gathered copy (int4-diff) and reduce-scatters
-INT4 gradients with error feedback (int4-ef; --feedback-precision bf16 keeps its residuals in
-bfloat16); ZeRO++ INT2-diff gathers INT2 differences (int2-diff, smoothed) instead.
+INT4 gradients with error feedback (int4-ef; --feedback-precision bf16 or int8 keeps its
+residuals in bfloat16 or int8); ZeRO++ INT2-diff gathers INT2 differences (int2-diff, smoothed) instead.
 """
 from __future__ import annotations
 
@@ -267,7 +267,7 @@ def parse(argv=None):
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="where the model and FSDP2's collectives run (cuda: every process on "
                              "the current GPU, zccl's device path)")
-    parser.add_argument("--feedback-precision", choices=["fp32", "bf16"], default="fp32",
+    parser.add_argument("--feedback-precision", choices=["fp32", "bf16", "int8"], default="fp32",
                         help="what error feedback (int4-ef) keeps its residuals in")
     parser.add_argument("--csv", help="write step,config,loss rows to this CSV file (rank 0)")
     parser.add_argument("--timing-steps", type=int, default=5,

@@ -30,6 +30,7 @@
 namespace {
 
 using zccl::zero::Batch;
+using zccl::zero::FeedbackPrecision;
 using zccl::zero::Model;
 using zccl::zero::Precision;
 using zccl::zero::StateMemory;
@@ -55,7 +56,7 @@ struct Settings {
   int printEvery = 50;
   float labelNoise = 0.2f;
   std::string precision = "bf16";
-  std::string feedbackPrecision = "fp32";  // of error feedback's residuals: fp32 or bf16
+  std::string feedbackPrecision = "fp32";  // of error feedback's residuals: fp32, bf16 or int8
   std::string log;                         // CSV of every step, written by rank 0
   std::string device = "auto";             // where the optimizer's state lives: host, cuda, or auto
   int prefetch = ZeroOptions{}.prefetchDepth;
@@ -181,9 +182,11 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
   base.prefetchDepth = s.prefetch;
   base.precision = parsePrecision(s.precision);
   base.seed = s.seed;
-  base.feedbackPrecision = parsePrecision(s.feedbackPrecision);
+  base.feedbackPrecision = s.feedbackPrecision == "fp32"   ? FeedbackPrecision::kFloat32
+                           : s.feedbackPrecision == "bf16" ? FeedbackPrecision::kBfloat16
+                                                           : FeedbackPrecision::kInt8;
   // Error feedback, as the configurations' names say it.
-  const std::string feedback = base.feedbackPrecision == Precision::kFloat32 ? "EF" : "EF/bf16";
+  const std::string feedback = s.feedbackPrecision == "fp32" ? "EF" : "EF/" + s.feedbackPrecision;
   if (s.stage >= 0) {
     base.stage = s.stage;
     base.quantizedWeights = s.qwz;
@@ -284,10 +287,10 @@ void printUsage() {
                "       [--prefetch DEPTH]   (modules gathered ahead and gradients reduced behind;\n"
                "                             0: no overlap)\n"
                "       [--qwz-diff] [--diff-bits 8|4|2] [--qgz-ef] [--smoothing] [--smooth-diff]\n"
-               "       [--resync STEPS] [--ef-precision fp32|bf16]   (beyond ZeRO++: weight\n"
-               "        differences, INT4 by default; error feedback, its residuals in float32\n"
-               "        or bfloat16; Hadamard smoothing of gradients and differences, or of the\n"
-               "        differences alone)\n"
+               "       [--resync STEPS] [--ef-precision fp32|bf16|int8]   (beyond ZeRO++: weight\n"
+               "        differences, INT4 by default; error feedback, its residuals in float32,\n"
+               "        bfloat16 or int8; Hadamard smoothing of gradients and differences, or of\n"
+               "        the differences alone)\n"
                "Without --stage: ZeRO-3, ZeRO++ (qwZ + hpZ + qgZ), ZeRO++ 4-bit (INT4 weight\n"
                "differences + hpZ + INT4 gradients with error feedback) and ZeRO++ INT2-diff (the\n"
                "same with INT2 weight differences) side by side.\n");
@@ -451,7 +454,7 @@ bool parse(int argc, char** argv, Settings* s) {
         s->smoothDifferences = true;
         break;
       case 'C':
-        ok = parseChoice(flag, optarg, {"fp32", "bf16"}, &s->feedbackPrecision);
+        ok = parseChoice(flag, optarg, {"fp32", "bf16", "int8"}, &s->feedbackPrecision);
         break;
       case 'R':
         ok = parseWhole(flag, optarg, 0, kMost, &s->resyncEvery);

@@ -58,6 +58,9 @@ struct Batch {
 };
 
 enum class Precision { kFloat32, kBfloat16, kFloat16 };  // working weights and gradients
+// What error feedback keeps its residuals in (docs/beyond-zeropp.md): float32; bfloat16, half;
+// int8 with a float32 scale per 32 (LoCo's compressed error), about 1.13 bytes a parameter.
+enum class FeedbackPrecision { kFloat32, kBfloat16, kInt8 };
 
 // A module's weights as the optimizer holds them: in the working precision, on the host. A
 // module reads them a span at a time, widened to float32 where it uses them (in its caches), so
@@ -225,9 +228,9 @@ struct ZeroOptions {
   int weightDifferenceBits = 4;
   int resyncEvery = 0;
   bool errorFeedback = false;
-  // What errorFeedback keeps its residuals in: kFloat32, or kBfloat16 for half their memory (each
-  // residual rounded once as it is kept; docs/beyond-zeropp.md).
-  Precision feedbackPrecision = Precision::kFloat32;
+  // What errorFeedback keeps its residuals in: kFloat32, kBfloat16 for half their memory, kInt8
+  // for about a quarter (each residual rounded once as it is kept; docs/beyond-zeropp.md).
+  FeedbackPrecision feedbackPrecision = FeedbackPrecision::kFloat32;
   bool smoothing = false;
   // The rotation for the weight differences alone (smoothing implies it): what INT2
   // differences need, at a fraction of the cost of rotating the gradients too.

@@ -162,6 +162,12 @@ struct CompressionState {
   GradientFeedback feedback;  // errorFeedback: what quantizing my full gradients lost
 };
 
+zcclDataType_t residualType(FeedbackPrecision p) {
+  return p == FeedbackPrecision::kFloat32    ? zcclFloat32
+         : p == FeedbackPrecision::kBfloat16 ? zcclBfloat16
+                                             : zcclInt8;
+}
+
 // One module's partitioned state. `padded` rounds the parameter count up to a multiple of the
 // world size so that every rank owns an equal shard (the last shards hold the padding).
 struct ModuleState {
@@ -439,11 +445,6 @@ zcclResult_t ZeroOptimizer::Impl::checkCompression() {
                 "errorFeedback with float16: a loss-scale overflow would poison the residuals; "
                 "use bfloat16 or float32");
   }
-  if (options_.feedbackPrecision == Precision::kFloat16) {
-    return fail(zcclInvalidArgument,
-                "feedbackPrecision=float16: residuals are kept in float32 or bfloat16 (float16's "
-                "range loses the small residuals of small gradients)");
-  }
   if ((options_.weightDifferences || options_.errorFeedback) && !memory_.host()) {
     return fail(zcclInvalidUsage, std::string("weightDifferences and errorFeedback keep their "
                                               "state on host memory, not ") +
@@ -462,7 +463,7 @@ zcclResult_t ZeroOptimizer::Impl::createCompressionState(const ModuleState& m,
   if (options_.errorFeedback) {
     zcclFeedback_t feedback = nullptr;
     zcclFeedbackOptions kept = ZCCL_FEEDBACK_OPTIONS_INITIALIZER;
-    kept.residualType = dataType(options_.feedbackPrecision);
+    kept.residualType = residualType(options_.feedbackPrecision);
     ZERO_CHECK(zcclFeedbackCreateEx(comm_, m.padded, type(), &kept, &feedback));
     ZERO_CHECK(state->feedback.adopt(feedback));
   }

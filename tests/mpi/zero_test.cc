@@ -188,10 +188,10 @@ ZeroOptions fourBit(ZeroOptions o) {
   return o;
 }
 
-// ZeRO++ 4-bit with its error feedback's residuals in bfloat16.
-ZeroOptions fourBitCompactFeedback(ZeroOptions o) {
+// ZeRO++ 4-bit with its error feedback's residuals in bfloat16 or int8.
+ZeroOptions fourBitCompactFeedback(ZeroOptions o, FeedbackPrecision kept) {
   o = fourBit(o);
-  o.feedbackPrecision = Precision::kBfloat16;
+  o.feedbackPrecision = kept;
   return o;
 }
 
@@ -222,7 +222,10 @@ TEST_F(Zero, ZeroPlusPlusLossStaysWithinThreePercentAndCutsCrossNodeBytes) {
           {"ZeRO++", plus, 3.5}, {"ZeRO++ 4-bit", fourBit(o), 5.5}};
       if (seed == 1) {
         runs.emplace_back("ZeRO++ INT2-diff", twoBitDifferences(o), 7.0);
-        runs.emplace_back("ZeRO++ 4-bit, bfloat16 residuals", fourBitCompactFeedback(o), 5.5);
+        runs.emplace_back("ZeRO++ 4-bit, bfloat16 residuals",
+                          fourBitCompactFeedback(o, FeedbackPrecision::kBfloat16), 5.5);
+        runs.emplace_back("ZeRO++ 4-bit, int8 residuals",
+                          fourBitCompactFeedback(o, FeedbackPrecision::kInt8), 5.5);
       }
       for (const auto& [name, options, cut] : runs) {
         const Training run = train(comm_, task, options, steps, global, seed);
@@ -244,21 +247,23 @@ TEST_F(Zero, PeakModelStateFollowsTheZeroFormulas) {
   const double n = worldSize();
   const char* layout = std::getenv("ZCCL_RANKS_PER_NODE");
   const double perNode = layout != nullptr ? std::atof(layout) : n;
-  // 4: stage 3 with ZeRO++ 4-bit's state; 5: the same with bfloat16 residuals.
-  for (int stage = 1; stage <= 5; ++stage) {
+  // 4: stage 3 with ZeRO++ 4-bit's state; 5 and 6: the same with bfloat16 and int8 residuals.
+  for (int stage = 1; stage <= 6; ++stage) {
     ZeroOptions o;
     o.stage = std::min(stage, 3);
     if (stage == 4) o = fourBit(o);
-    if (stage == 5) o = fourBitCompactFeedback(o);
+    if (stage == 5) o = fourBitCompactFeedback(o, FeedbackPrecision::kBfloat16);
+    if (stage == 6) o = fourBitCompactFeedback(o, FeedbackPrecision::kInt8);
     const Training run = train(comm_, Task{true, true}, o, 2, 2 * worldSize(), 3);
     const double P = static_cast<double>(run.params);
     // ZeRO++ 4-bit adds every rank's reference of the bfloat16 weights (2P) and the float32
-    // residuals of its full gradients (4P; 2P in bfloat16), and hpZ's node share of the weights.
+    // residuals of its full gradients (4P; 2P in bfloat16; P codes and P / 8 of scales in
+    // int8), and hpZ's node share of the weights.
+    const double residuals = stage == 4 ? 4 * P : stage == 5 ? 2 * P : 1.125 * P;
     const double formula = stage == 1   ? 4 * P + 12 * P / n
                            : stage == 2 ? 2 * P + 14 * P / n
                            : stage == 3 ? 16 * P / n
-                           : stage == 4 ? 16 * P / n + 6 * P + 2 * P / perNode
-                                        : 16 * P / n + 4 * P + 2 * P / perNode;
+                                        : 16 * P / n + 2 * P + residuals + 2 * P / perNode;
     // A module's full gathered weights or gradients, in bfloat16, live only while in use or in
     // flight: stage 2 holds the gradient a backward writes and those of the prefetchDepth + 1
     // reduce-scatters behind it, stage 3 also the weights of the module computing and of those
@@ -304,8 +309,10 @@ TEST_F(Zero, TimingTheCollectivesChangesNoBit) {
   const int steps = 5, global = 4 * worldSize();
   ZeroOptions o;
   o.stage = 3;
-  const ZeroOptions variants[] = {fourBit(o), fourBitCompactFeedback(o), twoBitDifferences(o)};
-  for (int variant = 0; variant < 3; ++variant) {
+  const ZeroOptions variants[] = {
+      fourBit(o), fourBitCompactFeedback(o, FeedbackPrecision::kBfloat16),
+      fourBitCompactFeedback(o, FeedbackPrecision::kInt8), twoBitDifferences(o)};
+  for (int variant = 0; variant < 4; ++variant) {
     std::vector<Training> runs;
     std::vector<std::vector<float>> masters;
     for (int timedAfter : {-1, 2}) {
@@ -352,9 +359,6 @@ TEST_F(Zero, OptionsThatCannotApplyAreRejected) {
   o.precision = Precision::kFloat16;
   EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
   o.precision = Precision::kBfloat16;
-  o.feedbackPrecision = Precision::kFloat16;  // float32 or bfloat16
-  EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
-  o.feedbackPrecision = Precision::kBfloat16;
   o.weightDifferenceBits = 3;  // 8, 4 or 2
   EXPECT_EQ(ZeroOptimizer::create(comm_, model.get(), o, &zero), zcclInvalidArgument);
   EXPECT_EQ(zero, nullptr);

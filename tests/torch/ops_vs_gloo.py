@@ -301,7 +301,7 @@ def test_error_feedback_policy() -> None:
     every = torch.stack([inputs(r, 7, shard * world, torch.float32) for r in range(world)])
     exact = every.double().sum(dim=0)[me * shard:(me + 1) * shard]
     held = {}
-    for precision in ("fp32", "bf16"):
+    for precision in ("fp32", "bf16", "int8"):
         group = dist.new_group(backend="zccl")
         zccl_torch.set_policy(group, reduce_scatter="int4-ef", feedback_precision=precision)
         before = zccl_torch.call_state_bytes()
@@ -319,8 +319,10 @@ def test_error_feedback_policy() -> None:
         expect(first > 0 and summed <= 3 * first,
                f"int4-ef, {precision} residuals: error summed over {steps} steps {summed:.3g}, "
                f"one step's {first:.3g}")
-    expect(held == {"fp32": 4 * shard * world, "bf16": 2 * shard * world},
-           f"residual bytes kept {held}, expected one float32 / bfloat16 per input element")
+    count = shard * world  # int8: a code each, then a float32 scale per 32 and per rank, and one
+    int8 = count + 4 * (count // 32 + 1 + world)
+    expect(held == {"fp32": 4 * count, "bf16": 2 * count, "int8": int8},
+           f"residual bytes kept {held}, expected one float32 / bfloat16 / int8 per input element")
     expect_error("feedback_precision fp16",
                  lambda: zccl_torch.set_policy(reduce_scatter="int4-ef", feedback_precision="fp16"),
                  "feedback_precision")

@@ -29,7 +29,7 @@ struct CallStatePolicy {
   bool allReduceFeedback = false;             // allreduce="int4-ef" / "int8-ef"
   bool smoothing = false;                     // Hadamard smoothing of every quantized call
   int resyncEvery = 0;                        // exact all-gathers of weights (0: the first only)
-  zcclDataType_t residualType = zcclFloat32;  // -ef's residuals: float32 or bfloat16
+  zcclDataType_t residualType = zcclFloat32;  // -ef's residuals: float32, bfloat16 or int8
 };
 
 class CallStates {

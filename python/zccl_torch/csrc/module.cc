@@ -43,20 +43,25 @@ ZcclBackend& backendOf(const std::string& groupName) {
   return *backend;
 }
 
-// The Python side's flags of int4-diff / int4-ef, smoothing, the resync period and bfloat16
-// residuals, and the all-gathers' format.
+// feedback_precision's residual type (the Python side has checked the name).
+zcclDataType_t residualTypeOf(const std::string& residuals) {
+  if (residuals == "bf16") return zcclBfloat16;
+  if (residuals == "int8") return zcclInt8;
+  TORCH_CHECK(residuals == "fp32", "zccl_torch: feedback_precision=", residuals,
+              ": expected fp32, bf16 or int8");
+  return zcclFloat32;
+}
+
+// The Python side's flags of int4-diff / int4-ef, smoothing, the resync period and the
+// residuals' precision, and the all-gathers' format.
 CallStatePolicy statesOf(const std::string& allGather, bool allGatherDifferences,
                          bool reduceScatterFeedback, bool allReduceFeedback, bool smoothing,
-                         int resyncEvery, bool bfloat16Residuals) {
+                         int resyncEvery, const std::string& residuals) {
   TORCH_CHECK(resyncEvery >= 0, "zccl_torch: resync_every=", resyncEvery, ": expected >= 0");
   const bool twoBit = allGatherDifferences && allGather == "int2";
-  return CallStatePolicy{allGatherDifferences,
-                         twoBit,
-                         reduceScatterFeedback,
-                         allReduceFeedback,
-                         smoothing,
-                         resyncEvery,
-                         bfloat16Residuals ? zcclBfloat16 : zcclFloat32};
+  return CallStatePolicy{allGatherDifferences,     twoBit,    reduceScatterFeedback,
+                         allReduceFeedback,        smoothing, resyncEvery,
+                         residualTypeOf(residuals)};
 }
 
 c10::intrusive_ptr<c10d::Backend> createBackend(
@@ -64,7 +69,7 @@ c10::intrusive_ptr<c10d::Backend> createBackend(
     const std::chrono::duration<float>& timeout, const std::string& groupName,
     const std::string& allGather, const std::string& reduceScatter, const std::string& allReduce,
     int64_t minBytes, bool allGatherDifferences, bool reduceScatterFeedback, bool allReduceFeedback,
-    bool smoothing, int resyncEvery, bool bfloat16Residuals) {
+    bool smoothing, int resyncEvery, const std::string& residuals) {
   BackendOptions options;
   options.rank = rank;
   options.size = size;
@@ -72,7 +77,7 @@ c10::intrusive_ptr<c10d::Backend> createBackend(
   options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   options.policy = policyOf(allGather, reduceScatter, allReduce, minBytes);
   options.states = statesOf(allGather, allGatherDifferences, reduceScatterFeedback,
-                            allReduceFeedback, smoothing, resyncEvery, bfloat16Residuals);
+                            allReduceFeedback, smoothing, resyncEvery, residuals);
   pybind11::gil_scoped_release release;  // the rendezvous waits on the other ranks
   return c10::make_intrusive<ZcclBackend>(store, options);
 }
@@ -135,11 +140,10 @@ void resetStatsOfAll() {
 void setPolicy(const std::string& groupName, const std::string& allGather,
                const std::string& reduceScatter, const std::string& allReduce, int64_t minBytes,
                bool allGatherDifferences, bool reduceScatterFeedback, bool allReduceFeedback,
-               bool smoothing, int resyncEvery, bool bfloat16Residuals) {
+               bool smoothing, int resyncEvery, const std::string& residuals) {
   const zcclWirePolicy policy = policyOf(allGather, reduceScatter, allReduce, minBytes);
-  const CallStatePolicy states =
-      statesOf(allGather, allGatherDifferences, reduceScatterFeedback, allReduceFeedback, smoothing,
-               resyncEvery, bfloat16Residuals);
+  const CallStatePolicy states = statesOf(allGather, allGatherDifferences, reduceScatterFeedback,
+                                          allReduceFeedback, smoothing, resyncEvery, residuals);
   ZcclBackend& backend = backendOf(groupName);
   pybind11::gil_scoped_release release;  // it waits for the operations in flight
   backend.setPolicy(policy, states);
