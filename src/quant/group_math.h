@@ -166,6 +166,23 @@ ZCCL_HOST_DEVICE inline uint8_t codeStochastic(float x, float offset, float inv,
   return clampToCode(floorf((x - offset) * inv + center + u), lo, hi);
 }
 
+// Error feedback's int8 residuals (quantize.h's Residuals): blocks of kResidualBlock values
+// as int8 codes, each block's scale its largest magnitude over 127 and its codes
+// clamp(rne(x * (127 / largest)), -127, 127), both divisions in float32. A block holding NaN or
+// Inf keeps codes 0 and the NaN scale of nonFiniteScale(); one whose largest magnitude is 0, or
+// so small that its inverse overflows (below 2^-119), codes 0 and scale 0.
+constexpr size_t kResidualBlock = 32;  // divides every message's groups (kMinGroupSize)
+struct ResidualScale {
+  float scale;
+  float inv;  // 0: codes 0
+};
+ZCCL_HOST_DEVICE inline ResidualScale residualScale(float largest, bool nonFinite) {
+  if (nonFinite) return ResidualScale{nonFiniteScale().scale, 0.0f};
+  const float inv = largest > 0.0f ? 127.0f / largest : 0.0f;
+  if (!isFiniteBits(inv) || inv == 0.0f) return ResidualScale{0.0f, 0.0f};
+  return ResidualScale{largest / 127.0f, inv};
+}
+
 ZCCL_HOST_DEVICE inline float decodeSignedCode(int8_t code, float scale) {
   return static_cast<float>(code) * scale;
 }

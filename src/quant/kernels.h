@@ -38,6 +38,11 @@ struct QuantKernels {
   void (*narrowFloat16)(const float* in, size_t n, uint16_t* out);
   void (*narrowBfloat16)(const float* in, size_t n, uint16_t* out);
   void (*accumulate)(float* accumulator, const float* x, size_t n);
+  // Error feedback's int8 residuals (group_math.h's residualScale): n values as codes, and the
+  // scale of each kResidualBlock from the first (the last block may be short).
+  void (*codeResidualBlocks)(const float* x, size_t n, int8_t* codes, float* scales);
+  // values[i] += codes[i] * scales[i / kResidualBlock]: the product rounded, then the sum.
+  void (*addResidualBlocks)(const int8_t* codes, const float* scales, size_t n, float* values);
   // walshHadamard() of group_math.h on n values (a power of two, at least 32): the same
   // butterflies, stage after stage, several at a time (smoothing's rotation, rotation.h).
   void (*walshHadamard)(float* v, uint32_t n);

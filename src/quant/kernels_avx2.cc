@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "quant/butterflies_between_vectors.h"
 #include "quant/kernels.h"
@@ -308,6 +309,63 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   scalar().accumulate(accumulator + i, x + i, n - i);
 }
 
+// A block's magnitudes by their bits (non-negative floats order as their bits do); a
+// non-finite one has every exponent bit set. Its 32 codes packed to bytes in two steps, whose
+// lane-wise order one permutation restores.
+void codeResidualBlocks(const float* x, size_t n, int8_t* codes, float* scales) {
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  const __m256i exponent = _mm256_set1_epi32(0x7f800000);
+  const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  size_t b = 0;
+  for (; b + kResidualBlock <= n; b += kResidualBlock) {
+    __m256 v[4];
+    __m256i largest = _mm256_setzero_si256(), nonFinite = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+      v[j] = _mm256_loadu_ps(x + b + 8 * j);
+      const __m256i a = _mm256_and_si256(_mm256_castps_si256(v[j]), magnitude);
+      largest = _mm256_max_epu32(largest, a);
+      nonFinite =
+          _mm256_or_si256(nonFinite, _mm256_cmpeq_epi32(_mm256_and_si256(a, exponent), exponent));
+    }
+    __m128i half =
+        _mm_max_epu32(_mm256_castsi256_si128(largest), _mm256_extracti128_si256(largest, 1));
+    half = _mm_max_epu32(half, _mm_shuffle_epi32(half, _MM_SHUFFLE(1, 0, 3, 2)));
+    half = _mm_max_epu32(half, _mm_shuffle_epi32(half, _MM_SHUFFLE(2, 3, 0, 1)));
+    const uint32_t largestBits = static_cast<uint32_t>(_mm_cvtsi128_si32(half));
+    float largestValue;
+    std::memcpy(&largestValue, &largestBits, sizeof(largestValue));
+    const ResidualScale r = residualScale(largestValue, _mm256_movemask_epi8(nonFinite) != 0);
+    __m256i packed = _mm256_setzero_si256();
+    if (r.inv != 0.0f) {
+      const __m256 inv = _mm256_set1_ps(r.inv);
+      __m256i ints[4];
+      for (int j = 0; j < 4; ++j) {
+        const __m256 rounded = _mm256_round_ps(_mm256_mul_ps(v[j], inv),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        ints[j] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(rounded, lo), hi));
+      }
+      packed = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(_mm256_packs_epi32(ints[0], ints[1]),
+                                                              _mm256_packs_epi32(ints[2], ints[3])),
+                                           order);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + b), packed);
+    scales[b / kResidualBlock] = r.scale;
+  }
+  scalar().codeResidualBlocks(x + b, n - b, codes + b, scales + b / kResidualBlock);
+}
+
+void addResidualBlocks(const int8_t* codes, const float* scales, size_t n, float* values) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 scale = _mm256_set1_ps(scales[i / kResidualBlock]);
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i));
+    const __m256 decoded = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), scale);
+    _mm256_storeu_ps(values + i, _mm256_add_ps(_mm256_loadu_ps(values + i), decoded));
+  }
+  scalar().addResidualBlocks(codes + i, scales + i / kResidualBlock, n - i, values + i);
+}
+
 // a + b in the lanes of kDifferenceLanes' clear bits, a - b in its set ones (a - b itself,
 // not a + -b, which differs for a NaN b in its sign bit).
 template <int kDifferenceLanes>
@@ -359,10 +417,25 @@ void flipSigns(float* v, uint32_t n, uint32_t seed, uint64_t first) {
 }  // namespace
 
 const QuantKernels* avx2QuantKernels() {
-  static const QuantKernels kernels{
-      "avx2",        stats,          codesNearest, codesStochastic,    decodeSigned, decodeUnsigned,
-      packNibbles,   unpackNibbles,  packCrumbs,   unpackCrumbs,       widenFloat16, widenBfloat16,
-      narrowFloat16, narrowBfloat16, accumulate,   walshHadamardLanes, flipSigns};
+  static const QuantKernels kernels{"avx2",
+                                    stats,
+                                    codesNearest,
+                                    codesStochastic,
+                                    decodeSigned,
+                                    decodeUnsigned,
+                                    packNibbles,
+                                    unpackNibbles,
+                                    packCrumbs,
+                                    unpackCrumbs,
+                                    widenFloat16,
+                                    widenBfloat16,
+                                    narrowFloat16,
+                                    narrowBfloat16,
+                                    accumulate,
+                                    codeResidualBlocks,
+                                    addResidualBlocks,
+                                    walshHadamardLanes,
+                                    flipSigns};
   // F16C from cpuid directly: clang's __builtin_cpu_supports does not know it.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;

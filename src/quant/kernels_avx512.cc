@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "quant/butterflies_between_vectors.h"
 #include "quant/kernels.h"
@@ -233,6 +234,46 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   scalar().accumulate(accumulator + i, x + i, n - i);
 }
 
+// A block's magnitudes by their bits (non-negative floats order as their bits do); a
+// non-finite one has every exponent bit set.
+void codeResidualBlocks(const float* x, size_t n, int8_t* codes, float* scales) {
+  const __m512i magnitude = _mm512_set1_epi32(0x7fffffff), exponent = _mm512_set1_epi32(0x7f800000);
+  const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  size_t b = 0;
+  for (; b + kResidualBlock <= n; b += kResidualBlock) {
+    const __m512 v0 = _mm512_loadu_ps(x + b), v1 = _mm512_loadu_ps(x + b + kLanes);
+    const __m512i a0 = _mm512_and_si512(_mm512_castps_si512(v0), magnitude);
+    const __m512i a1 = _mm512_and_si512(_mm512_castps_si512(v1), magnitude);
+    const bool nonFinite =
+        (_mm512_cmpge_epu32_mask(a0, exponent) | _mm512_cmpge_epu32_mask(a1, exponent)) != 0;
+    const uint32_t largestBits = _mm512_reduce_max_epu32(_mm512_max_epu32(a0, a1));
+    float largest;
+    std::memcpy(&largest, &largestBits, sizeof(largest));
+    const ResidualScale r = residualScale(largest, nonFinite);
+    auto* out = reinterpret_cast<uint8_t*>(codes + b);
+    if (r.inv == 0.0f) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_setzero_si256());
+    } else {
+      const __m512 inv = _mm512_set1_ps(r.inv);
+      storeCodes<kNearest>(_mm512_mul_ps(v0, inv), lo, hi, out);
+      storeCodes<kNearest>(_mm512_mul_ps(v1, inv), lo, hi, out + kLanes);
+    }
+    scales[b / kResidualBlock] = r.scale;
+  }
+  scalar().codeResidualBlocks(x + b, n - b, codes + b, scales + b / kResidualBlock);
+}
+
+void addResidualBlocks(const int8_t* codes, const float* scales, size_t n, float* values) {
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512 scale = _mm512_set1_ps(scales[i / kResidualBlock]);
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i));
+    const __m512 decoded = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)), scale);
+    _mm512_storeu_ps(values + i, _mm512_add_ps(_mm512_loadu_ps(values + i), decoded));
+  }
+  scalar().addResidualBlocks(codes + i, scales + i / kResidualBlock, n - i, values + i);
+}
+
 // The vector operations the butterflies between vectors take (butterflies_between_vectors.h).
 struct Avx512Vectors {
   using Vector = __m512;
@@ -301,6 +342,8 @@ const QuantKernels* avx512QuantKernels() {
                                     narrowFloat16,
                                     narrowBfloat16,
                                     accumulate,
+                                    codeResidualBlocks,
+                                    addResidualBlocks,
                                     walshHadamardLanes,
                                     flipSigns};
   return &kernels;

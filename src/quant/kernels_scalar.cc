@@ -100,6 +100,29 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) accumulator[i] += x[i];
 }
 
+void codeResidualBlocks(const float* x, size_t n, int8_t* codes, float* scales) {
+  for (size_t begin = 0; begin < n; begin += kResidualBlock) {
+    const size_t end = std::min(n, begin + kResidualBlock);
+    float largest = 0.0f;
+    bool nonFinite = false;
+    for (size_t i = begin; i < end; ++i) {
+      nonFinite |= !isFiniteBits(x[i]);
+      largest = std::max(largest, std::fabs(x[i]));
+    }
+    const ResidualScale r = residualScale(largest, nonFinite);
+    for (size_t i = begin; i < end; ++i) {
+      codes[i] =
+          static_cast<int8_t>(r.inv == 0.0f ? 0 : clampToCode(rintf(x[i] * r.inv), -127, 127));
+    }
+    scales[begin / kResidualBlock] = r.scale;
+  }
+}
+
+void addResidualBlocks(const int8_t* codes, const float* scales, size_t n, float* values) {
+  for (size_t i = 0; i < n; ++i)
+    values[i] += decodeSignedCode(codes[i], scales[i / kResidualBlock]);
+}
+
 void flipSigns(float* v, uint32_t n, uint32_t seed, uint64_t first) {
   for (uint32_t i = 0; i < n; ++i) {
     if (smoothingFlips(seed, first, i)) v[i] = -v[i];
@@ -110,9 +133,11 @@ void flipSigns(float* v, uint32_t n, uint32_t seed, uint64_t first) {
 
 const QuantKernels& scalarQuantKernels() {
   static const QuantKernels kernels{
-      "scalar",      stats,          codesNearest, codesStochastic, decodeSigned, decodeUnsigned,
-      packNibbles,   unpackNibbles,  packCrumbs,   unpackCrumbs,    widenFloat16, widenBfloat16,
-      narrowFloat16, narrowBfloat16, accumulate,   walshHadamard,   flipSigns};
+      "scalar",          stats,          codesNearest, codesStochastic,
+      decodeSigned,      decodeUnsigned, packNibbles,  unpackNibbles,
+      packCrumbs,        unpackCrumbs,   widenFloat16, widenBfloat16,
+      narrowFloat16,     narrowBfloat16, accumulate,   codeResidualBlocks,
+      addResidualBlocks, walshHadamard,  flipSigns};
   return kernels;
 }
 

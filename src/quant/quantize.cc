@@ -479,64 +479,29 @@ Residuals residualsIn(void* storage, DataType type, size_t count) {
 
 namespace {
 
-// Rounds to the nearest integer, ties to even, for |x| < 2^22 (in the default rounding mode):
-// the vector units do it in two additions, where nearbyint is a call.
-float roundToNearestEven(float x) {
-  constexpr float kShift = 12582912.0f;  // 1.5 x 2^23: the sum keeps no fraction
-  return (x + kShift) - kShift;
-}
-
 // n int8 residuals (a message's, from its element `first`, a multiple of kResidualBlock) added
 // to `values`.
-void addInt8Residuals(const Residuals& r, size_t first, size_t n, float* values) {
-  const auto* codes = static_cast<const int8_t*>(r.values) + first;
-  for (size_t b = 0; b * kResidualBlock < n; ++b) {
-    const float scale = r.scales[first / kResidualBlock + b];
-    const size_t end = std::min(n, (b + 1) * kResidualBlock);
-    for (size_t i = b * kResidualBlock; i < end; ++i) values[i] += codes[i] * scale;
-  }
+void addInt8Residuals(const QuantKernels& k, const Residuals& r, size_t first, size_t n,
+                      float* values) {
+  k.addResidualBlocks(static_cast<const int8_t*>(r.values) + first,
+                      r.scales + first / kResidualBlock, n, values);
 }
 
-// n values kept as the int8 residuals from element `first` (a multiple of kResidualBlock). A
-// block whose largest magnitude is not finite keeps it as its scale and codes 0: its residuals
-// read back as NaN, as a float residual's would. Written for the compiler's vectors: the largest
-// magnitude by its bits (non-negative floats order as their bits do, NaN above infinity), and
-// no clamp (|lost / scale| <= 127 (1 + 2^-23) rounds to 127 at most).
-void narrowInt8Residuals(const float* lost, size_t first, size_t n, const Residuals& r) {
-  auto* codes = static_cast<int8_t*>(r.values) + first;
-  for (size_t begin = 0; begin < n; begin += kResidualBlock) {
-    const size_t length = std::min(kResidualBlock, n - begin);
-    const float* block = lost + begin;
-    uint32_t largestBits = 0;
-    for (size_t i = 0; i < length; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, block + i, sizeof(bits));
-      largestBits = std::max(largestBits, bits & 0x7fffffffu);
-    }
-    float largest;
-    std::memcpy(&largest, &largestBits, sizeof(largest));
-    const bool coded = std::isfinite(largest) && largest > 0;
-    const float scale = coded ? largest / 127.0f : largest;
-    r.scales[(first + begin) / kResidualBlock] = scale;
-    int8_t* out = codes + begin;
-    if (!coded) {
-      std::memset(out, 0, length);
-      continue;
-    }
-    for (size_t i = 0; i < length; ++i) {
-      out[i] = static_cast<int8_t>(static_cast<int32_t>(roundToNearestEven(block[i] / scale)));
-    }
-  }
+// n values kept as the int8 residuals from element `first` (a multiple of kResidualBlock).
+void narrowInt8Residuals(const QuantKernels& k, const float* lost, size_t first, size_t n,
+                         const Residuals& r) {
+  k.codeResidualBlocks(lost, n, static_cast<int8_t*>(r.values) + first,
+                       r.scales + first / kResidualBlock);
 }
 
 }  // namespace
 
 void accumulateInt8Residuals(const Residuals& residual, size_t count, float* values) {
-  addInt8Residuals(residual, 0, count, values);
+  addInt8Residuals(activeQuantKernels(), residual, 0, count, values);
 }
 
 void keepInt8Residuals(const float* lost, size_t count, const Residuals& residual) {
-  narrowInt8Residuals(lost, 0, count, residual);
+  narrowInt8Residuals(activeQuantKernels(), lost, 0, count, residual);
 }
 
 Status quantizeWithFeedback(const void* x, DataType type, size_t count, const QuantParams& params,
@@ -568,7 +533,7 @@ Status quantizeWithFeedback(const void* x, DataType type, size_t count, const Qu
     float* lost = exact != nullptr ? exact + first : kept;
     widenAs(k, type, x, first, n, compensated);
     if (int8) {
-      addInt8Residuals(residual, first, n, compensated);
+      addInt8Residuals(k, residual, first, n, compensated);
     } else {
       if (exact == nullptr) widenAs(k, residual.type, residual.values, first, n, kept);
       k.accumulate(compensated, lost, n);
@@ -579,7 +544,7 @@ Status quantizeWithFeedback(const void* x, DataType type, size_t count, const Qu
     // signed zeros too.
     for (size_t i = 0; i < n; ++i) lost[i] = -(-compensated[i] + decoded[i]);
     if (int8) {
-      narrowInt8Residuals(kept, first, n, residual);
+      narrowInt8Residuals(k, kept, first, n, residual);
     } else if (exact == nullptr) {
       narrowAs(k, residual.type, kept, n, residual.values, first);
     }

@@ -32,6 +32,7 @@
 
 #include "common/status.h"
 #include "common/types.h"
+#include "quant/group_math.h"
 #include "quant/wire_format.h"
 
 namespace zccl {
@@ -92,10 +93,10 @@ struct SumTarget {
 Status dequantizeOnto(const void* message, size_t bytes, size_t count, const SumTarget& target);
 
 // Error feedback's residuals: float32; bfloat16 to halve what a rank keeps and streams; or
-// int8, LoCo's compressed error, a quarter: each block of kResidualBlock elements of a
-// message, from its first, as int8 codes times a float32 scale (the block's largest magnitude
-// over 127, the codes rounded to nearest even). Each residual but float32's is rounded once as
-// it is kept; what that rounding loses is not fed back.
+// int8, LoCo's compressed error, about 1.13 bytes each: each block of kResidualBlock elements of
+// a message, from its first, as int8 codes times a float32 scale (group_math.h's
+// residualScale). Each residual but float32's is rounded once as it is kept; what that
+// rounding loses is not fed back.
 struct Residuals {
   void* values = nullptr;  // one per element: float32, bfloat16, or int8 codes
   DataType type = DataType::kFloat32;
@@ -105,7 +106,6 @@ struct Residuals {
   // every call of the same count (none where there are none).
   Residuals at(size_t first, size_t owner) const;
 };
-constexpr size_t kResidualBlock = 32;  // divides every message's groups (kMinGroupSize)
 
 // Whether residuals can be kept in `type` (float32, bfloat16 or int8; float16's range would
 // lose the small residuals of small gradients), else an error naming `argument`.

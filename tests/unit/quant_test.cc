@@ -361,8 +361,9 @@ constexpr DataType kFloatTypes[] = {DataType::kFloat32, DataType::kFloat16, Data
 constexpr DataType kResidualTypes[] = {DataType::kFloat32, DataType::kBfloat16, DataType::kInt8};
 
 // Error feedback's residuals of one message of n elements, kept by their definition, computed
-// here: float32 and bfloat16 as stored(); int8, each block of kResidualBlock from the first,
-// as its largest magnitude over 127 and the codes round(value / scale), ties to even.
+// here: float32 and bfloat16 as stored(); int8, each block of kResidualBlock from the first as
+// its largest magnitude over 127 and the codes round(value x (127 / largest)), ties to even,
+// in float32.
 std::vector<unsigned char> keptResiduals(const std::vector<float>& lost, DataType type) {
   if (type != DataType::kInt8) return stored(lost, type);
   const size_t n = lost.size();
@@ -373,9 +374,10 @@ std::vector<unsigned char> keptResiduals(const std::vector<float>& lost, DataTyp
     float largest = 0;
     for (size_t i = begin; i < end; ++i) largest = std::max(largest, std::fabs(lost[i]));
     r.scales[b] = largest / 127.0f;
+    const float inverse = 127.0f / largest;
     for (size_t i = begin; i < end && largest > 0; ++i) {
-      static_cast<int8_t*>(r.values)[i] =
-          static_cast<int8_t>(std::nearbyint(lost[i] / r.scales[b]));
+      const float code = std::clamp(std::nearbyint(lost[i] * inverse), -127.0f, 127.0f);
+      static_cast<int8_t*>(r.values)[i] = static_cast<int8_t>(code);
     }
   }
   return bytes;
@@ -586,6 +588,28 @@ TEST(Quant, Int8ResidualBlocksOfEveryMessageTakeScalesOfTheirOwn) {
           }
         }
       }
+    }
+  }
+}
+
+// What an int8 block keeps of values it cannot scale: NaN or Inf read back as NaN, as a float
+// residual's NaN would, only in their block; zeros and values below 2^-119 as zeros.
+TEST(Quant, Int8ResidualBlocksKeepNaNInTheirBlockAndDropTheTiny) {
+  std::vector<float> lost(4 * kResidualBlock, 0.5f);
+  lost[3] = NAN;
+  lost[kResidualBlock + 1] = -INFINITY;
+  std::fill_n(lost.begin() + 2 * kResidualBlock, kResidualBlock, 1e-38f);
+  std::vector<unsigned char> kept(residualBytes(DataType::kInt8, lost.size(), 1));
+  const Residuals r = residualsIn(kept.data(), DataType::kInt8, lost.size());
+  keepInt8Residuals(lost.data(), lost.size(), r);
+  std::vector<float> back(lost.size(), 0.0f);
+  accumulateInt8Residuals(r, back.size(), back.data());
+  for (size_t i = 0; i < lost.size(); ++i) {
+    const size_t block = i / kResidualBlock;
+    if (block < 2) {
+      EXPECT_TRUE(std::isnan(back[i])) << i;
+    } else {
+      EXPECT_EQ(back[i], block == 2 ? 0.0f : 0.5f) << i;
     }
   }
 }
@@ -827,6 +851,25 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
     ref.accumulate(acc1.data(), x.data(), n);
     simd->accumulate(acc2.data(), x.data(), n);
     EXPECT_EQ(acc1, acc2);
+    // int8 residual blocks: ordinary blocks, and ones holding NaN, Inf, only zeros, or values
+    // whose inverse overflows.
+    auto residuals = x;
+    if (n > 40) residuals[33] = NAN;       // the second block
+    if (n > 70) residuals[65] = INFINITY;  // the third
+    if (n > 100) std::fill_n(residuals.begin() + 96, 32, 0.0f);
+    if (n > 140) std::fill_n(residuals.begin() + 128, 8, 1e-38f);
+    const size_t blocks = (n + kResidualBlock - 1) / kResidualBlock;
+    std::vector<int8_t> r1(n), r2(n);
+    std::vector<float> sc1(blocks), sc2(blocks);
+    ref.codeResidualBlocks(residuals.data(), n, r1.data(), sc1.data());
+    simd->codeResidualBlocks(residuals.data(), n, r2.data(), sc2.data());
+    EXPECT_EQ(r1, r2) << "residual codes n=" << n;
+    EXPECT_EQ(0, std::memcmp(sc1.data(), sc2.data(), 4 * blocks)) << "residual scales n=" << n;
+    std::fill(acc1.begin(), acc1.end(), 1.25f);
+    std::fill(acc2.begin(), acc2.end(), 1.25f);
+    ref.addResidualBlocks(r1.data(), sc1.data(), n, acc1.data());
+    simd->addResidualBlocks(r1.data(), sc1.data(), n, acc2.data());
+    EXPECT_EQ(0, std::memcmp(acc1.data(), acc2.data(), 4 * n)) << "residuals added n=" << n;
   }
 }
 
