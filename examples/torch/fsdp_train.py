@@ -180,6 +180,14 @@ SUMMARY_NAMES = {"ZeRO++ (qwZ+qgZ+hpZ)": "ZeRO++", "ZeRO++ 4-bit (diff+EF)": "Ze
                  "ZeRO++ INT2-diff (+EF)": "ZeRO++ INT2-diff"}
 
 
+def config_name(config: str, args) -> str:
+    """The name printed: error feedback's residuals named where they are not float32."""
+    name = CONFIGS[config][0]
+    if args.feedback_precision == "fp32" or "EF)" not in name:
+        return name
+    return name.replace("EF)", f"EF/{args.feedback_precision})")
+
+
 def train(mesh: DeviceMesh, args, config: str, report_group) -> dict:
     """One run; returns the mean loss of every step, ms per step and bytes per step."""
     torch.manual_seed(0)
@@ -311,7 +319,7 @@ def main() -> None:
         configs = ["zero3"]
     results = {}
     for config in configs:
-        results[CONFIGS[config][0]] = train(mesh, args, config, report_group)
+        results[config_name(config, args)] = train(mesh, args, config, report_group)
     if dist.get_rank() == 0:
         tail = min(50, args.steps)
         print(f"{dist.get_world_size()} ranks, {args.ranks_per_node} per node, backend "
@@ -334,7 +342,7 @@ def main() -> None:
         for name, result in results.items():
             if zero3 is None or name == "ZeRO-3":
                 continue
-            label = SUMMARY_NAMES[name]
+            label = SUMMARY_NAMES.get(name, name)
             final = sum(result["losses"][-tail:]) / tail
             base = sum(zero3["losses"][-tail:]) / tail
             bytes_ratio = (zero3["inter_node_bytes_per_step"]

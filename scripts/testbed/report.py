@@ -142,8 +142,7 @@ def fidelity_curves(directory):
             for row in csv.DictReader(f):
                 curves.setdefault(("zero_demo", row["model"]), {}).setdefault(
                     row["configuration"], []).append(float(row["loss"]))
-    fsdp = os.path.join(directory, "fsdp.csv")
-    if os.path.exists(fsdp):
+    for fsdp in sorted(glob.glob(os.path.join(directory, "fsdp*.csv"))):
         with open(fsdp) as f:
             for row in csv.DictReader(f):
                 curves.setdefault(("fsdp2", "decoder"), {}).setdefault(

@@ -2,10 +2,7 @@
 // groups; the element work is done by the active QuantKernels.
 #include "quant/quantize.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <limits>
 
 #include "common/env.h"
 #include "common/log.h"
@@ -443,9 +440,8 @@ Status dequantizeOnto(const void* message, size_t bytes, size_t count, const Sum
 Residuals Residuals::at(size_t first, size_t owner) const {
   if (values == nullptr) return *this;
   // A message's blocks start at `first`, which need not be a multiple of kResidualBlock: its
-  // block b takes scale first / kResidualBlock + owner + b. The owners' messages never share one:
-  // the owner before ends below `first`, at a scale index at most first / kResidualBlock + owner
-  // - 1.
+  // block b takes scale first / kResidualBlock + owner + b. No two owners' blocks share one, as
+  // the blocks of the owner before start below `first`, at scales up to one below this one's.
   float* blockScales = scales != nullptr ? scales + first / kResidualBlock + owner : nullptr;
   return {static_cast<char*>(values) + first * elementSize(type), type, blockScales};
 }
@@ -464,21 +460,6 @@ namespace {
 // int8 residuals' codes, then their blocks' scales from the next multiple of 4 bytes.
 size_t int8CodeBytes(size_t count) { return (count + 3) / 4 * 4; }
 
-}  // namespace
-
-size_t residualBytes(DataType type, size_t count, size_t owners) {
-  if (type != DataType::kInt8) return count * elementSize(type);
-  return int8CodeBytes(count) + (count / kResidualBlock + 1 + owners) * sizeof(float);
-}
-
-Residuals residualsIn(void* storage, DataType type, size_t count) {
-  if (type != DataType::kInt8) return {storage, type, nullptr};
-  auto* scales = reinterpret_cast<float*>(static_cast<char*>(storage) + int8CodeBytes(count));
-  return {storage, type, scales};
-}
-
-namespace {
-
 // n int8 residuals (a message's, from its element `first`, a multiple of kResidualBlock) added
 // to `values`.
 void addInt8Residuals(const QuantKernels& k, const Residuals& r, size_t first, size_t n,
@@ -495,6 +476,17 @@ void narrowInt8Residuals(const QuantKernels& k, const float* lost, size_t first,
 }
 
 }  // namespace
+
+size_t residualBytes(DataType type, size_t count, size_t owners) {
+  if (type != DataType::kInt8) return count * elementSize(type);
+  return int8CodeBytes(count) + (count / kResidualBlock + 1 + owners) * sizeof(float);
+}
+
+Residuals residualsIn(void* storage, DataType type, size_t count) {
+  if (type != DataType::kInt8) return {storage, type, nullptr};
+  auto* scales = reinterpret_cast<float*>(static_cast<char*>(storage) + int8CodeBytes(count));
+  return {storage, type, scales};
+}
 
 void accumulateInt8Residuals(const Residuals& residual, size_t count, float* values) {
   addInt8Residuals(activeQuantKernels(), residual, 0, count, values);
