@@ -417,25 +417,15 @@ void flipSigns(float* v, uint32_t n, uint32_t seed, uint64_t first) {
 }  // namespace
 
 const QuantKernels* avx2QuantKernels() {
-  static const QuantKernels kernels{"avx2",
-                                    stats,
-                                    codesNearest,
-                                    codesStochastic,
-                                    decodeSigned,
-                                    decodeUnsigned,
-                                    packNibbles,
-                                    unpackNibbles,
-                                    packCrumbs,
-                                    unpackCrumbs,
-                                    widenFloat16,
-                                    widenBfloat16,
-                                    narrowFloat16,
-                                    narrowBfloat16,
-                                    accumulate,
-                                    codeResidualBlocks,
-                                    addResidualBlocks,
-                                    walshHadamardLanes,
-                                    flipSigns};
+  // The kernels by kind, a row each: codes, packing, conversions, residuals and rotation.
+  // clang-format off
+  static const QuantKernels kernels{
+      "avx2",
+      stats, codesNearest, codesStochastic, decodeSigned, decodeUnsigned,
+      packNibbles, unpackNibbles, packCrumbs, unpackCrumbs,
+      widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate,
+      codeResidualBlocks, addResidualBlocks, walshHadamardLanes, flipSigns};
+  // clang-format on
   // F16C from cpuid directly: clang's __builtin_cpu_supports does not know it.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
