@@ -109,7 +109,7 @@ class QuantizedOneHop {
     return static_cast<const char*>(a_.send) +
            (a_.blocks.offset(owner) + row * rows_.chunk()) * elementSize(a_.type);
   }
-  // The error feedback of that input chunk, or nullptr without feedback.
+  // The error feedback of that input chunk (no values without feedback).
   Residuals residual(int owner, size_t row) const {
     return ctx_.residual.at(a_.blocks.offset(owner) + row * rows_.chunk(),
                             static_cast<size_t>(owner));

@@ -61,7 +61,7 @@ class QuantizedTwoHop {
            (a_.blocks.offset(owner) + row * rows_.chunk()) * elementSize(a_.type);
   }
   // The error feedback of that input chunk (hop 1: its contribution; hop 2: the partial sum of
-  // it this rank sends), or nullptr without feedback.
+  // it this rank sends; no values without feedback).
   Residuals residual(int owner, size_t row) const {
     return ctx_.residual.at(a_.blocks.offset(owner) + row * rows_.chunk(),
                             static_cast<size_t>(owner));
