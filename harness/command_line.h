@@ -65,6 +65,14 @@ std::string wholeNumberFrom(Integer least, Integer most = std::numeric_limits<In
   return "a whole number from " + std::to_string(least) + " to " + std::to_string(most);
 }
 
+// parseInteger, or false after refuseArgument says what `flag` takes.
+template <typename Integer>
+bool integerArgument(const char* program, const std::string& flag, const char* text, Integer least,
+                     Integer most, Integer* value) {
+  return parseInteger(text, least, most, value) ||
+         refuseArgument(program, flag, text, wholeNumberFrom(least, most));
+}
+
 // `text`, all of it, as a finite real number from `least` to `most`.
 inline bool parseReal(const char* text, double least, double most, double* value) {
   char* end = nullptr;

@@ -203,9 +203,9 @@ bool parse(int argc, char** argv, Settings* s) {
         s->topoFile = optarg;
         break;
       case 'n':
-        if (!zccl_harness::parseInteger(optarg, 1, kMostCount, &s->nodes)) {
-          return zccl_harness::refuseArgument("zccl-topo", "--nodes", optarg,
-                                              zccl_harness::wholeNumberFrom(1, kMostCount));
+        if (!zccl_harness::integerArgument("zccl-topo", "--nodes", optarg, 1, kMostCount,
+                                           &s->nodes)) {
+          return false;
         }
         break;
       case 'r':

@@ -41,6 +41,7 @@ struct Settings {
   int nodes = 1;
   int nodeRank = 0;
   std::string root;  // host:port of the rendezvous; empty: this host, a free port
+  int rootPort = 0;  // root's port
   std::string job;
   double timeoutSeconds = 0;
   bool killOnFailure = false;
@@ -100,17 +101,16 @@ bool refuse(const std::string& flag, const char* text, const std::string& expect
 }
 
 bool parseCount(const std::string& flag, const char* text, int least, int* value) {
-  return zccl_harness::parseInteger(text, least, kMostRanks, value) ||
-         refuse(flag, text, zccl_harness::wholeNumberFrom(least, kMostRanks));
+  return zccl_harness::integerArgument("zcclrun", flag, text, least, kMostRanks, value);
 }
 
 // --root HOST:PORT: the rendezvous at PORT, PyTorch's store two above it.
-bool checkRoot(const std::string& root) {
-  const size_t colon = root.rfind(':');
-  int port = 0;
+bool parseRoot(const char* text, Settings* s) {
+  s->root = text;
+  const size_t colon = s->root.rfind(':');
   if (colon == std::string::npos || colon == 0 ||
-      !zccl_harness::parseInteger(root.c_str() + colon + 1, 1, 65533, &port)) {
-    return refuse("--root", root.c_str(), "HOST:PORT, the port from 1 to 65533");
+      !zccl_harness::parseInteger(text + colon + 1, 1, 65533, &s->rootPort)) {
+    return refuse("--root", text, "HOST:PORT, the port from 1 to 65533");
   }
   return true;
 }
@@ -150,8 +150,7 @@ bool parse(int argc, char** argv, Settings* s) {
         ok = parseCount(flag, optarg, 0, &s->nodeRank);
         break;
       case 'A':
-        s->root = optarg;
-        ok = checkRoot(s->root);
+        ok = parseRoot(optarg, s);
         break;
       case 'J':
         s->job = optarg;
@@ -241,9 +240,7 @@ int main(int argc, char** argv) {
     at = Addresses{"127.0.0.1:" + std::to_string(rendezvousPort), "127.0.0.1", storePort};
   } else {
     // Across nodes: the rendezvous at the given port, PyTorch's store two ports above it.
-    const size_t colon = s.root.rfind(':');
-    const int port = std::atoi(s.root.c_str() + colon + 1);  // checked by parse
-    at = Addresses{s.root, s.root.substr(0, colon), port + 2};
+    at = Addresses{s.root, s.root.substr(0, s.root.rfind(':')), s.rootPort + 2};
   }
   const std::string job = !s.job.empty()   ? s.job
                           : s.root.empty() ? randomJobId()
