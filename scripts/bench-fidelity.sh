@@ -14,7 +14,8 @@ ZCCL_RANKS_PER_NODE=2 "$build/zcclrun" -n 4 "$build/examples/zero_demo" --steps 
 # Ablations, as SDP4Bit and LoCo report them: weight differences without error feedback, both
 # with smoothing, and error feedback's residuals kept in bfloat16 and in int8 (LoCo's).
 for flags in "--qwz-diff --hpz --qgz" "--qwz-diff --hpz --qgz-ef --smoothing" \
-  "--qwz-diff --hpz --qgz-ef --ef-precision bf16" "--qwz-diff --hpz --qgz-ef --ef-precision int8"; do
+  "--qwz-diff --hpz --qgz-ef --ef-precision bf16" \
+  "--qwz-diff --hpz --qgz-ef --ef-precision int8"; do
   name=$(echo "$flags" | tr -d ' -')
   ZCCL_RANKS_PER_NODE=2 "$build/zcclrun" -n 4 "$build/examples/zero_demo" --steps "$steps" \
     --print-every 100 --stage 3 $flags --log "$out/demo_$name.csv" | tail -4

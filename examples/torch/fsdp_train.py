@@ -10,7 +10,8 @@ backward all-gathers stay inside the node) over a zccl group whose parameter all
 INT8 (qwZ) and gradient reduce-scatters INT4 through two hops (qgZ). ZeRO++ 4-bit gathers
 INT4 differences of the weights from the last gathered copy (int4-diff) and reduce-scatters
 INT4 gradients with error feedback (int4-ef; --feedback-precision bf16 or int8 keeps its
-residuals in bfloat16 or int8); ZeRO++ INT2-diff gathers INT2 differences (int2-diff, smoothed) instead.
+residuals in bfloat16 or int8); ZeRO++ INT2-diff gathers INT2 differences (int2-diff,
+smoothed) instead.
 """
 from __future__ import annotations
 
