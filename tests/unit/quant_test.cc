@@ -858,6 +858,10 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
     if (n > 70) residuals[65] = INFINITY;  // the third
     if (n > 100) std::fill_n(residuals.begin() + 96, 32, 0.0f);
     if (n > 140) std::fill_n(residuals.begin() + 128, 8, 1e-38f);
+    // The same past the first sixteen blocks (the vector kernels find sixteen scales at once).
+    if (n > 600) residuals[600] = -INFINITY, residuals[700] = NAN;
+    if (n > 900) std::fill_n(residuals.begin() + 800, 32, -0.0f);
+    if (n > 990) std::fill_n(residuals.begin() + 960, 32, 3e-39f);
     const size_t blocks = (n + kResidualBlock - 1) / kResidualBlock;
     std::vector<int8_t> r1(n), r2(n);
     std::vector<float> sc1(blocks), sc2(blocks);
