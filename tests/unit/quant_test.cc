@@ -858,7 +858,7 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
     if (n > 70) residuals[65] = INFINITY;  // the third
     if (n > 100) std::fill_n(residuals.begin() + 96, 32, 0.0f);
     if (n > 140) std::fill_n(residuals.begin() + 128, 8, 1e-38f);
-    // The same past the first sixteen blocks (the vector kernels find sixteen scales at once).
+    // The same far into the message, and in its last full block before a tail (n = 1000).
     if (n > 600) residuals[600] = -INFINITY, residuals[700] = NAN;
     if (n > 900) std::fill_n(residuals.begin() + 800, 32, -0.0f);
     if (n > 990) std::fill_n(residuals.begin() + 960, 32, 3e-39f);
