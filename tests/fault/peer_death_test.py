@@ -51,6 +51,8 @@ SYSTEM_ERROR, REMOTE_ERROR, TIMEOUT = 3, 5, 6
 LATE_S = 15  # past the timeout: a hang, not a failure seen late
 VICTIM_DONE = "victim: the call ended before the kill"
 MIN_KILL_MS = 8  # 200, 40, 8: the kills tried
+
+
 def processes_of(folder):
     """The live processes started with PEER_DEATH_REPORT_DIR=folder: this job's ranks."""
     mark = f"PEER_DEATH_REPORT_DIR={folder}".encode()
