@@ -46,6 +46,22 @@ ZCCL_HOST_DEVICE inline bool isFiniteBits(float v) {
   return (bits & 0x7f800000u) != 0x7f800000u;
 }
 
+// |v|'s bits. Magnitudes order as their bits do, and NaN's lie above Inf's, so the largest
+// bits of a group are its absmax, or tell that it holds NaN or Inf.
+ZCCL_HOST_DEVICE inline uint32_t magnitudeBits(float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof(bits));
+  return bits & 0x7fffffffu;
+}
+
+// A symmetric group's statistics from its largest magnitudeBits: min and max are -absmax and
+// absmax (a symmetric scale reads absmax only).
+ZCCL_HOST_DEVICE inline GroupStats statsOfLargestMagnitude(uint32_t largestBits) {
+  float absmax;
+  memcpy(&absmax, &largestBits, sizeof(absmax));
+  return GroupStats{absmax, -absmax, absmax, largestBits >= 0x7f800000u};
+}
+
 // Codes range: symmetric [-Q, Q] with Q = 2^(bits-1) - 1 (127, 7, 1: the most negative
 // code stays unused, so that zero is exact and the range symmetric), asymmetric [0, L] with
 // L = 2^bits - 1 (255, 15, 3).

@@ -13,6 +13,9 @@ namespace zccl {
 struct QuantKernels {
   const char* name;
   void (*stats)(const float* x, size_t n, GroupStats* stats);
+  // absmax and nonFinite alone (statsOfLargestMagnitude): what a symmetric group needs, found
+  // from the values' bits with two integer operations a vector.
+  void (*absmaxStats)(const float* x, size_t n, GroupStats* stats);
   // codes[i] = clamp(rne((x[i] - offset) * inv + center), lo, hi), stored as one byte each
   // (two's complement when lo < 0).
   void (*codesNearest)(const float* x, size_t n, float offset, float inv, float center, int lo,

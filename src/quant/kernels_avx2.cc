@@ -50,16 +50,43 @@ void stats(const float* x, size_t n, GroupStats* s) {
   *s = result;
 }
 
+// Two running maxima of the magnitudes' bits (magnitudeBits).
+void absmaxStats(const float* x, size_t n, GroupStats* s) {
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  const auto bitsAt = [&](size_t i) {
+    return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), magnitude);
+  };
+  __m256i largest0 = _mm256_setzero_si256(), largest1 = largest0;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    largest0 = _mm256_max_epu32(largest0, bitsAt(i));
+    largest1 = _mm256_max_epu32(largest1, bitsAt(i + 8));
+  }
+  alignas(32) uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_max_epu32(largest0, largest1));
+  uint32_t largest = *std::max_element(lanes, lanes + 8);
+  for (; i < n; ++i) largest = std::max(largest, magnitudeBits(x[i]));
+  *s = statsOfLargestMagnitude(largest);
+}
+
 // Clamping before rounding equals rounding before clamping (integer bounds, monotonic
 // rounding), so the conversion rounds, in the current mode as rintf does.
 struct CodeRange {
   __m256 lo, hi;
+  __m256i loBytes;
   bool isSigned;
   __m256i convert(__m256 v) const {
     return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
   }
+  // Rounded and capped at hi only, as the AVX-512 kernels do: the packs saturate and
+  // raiseToLow finishes the clamp (a NaN, like a value too negative for int32, converts to
+  // INT32_MIN).
+  __m256i convertCapped(__m256 v) const { return _mm256_cvtps_epi32(_mm256_min_ps(hi, v)); }
   __m256i narrow(__m256i words01, __m256i words23) const {
     return isSigned ? _mm256_packs_epi16(words01, words23) : _mm256_packus_epi16(words01, words23);
+  }
+  __m256i raiseToLow(__m256i bytes) const {
+    return isSigned ? _mm256_max_epi8(bytes, loBytes) : _mm256_max_epu8(bytes, loBytes);
   }
 };
 
@@ -72,10 +99,11 @@ size_t storeCodes(size_t n, ValueAt valueAt, const CodeRange& range, uint8_t* co
   size_t i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m256i words01 =
-        _mm256_packs_epi32(range.convert(valueAt(i)), range.convert(valueAt(i + 8)));
-    const __m256i words23 =
-        _mm256_packs_epi32(range.convert(valueAt(i + 16)), range.convert(valueAt(i + 24)));
-    const __m256i bytes = _mm256_permutevar8x32_epi32(range.narrow(words01, words23), order);
+        _mm256_packs_epi32(range.convertCapped(valueAt(i)), range.convertCapped(valueAt(i + 8)));
+    const __m256i words23 = _mm256_packs_epi32(range.convertCapped(valueAt(i + 16)),
+                                               range.convertCapped(valueAt(i + 24)));
+    const __m256i bytes =
+        _mm256_permutevar8x32_epi32(range.raiseToLow(range.narrow(words01, words23)), order);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), bytes);
   }
   for (; i + 8 <= n; i += 8) {
@@ -91,7 +119,7 @@ size_t storeCodes(size_t n, ValueAt valueAt, const CodeRange& range, uint8_t* co
 
 CodeRange codeRange(int lo, int hi) {
   return CodeRange{_mm256_set1_ps(static_cast<float>(lo)), _mm256_set1_ps(static_cast<float>(hi)),
-                   lo < 0};
+                   _mm256_set1_epi8(static_cast<char>(lo)), lo < 0};
 }
 
 void codesNearest(const float* x, size_t n, float offset, float inv, float center, int lo, int hi,
@@ -421,7 +449,7 @@ const QuantKernels* avx2QuantKernels() {
   // clang-format off
   static const QuantKernels kernels{
       "avx2",
-      stats, codesNearest, codesStochastic, decodeSigned, decodeUnsigned,
+      stats, absmaxStats, codesNearest, codesStochastic, decodeSigned, decodeUnsigned,
       packNibbles, unpackNibbles, packCrumbs, unpackCrumbs,
       widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate,
       codeResidualBlocks, addResidualBlocks, walshHadamardLanes, flipSigns};

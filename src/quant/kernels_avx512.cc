@@ -52,31 +52,109 @@ void stats(const float* x, size_t n, GroupStats* s) {
   *s = result;
 }
 
+// The largest of sixteen lanes by halving: a tree, not a chain, since the group's scale waits
+// on it.
+inline uint32_t largestLane(__m512i v) {
+  const __m256i m8 = _mm256_max_epu32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  __m128i m4 = _mm_max_epu32(_mm256_castsi256_si128(m8), _mm256_extracti128_si256(m8, 1));
+  m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, _MM_SHUFFLE(1, 0, 3, 2)));
+  m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, _MM_SHUFFLE(2, 3, 0, 1)));
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(m4));
+}
+
+// Two running maxima of the magnitudes' bits (magnitudeBits), started from the first two
+// vectors (GCC 12 misreads the intrinsics' undefined pass-through when they start from zeros).
+void absmaxStats(const float* x, size_t n, GroupStats* s) {
+  if (n < 2 * kLanes) return scalar().absmaxStats(x, n, s);
+  const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
+  const auto bitsAt = [&](size_t i) {
+    return _mm512_and_si512(_mm512_loadu_si512(x + i), magnitude);
+  };
+  __m512i largest0 = bitsAt(0), largest1 = bitsAt(kLanes);
+  size_t i = 2 * kLanes;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    largest0 = _mm512_max_epu32(largest0, bitsAt(i));
+    largest1 = _mm512_max_epu32(largest1, bitsAt(i + kLanes));
+  }
+  uint32_t largest = std::max(largestLane(largest0), largestLane(largest1));
+  for (; i < n; ++i) largest = std::max(largest, magnitudeBits(x[i]));
+  *s = statsOfLargestMagnitude(largest);
+}
+
 // Clamping before rounding equals rounding before clamping (the bounds are integers and
-// rounding is monotonic), and lets one conversion round: sixteen codes stored as bytes.
+// rounding is monotonic), and lets one conversion round.
 template <int kRounding>
-inline void storeCodes(__m512 v, __m512 lo, __m512 hi, uint8_t* out) {
-  const __m512i ints = _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_max_ps(v, lo), hi), kRounding);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(ints));
+struct CodeRange {
+  __m512 lo, hi;
+  __m512i loBytes;
+  bool isSigned;
+  __m512i convert(__m512 v) const {
+    return _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_max_ps(v, lo), hi), kRounding);
+  }
+  // Rounded and capped at hi only: the packs saturate and raiseToLow finishes the clamp. A
+  // NaN passes the cap (the second operand is returned) and, as values too negative for int32,
+  // converts to INT32_MIN, which saturates and is raised to lo as the reference's clamp does.
+  __m512i convertCapped(__m512 v) const {
+    return _mm512_cvt_roundps_epi32(_mm512_min_ps(hi, v), kRounding);
+  }
+  __m512i narrow(__m512i words01, __m512i words23) const {
+    return isSigned ? _mm512_packs_epi16(words01, words23) : _mm512_packus_epi16(words01, words23);
+  }
+  __m512i raiseToLow(__m512i bytes) const {
+    return isSigned ? _mm512_max_epi8(bytes, loBytes) : _mm512_max_epu8(bytes, loBytes);
+  }
+  // Sixteen codes with one narrowing conversion (the bounds make truncation exact).
+  void store16(__m512 v, uint8_t* out) const {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(convert(v)));
+  }
+};
+
+template <int kRounding>
+CodeRange<kRounding> codeRange(int lo, int hi) {
+  return {_mm512_set1_ps(static_cast<float>(lo)), _mm512_set1_ps(static_cast<float>(hi)),
+          _mm512_set1_epi8(static_cast<char>(lo)), lo < 0};
+}
+
+// Stores the codes of valueAt(i) (sixteen values ready to convert) for every whole sixteen of
+// n; returns where the tail begins. Sixty-four at a time through saturating packs, as the
+// AVX2 kernels do: a value then needs only its cap before converting, and one raiseToLow
+// clamps sixty-four codes (the narrowing conversion truncates, so it needs both bounds). The
+// packs leave each sixteen's quarters sixteen bytes apart; the permutation puts them back.
+template <int kRounding, typename ValueAt>
+size_t storeCodes(size_t n, ValueAt valueAt, const CodeRange<kRounding>& range, uint8_t* codes) {
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  size_t i = 0;
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    const __m512i words01 = _mm512_packs_epi32(range.convertCapped(valueAt(i)),
+                                               range.convertCapped(valueAt(i + kLanes)));
+    const __m512i words23 = _mm512_packs_epi32(range.convertCapped(valueAt(i + 2 * kLanes)),
+                                               range.convertCapped(valueAt(i + 3 * kLanes)));
+    const __m512i bytes =
+        _mm512_permutexvar_epi32(order, range.raiseToLow(range.narrow(words01, words23)));
+    _mm512_storeu_si512(codes + i, bytes);
+  }
+  for (; i + kLanes <= n; i += kLanes) range.store16(valueAt(i), codes + i);
+  return i;
 }
 
 void codesNearest(const float* x, size_t n, float offset, float inv, float center, int lo, int hi,
                   uint8_t* codes) {
   const __m512 vOffset = _mm512_set1_ps(offset), vInv = _mm512_set1_ps(inv);
   const __m512 vCenter = _mm512_set1_ps(center);
-  const __m512 vLo = _mm512_set1_ps(static_cast<float>(lo)),
-               vHi = _mm512_set1_ps(static_cast<float>(hi));
-  size_t i = 0;
+  const auto range = codeRange<kNearest>(lo, hi);
+  size_t i;
   if (offset == 0.0f && center == 0.0f) {
     // Symmetric codes: subtracting and adding zero are exact, so they are left out.
-    for (; i + kLanes <= n; i += kLanes) {
-      storeCodes<kNearest>(_mm512_mul_ps(_mm512_loadu_ps(x + i), vInv), vLo, vHi, codes + i);
-    }
-  }
-  for (; i + kLanes <= n; i += kLanes) {
-    const __m512 v =
-        _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vOffset), vInv), vCenter);
-    storeCodes<kNearest>(v, vLo, vHi, codes + i);
+    i = storeCodes(
+        n, [&](size_t j) { return _mm512_mul_ps(_mm512_loadu_ps(x + j), vInv); }, range, codes);
+  } else {
+    i = storeCodes(
+        n,
+        [&](size_t j) {
+          return _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), vOffset), vInv),
+                               vCenter);
+        },
+        range, codes);
   }
   scalar().codesNearest(x + i, n - i, offset, inv, center, lo, hi, codes + i);
 }
@@ -95,21 +173,18 @@ void codesStochastic(const float* x, size_t n, float offset, float inv, float ce
                      int hi, uint32_t seed, uint32_t index0, uint8_t* codes) {
   const __m512 vOffset = _mm512_set1_ps(offset), vInv = _mm512_set1_ps(inv);
   const __m512 vCenter = _mm512_set1_ps(center);
-  const __m512 vLo = _mm512_set1_ps(static_cast<float>(lo)),
-               vHi = _mm512_set1_ps(static_cast<float>(hi));
   const __m512i vSeed = _mm512_set1_epi32(static_cast<int>(seed));
   const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512 unit = _mm512_set1_ps(0x1p-24f);
-  size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
+  const auto valueAt = [&](size_t j) {
     const __m512i index = _mm512_add_epi32(
-        _mm512_set1_epi32(static_cast<int>(index0 + static_cast<uint32_t>(i))), lanes);
+        _mm512_set1_epi32(static_cast<int>(index0 + static_cast<uint32_t>(j))), lanes);
     const __m512 u =
         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(hash16(index, vSeed), 8)), unit);
-    const __m512 scaled = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vOffset), vInv);
-    const __m512 v = _mm512_add_ps(_mm512_add_ps(scaled, vCenter), u);
-    storeCodes<kFloor>(v, vLo, vHi, codes + i);
-  }
+    const __m512 scaled = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), vOffset), vInv);
+    return _mm512_add_ps(_mm512_add_ps(scaled, vCenter), u);
+  };
+  const size_t i = storeCodes(n, valueAt, codeRange<kFloor>(lo, hi), codes);
   scalar().codesStochastic(x + i, n - i, offset, inv, center, lo, hi, seed,
                            index0 + static_cast<uint32_t>(i), codes + i);
 }
@@ -238,7 +313,7 @@ void accumulate(float* accumulator, const float* x, size_t n) {
 // non-finite one has every exponent bit set.
 void codeResidualBlocks(const float* x, size_t n, int8_t* codes, float* scales) {
   const __m512i magnitude = _mm512_set1_epi32(0x7fffffff), exponent = _mm512_set1_epi32(0x7f800000);
-  const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  const auto range = codeRange<kNearest>(-127, 127);
   size_t b = 0;
   for (; b + kResidualBlock <= n; b += kResidualBlock) {
     const __m512 v0 = _mm512_loadu_ps(x + b), v1 = _mm512_loadu_ps(x + b + kLanes);
@@ -255,8 +330,8 @@ void codeResidualBlocks(const float* x, size_t n, int8_t* codes, float* scales) 
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_setzero_si256());
     } else {
       const __m512 inv = _mm512_set1_ps(r.inv);
-      storeCodes<kNearest>(_mm512_mul_ps(v0, inv), lo, hi, out);
-      storeCodes<kNearest>(_mm512_mul_ps(v1, inv), lo, hi, out + kLanes);
+      range.store16(_mm512_mul_ps(v0, inv), out);
+      range.store16(_mm512_mul_ps(v1, inv), out + kLanes);
     }
     scales[b / kResidualBlock] = r.scale;
   }
@@ -329,6 +404,7 @@ const QuantKernels* avx512QuantKernels() {
   // INT2's packing moves a quarter of a byte per code: AVX2's version keeps up with the rest.
   static const QuantKernels kernels{"avx512",
                                     stats,
+                                    absmaxStats,
                                     codesNearest,
                                     codesStochastic,
                                     decodeSigned,

@@ -21,6 +21,12 @@ void stats(const float* x, size_t n, GroupStats* s) {
   *s = GroupStats{absmax, lo, hi, nonFinite};
 }
 
+void absmaxStats(const float* x, size_t n, GroupStats* s) {
+  uint32_t largest = 0;
+  for (size_t i = 0; i < n; ++i) largest = std::max(largest, magnitudeBits(x[i]));
+  *s = statsOfLargestMagnitude(largest);
+}
+
 void codesNearest(const float* x, size_t n, float offset, float inv, float center, int lo, int hi,
                   uint8_t* codes) {
   for (size_t i = 0; i < n; ++i) {
@@ -132,12 +138,15 @@ void flipSigns(float* v, uint32_t n, uint32_t seed, uint64_t first) {
 }  // namespace
 
 const QuantKernels& scalarQuantKernels() {
+  // The kernels by kind, a row each: codes, packing, conversions, residuals and rotation.
+  // clang-format off
   static const QuantKernels kernels{
-      "scalar",          stats,          codesNearest, codesStochastic,
-      decodeSigned,      decodeUnsigned, packNibbles,  unpackNibbles,
-      packCrumbs,        unpackCrumbs,   widenFloat16, widenBfloat16,
-      narrowFloat16,     narrowBfloat16, accumulate,   codeResidualBlocks,
-      addResidualBlocks, walshHadamard,  flipSigns};
+      "scalar",
+      stats, absmaxStats, codesNearest, codesStochastic, decodeSigned, decodeUnsigned,
+      packNibbles, unpackNibbles, packCrumbs, unpackCrumbs,
+      widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate,
+      codeResidualBlocks, addResidualBlocks, walshHadamard, flipSigns};
+  // clang-format on
   return kernels;
 }
 

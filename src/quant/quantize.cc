@@ -214,20 +214,18 @@ Status startMessage(const void* in, DataType type, size_t count, const QuantPara
   return Status::kSuccess;
 }
 
-// Encodes group g of the message from its float32 values `x` (which it does not change);
-// `staged` (kMaxGroupSize floats) is the group's scratch and may be x.
-void encodeGroup(const QuantKernels& k, const QuantParams& params, const MessageParts& m, size_t g,
-                 const float* x, float* staged) {
+GroupStats statsOf(const QuantKernels& k, QuantScheme scheme, const float* x, size_t n) {
+  GroupStats s;
+  (scheme == QuantScheme::kSymmetric ? k.absmaxStats : k.stats)(x, n, &s);
+  return s;
+}
+
+// Codes group g of the message from its float32 values `x` (which it does not change) and
+// their statistics; `staged` (kMaxGroupSize floats) is the group's scratch and may be x.
+void codeGroup(const QuantKernels& k, const QuantParams& params, const MessageParts& m, size_t g,
+               const float* x, const GroupStats& s, float* staged) {
   const size_t first = g * params.groupSize;
   const size_t n = groupLength(m, g);
-  // A short last group is not smoothed: the rotation needs a power of two.
-  if (params.smoothing && n == params.groupSize) {
-    if (x != staged) std::memcpy(staged, x, n * sizeof(float));
-    smoothGroupHost(staged, params.groupSize, m.header.smoothingSeed, first);
-    x = staged;
-  }
-  GroupStats s;
-  k.stats(x, n, &s);
   alignas(64) uint8_t codes[kMaxGroupSize];
   uint8_t* groupCodes = params.bits == 8 ? m.payload + first : codes;
   GroupScale gs = nonFiniteScale();
@@ -252,6 +250,38 @@ void encodeGroup(const QuantKernels& k, const QuantParams& params, const Message
   if (params.bits == 2) k.packCrumbs(groupCodes, n, m.payload + first / 4);
   storeParameter(m.scales, g, gs.scale);
   if (params.scheme == QuantScheme::kAsymmetric) storeParameter(m.offsets, g, gs.offset);
+}
+
+// Encodes group g of the message from its float32 values `x` (which it does not change);
+// `staged` (kMaxGroupSize floats) is the group's scratch and may be x.
+void encodeGroup(const QuantKernels& k, const QuantParams& params, const MessageParts& m, size_t g,
+                 const float* x, float* staged) {
+  const size_t n = groupLength(m, g);
+  // A short last group is not smoothed: the rotation needs a power of two.
+  if (params.smoothing && n == params.groupSize) {
+    if (x != staged) std::memcpy(staged, x, n * sizeof(float));
+    smoothGroupHost(staged, params.groupSize, m.header.smoothingSeed, g * params.groupSize);
+    x = staged;
+  }
+  codeGroup(k, params, m, g, x, statsOf(k, params.scheme, x, n), staged);
+}
+
+// Float32 input, not smoothed: the groups are coded where they lie, and each group's
+// statistics are found while the previous group's scale is still being divided out, so that
+// the wait on the divisions overlaps a pass over memory.
+void encodeFloat32Groups(const QuantKernels& k, const QuantParams& params, const MessageParts& m,
+                         const float* in, float* staged) {
+  const size_t count = m.header.count, groupSize = params.groupSize;
+  GroupStats next = statsOf(k, params.scheme, in, groupLength(m, 0));
+  for (size_t g = 0; g < m.groups; ++g) {
+    const size_t first = g * groupSize;
+    const GroupStats current = next;
+    if (g + 1 < m.groups) {
+      prefetchNextGroup(in, count, first + 2 * groupSize, groupSize);
+      next = statsOf(k, params.scheme, in + first + groupSize, groupLength(m, g + 1));
+    }
+    codeGroup(k, params, m, g, in + first, current, staged);
+  }
 }
 
 }  // namespace
@@ -301,6 +331,10 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
   ZCCL_CHECK(startMessage(in, type, count, params, out, capacity, &m));
   const QuantKernels& k = activeQuantKernels();
   alignas(64) float staged[kMaxGroupSize];
+  if (type == DataType::kFloat32 && !params.smoothing) {
+    if (m.groups > 0) encodeFloat32Groups(k, params, m, static_cast<const float*>(in), staged);
+    return Status::kSuccess;
+  }
   for (size_t g = 0; g < m.groups; ++g) {
     const size_t first = g * params.groupSize;
     const float* x = staged;

@@ -786,12 +786,22 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
     EXPECT_EQ(a.min, b.min);
     EXPECT_EQ(a.max, b.max);
     EXPECT_EQ(a.nonFinite, b.nonFinite);
+    float largest = 0.0f;
+    for (float v : x) largest = std::max(largest, std::fabs(v));
+    GroupStats symmetric;
+    ref.absmaxStats(x.data(), n, &symmetric);
+    EXPECT_EQ(largest, symmetric.absmax) << "n=" << n;
+    simd->absmaxStats(x.data(), n, &symmetric);
+    EXPECT_EQ(largest, symmetric.absmax) << "n=" << n;
+    EXPECT_FALSE(symmetric.nonFinite);
     for (float special : {NAN, INFINITY, -INFINITY}) {
       for (size_t at : {size_t{0}, n / 2, n - 1}) {
         std::vector<float> y = x;
         y[at] = special;
         simd->stats(y.data(), n, &b);
         EXPECT_TRUE(b.nonFinite) << special << " at " << at << " of n=" << n;
+        simd->absmaxStats(y.data(), n, &symmetric);
+        EXPECT_TRUE(symmetric.nonFinite) << special << " at " << at << " of n=" << n;
       }
     }
     for (auto [lo, hi, offset, center] :
@@ -805,6 +815,17 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
       ref.codesStochastic(x.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, c1.data());
       simd->codesStochastic(x.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, c2.data());
       EXPECT_EQ(c1, c2) << "stochastic n=" << n << " lo=" << lo;
+      // The kernels clamp NaN and +-Inf as the reference does, wherever they fall.
+      std::vector<float> y = x;
+      for (size_t at = 1; at < n; at += 5)
+        y[at] = at % 3 == 0 ? NAN : at % 3 == 1 ? -INFINITY : INFINITY;
+      std::vector<uint8_t> d1(n), d2(n);
+      ref.codesNearest(y.data(), n, offset, 13.7f, center, lo, hi, d1.data());
+      simd->codesNearest(y.data(), n, offset, 13.7f, center, lo, hi, d2.data());
+      EXPECT_EQ(d1, d2) << "nearest, non-finite values, n=" << n << " lo=" << lo;
+      ref.codesStochastic(y.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, d1.data());
+      simd->codesStochastic(y.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, d2.data());
+      EXPECT_EQ(d1, d2) << "stochastic, non-finite values, n=" << n << " lo=" << lo;
       expectPackingMatches(ref, *simd, 4, c1, lo, hi);
       expectPackingMatches(ref, *simd, 2, c1, lo, hi);
       std::vector<float> y1(n), y2(n);
