@@ -808,24 +808,26 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
          {std::tuple{-127, 127, 0.0f, 0.0f}, std::tuple{0, 255, -9.0f, 127.5f},
           std::tuple{-7, 7, 0.0f, 0.0f}, std::tuple{0, 15, -9.0f, 7.5f},
           std::tuple{-1, 1, 0.0f, 0.0f}, std::tuple{0, 3, -9.0f, 1.5f}}) {
-      std::vector<uint8_t> c1(n), c2(n);
-      ref.codesNearest(x.data(), n, offset, 13.7f, center, lo, hi, c1.data());
-      simd->codesNearest(x.data(), n, offset, 13.7f, center, lo, hi, c2.data());
-      EXPECT_EQ(c1, c2) << "nearest n=" << n << " lo=" << lo;
-      ref.codesStochastic(x.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, c1.data());
-      simd->codesStochastic(x.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, c2.data());
-      EXPECT_EQ(c1, c2) << "stochastic n=" << n << " lo=" << lo;
+      // The reference's codes of `values`, nearest then stochastic (returned), each compared
+      // with the kernel set's.
+      const auto codesOf = [&](const std::vector<float>& values, const char* what) {
+        std::vector<uint8_t> expected(n), got(n);
+        ref.codesNearest(values.data(), n, offset, 13.7f, center, lo, hi, expected.data());
+        simd->codesNearest(values.data(), n, offset, 13.7f, center, lo, hi, got.data());
+        EXPECT_EQ(expected, got) << "nearest, " << what << ", n=" << n << " lo=" << lo;
+        ref.codesStochastic(values.data(), n, offset, 13.7f, center, lo, hi, 77, 12345,
+                            expected.data());
+        simd->codesStochastic(values.data(), n, offset, 13.7f, center, lo, hi, 77, 12345,
+                              got.data());
+        EXPECT_EQ(expected, got) << "stochastic, " << what << ", n=" << n << " lo=" << lo;
+        return expected;
+      };
+      const std::vector<uint8_t> c1 = codesOf(x, "finite values");
       // The kernels clamp NaN and +-Inf as the reference does, wherever they fall.
       std::vector<float> y = x;
       for (size_t at = 1; at < n; at += 5)
         y[at] = at % 3 == 0 ? NAN : at % 3 == 1 ? -INFINITY : INFINITY;
-      std::vector<uint8_t> d1(n), d2(n);
-      ref.codesNearest(y.data(), n, offset, 13.7f, center, lo, hi, d1.data());
-      simd->codesNearest(y.data(), n, offset, 13.7f, center, lo, hi, d2.data());
-      EXPECT_EQ(d1, d2) << "nearest, non-finite values, n=" << n << " lo=" << lo;
-      ref.codesStochastic(y.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, d1.data());
-      simd->codesStochastic(y.data(), n, offset, 13.7f, center, lo, hi, 77, 12345, d2.data());
-      EXPECT_EQ(d1, d2) << "stochastic, non-finite values, n=" << n << " lo=" << lo;
+      codesOf(y, "non-finite values");
       expectPackingMatches(ref, *simd, 4, c1, lo, hi);
       expectPackingMatches(ref, *simd, 2, c1, lo, hi);
       std::vector<float> y1(n), y2(n);
