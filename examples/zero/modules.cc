@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "zero/affine.h"
+
 namespace zccl::zero {
 namespace {
 
@@ -21,67 +23,6 @@ float uniform(uint64_t seed, uint64_t index) {
 
 void fillUniform(float* p, size_t n, float scale, uint64_t seed, uint64_t first) {
   for (size_t i = 0; i < n; ++i) p[i] = scale * uniform(seed, first + i);
-}
-
-// The affine layers dominate the model's time. Their loops run over the weights once for all
-// rows of the batch (the rows stay in cache, the weights stream, each row widened to float32
-// as it is read), and keep each output's summation order fixed so that results do not depend
-// on the batch's size. Parameters are named by their offsets in the module's flat weights.
-
-// y = x W + b for W [in][out] at `w` and b [out] at `b`.
-void affine(const Tensor& x, const Weights& params, size_t w, size_t b, int out, Tensor* y) {
-  std::vector<float> row;
-  y->resize(x.rows, out);
-  const float* bias = params.read(b, static_cast<size_t>(out), &row);
-  for (int r = 0; r < x.rows; ++r) std::copy(bias, bias + out, y->row(r));
-  for (int i = 0; i < x.cols; ++i) {
-    const float* wi = params.read(w + static_cast<size_t>(i) * out, static_cast<size_t>(out), &row);
-    for (int r = 0; r < x.rows; ++r) {
-      const float xi = x.row(r)[i];
-      float* yr = y->row(r);
-      for (int j = 0; j < out; ++j) yr[j] += xi * wi[j];
-    }
-  }
-}
-
-// a . b in eight interleaved partial sums, so that it vectorizes without reassociation.
-float dot(const float* a, const float* b, int n) {
-  constexpr int kLanes = 8;
-  float lanes[kLanes] = {};
-  int j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    for (int k = 0; k < kLanes; ++k) lanes[k] += a[j + k] * b[j + k];
-  }
-  float sum = 0;
-  for (float lane : lanes) sum += lane;
-  for (; j < n; ++j) sum += a[j] * b[j];
-  return sum;
-}
-
-// dx = dy W^T (when dx is not null); dW = x^T dy and db = the sum of dy's rows written to
-// their gradients a row at a time, each summed in float32 first.
-void affineBackward(const Tensor& x, const Weights& params, size_t w, size_t b, const Tensor& dy,
-                    Tensor* dx, Gradients* grads) {
-  const int in = x.cols, out = dy.cols;
-  const size_t width = static_cast<size_t>(out);
-  if (dx != nullptr) dx->resize(x.rows, in);
-  std::vector<float> row, sum(width, 0.0f);
-  for (int r = 0; r < x.rows; ++r) {
-    const float* dyr = dy.row(r);
-    for (int j = 0; j < out; ++j) sum[j] += dyr[j];
-  }
-  grads->write(b, width, sum.data());
-  for (int i = 0; i < in; ++i) {
-    const float* wi = params.read(w + static_cast<size_t>(i) * width, width, &row);
-    std::fill(sum.begin(), sum.end(), 0.0f);
-    for (int r = 0; r < x.rows; ++r) {
-      const float* dyr = dy.row(r);
-      const float xri = x.row(r)[i];
-      for (int j = 0; j < out; ++j) sum[j] += xri * dyr[j];
-      if (dx != nullptr) dx->row(r)[i] = dot(dyr, wi, out);
-    }
-    grads->write(w + static_cast<size_t>(i) * width, width, sum.data());
-  }
 }
 
 constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)

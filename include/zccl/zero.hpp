@@ -77,6 +77,11 @@ class Weights {
   // their widened copy in *scratch. A span past size() reads as zeros and is reported
   // (error()), so that a module's mistake becomes the step's error rather than a wild read.
   const float* read(size_t offset, size_t count, std::vector<float>* scratch) const;
+  // [offset, offset + count) as they are held, for a module's kernels that widen values as
+  // they use them: float32 values, or the bits of bfloat16 or half ones (precision()). A span
+  // past size() gives nullptr and is reported as for read().
+  const void* span(size_t offset, size_t count) const;
+  Precision precision() const { return precision_; }
   // The first span read past size(), or "".
   const std::string& error() const { return error_; }
 
@@ -98,6 +103,10 @@ class Gradients {
   size_t size() const { return count_; }
   // A span past size() is not written, and is reported as for Weights::read.
   void write(size_t offset, size_t count, const float* values);
+  // [offset, offset + count) as they are held, for a module's kernels that narrow values as
+  // they store them (as toBfloat16 does); nullptr for a span past size(), as for write().
+  void* span(size_t offset, size_t count);
+  Precision precision() const { return precision_; }
   const std::string& error() const { return error_; }
 
  private:

@@ -24,22 +24,31 @@ bool spanFits(const char* what, size_t offset, size_t count, size_t size, std::s
 
 }  // namespace
 
+const void* Weights::span(size_t offset, size_t count) const {
+  if (!spanFits("read weights", offset, count, count_, &error_)) return nullptr;
+  return static_cast<const unsigned char*>(values_) + offset * elementSize(precision_);
+}
+
 const float* Weights::read(size_t offset, size_t count, std::vector<float>* scratch) const {
-  if (!spanFits("read weights", offset, count, count_, &error_)) {
+  const void* at = span(offset, count);
+  if (at == nullptr) {
     scratch->assign(count, 0.0f);
     return scratch->data();
   }
-  const auto* at = static_cast<const unsigned char*>(values_) + offset * elementSize(precision_);
-  if (precision_ == Precision::kFloat32) return reinterpret_cast<const float*>(at);
+  if (precision_ == Precision::kFloat32) return static_cast<const float*>(at);
   scratch->resize(count);
   fromWorking(precision_, at, count, scratch->data());
   return scratch->data();
 }
 
+void* Gradients::span(size_t offset, size_t count) {
+  if (!spanFits("wrote gradients", offset, count, count_, &error_)) return nullptr;
+  return static_cast<unsigned char*>(values_) + offset * elementSize(precision_);
+}
+
 void Gradients::write(size_t offset, size_t count, const float* values) {
-  if (!spanFits("wrote gradients", offset, count, count_, &error_)) return;
-  toWorking(precision_, values, count,
-            static_cast<unsigned char*>(values_) + offset * elementSize(precision_));
+  void* at = span(offset, count);
+  if (at != nullptr) toWorking(precision_, values, count, at);
 }
 
 size_t Model::numParams() const {

@@ -4,9 +4,12 @@
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/half.h"
+#include "zero/affine.h"
 #include "zero/modules.h"
 
 namespace zccl::zero {
@@ -166,6 +169,131 @@ TEST(ZeroModules, WorkingPrecisionViewsConvertSpanBySpan) {
     module.backward(Weights(widened), b, dy, &dx, &narrowed);
     EXPECT_EQ(narrow, toBfloat16Bits(floats)) << module.name();
     x = yWide;
+  }
+}
+
+// ---- the affine layers' kernels against serial loops in the documented order ----
+
+// One value as the working precision holds it, and back.
+uint16_t narrowTo(Precision p, float v) {
+  return p == Precision::kBfloat16 ? toBfloat16(v).bits : toFloat16(v).bits;
+}
+float widenFrom(Precision p, uint16_t bits) {
+  return p == Precision::kBfloat16 ? toFloat(bfloat16_t{bits}) : toFloat(float16_t{bits});
+}
+
+struct AffineCase {
+  int rows, in, out;
+};
+
+// What affine() and affineBackward() must give, bit for bit: y from b, then W's rows in
+// order; dx in eight interleaved partial sums added in lane order, then the last columns;
+// dW and db over the batch's rows in order from zero. W holds the working precision's values.
+struct SerialAffine {
+  Tensor y, dx;
+  std::vector<float> grads;  // W's, then b's
+
+  SerialAffine(const AffineCase& c, const Tensor& x, const std::vector<float>& params,
+               const Tensor& dy) {
+    const auto w = [&](int i, int j) { return params[static_cast<size_t>(i) * c.out + j]; };
+    const size_t bias = static_cast<size_t>(c.in) * c.out;
+    y.resize(c.rows, c.out);
+    dx.resize(c.rows, c.in);
+    grads.assign(params.size(), 0.0f);
+    for (int r = 0; r < c.rows; ++r) {
+      for (int j = 0; j < c.out; ++j) {
+        float sum = params[bias + j];
+        for (int i = 0; i < c.in; ++i) sum += x.row(r)[i] * w(i, j);
+        y.row(r)[j] = sum;
+      }
+      for (int i = 0; i < c.in; ++i) {
+        float lanes[8] = {};
+        int j = 0;
+        for (; j + 8 <= c.out; j += 8) {
+          for (int k = 0; k < 8; ++k) lanes[k] += dy.row(r)[j + k] * w(i, j + k);
+        }
+        float sum = 0;
+        for (float lane : lanes) sum += lane;
+        for (; j < c.out; ++j) sum += dy.row(r)[j] * w(i, j);
+        dx.row(r)[i] = sum;
+      }
+    }
+    for (size_t e = 0; e < params.size(); ++e) {
+      const int i = static_cast<int>(e / c.out), j = static_cast<int>(e % c.out);
+      float sum = 0;
+      for (int r = 0; r < c.rows; ++r) sum += (e < bias ? x.row(r)[i] : 1.0f) * dy.row(r)[j];
+      grads[e] = sum;
+    }
+  }
+};
+
+std::vector<uint32_t> bitsOf(const std::vector<float>& values) {
+  std::vector<uint32_t> bits;
+  for (float v : values) bits.push_back(floatBits(v));
+  return bits;
+}
+
+// Every kernel set, for weights and gradients held in float32, bfloat16 and half, on shapes
+// with one to six rows (groups of four and the rest), W's rows across its blocks of 64, and
+// columns in groups of sixteen, eight and fewer. x holds an Inf and dy a zero beside it, so
+// that dW holds Inf and NaN; with one row, dW's second row is dy's, halfway between two
+// bfloat16 values: each must narrow as toBfloat16 and toFloat16 do.
+TEST(ZeroModules, AffineKernelsSumInTheDocumentedOrderWithEveryInstructionSet) {
+  std::vector<std::pair<const char*, const AffineKernels*>> sets = {
+      {"baseline", &baselineAffineKernels()}};
+  if (avx2AffineKernels() != nullptr) sets.push_back({"avx2", avx2AffineKernels()});
+  const AffineCase cases[] = {{1, 1, 1},  {4, 7, 16}, {3, 70, 40},  {5, 9, 17},
+                              {6, 66, 7}, {2, 3, 8},  {4, 130, 33}, {1, 2, 27}};
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const AffineCase& c : cases) {
+    const size_t count = static_cast<size_t>(c.in + 1) * c.out;
+    std::vector<float> exact(count);
+    for (float& v : exact) v = normal(rng);
+    Tensor x = randomInput(c.rows, c.in, rng()), dy = randomInput(c.rows, c.out, rng());
+    x.row(0)[0] = INFINITY;
+    dy.row(0)[0] = 0.0f;
+    if (c.rows == 1 && c.in > 1) {
+      x.row(0)[1] = 1.0f;
+      for (int j = 1; j < c.out; ++j) dy.row(0)[j] = bitsToFloat(0x3f808000u + (j << 16));
+    }
+    for (Precision p : {Precision::kFloat32, Precision::kBfloat16, Precision::kFloat16}) {
+      // The weights as the precision holds them, and their values.
+      std::vector<uint16_t> held;
+      std::vector<float> values = exact;
+      if (p != Precision::kFloat32) {
+        for (float& v : values) {
+          held.push_back(narrowTo(p, v));
+          v = widenFrom(p, held.back());
+        }
+      }
+      const Weights weights =
+          p == Precision::kFloat32 ? Weights(values) : Weights(held.data(), count, p);
+      const SerialAffine expected(c, x, values, dy);
+      for (const auto& [name, kernels] : sets) {
+        SCOPED_TRACE(std::string(name) + " " + std::to_string(static_cast<int>(p)) + " rows " +
+                     std::to_string(c.rows) + " in " + std::to_string(c.in) + " out " +
+                     std::to_string(c.out));
+        const size_t bias = static_cast<size_t>(c.in) * c.out;
+        Tensor y, dx;
+        affine(x, weights, 0, bias, c.out, &y, *kernels);
+        EXPECT_EQ(bitsOf(y.data), bitsOf(expected.y.data));
+        std::vector<float> floats(count, NAN);
+        std::vector<uint16_t> narrow(count, 0xffffu);
+        Gradients grads =
+            p == Precision::kFloat32 ? Gradients(&floats) : Gradients(narrow.data(), count, p);
+        affineBackward(x, weights, 0, bias, dy, &dx, &grads, *kernels);
+        EXPECT_EQ(grads.error(), "");
+        EXPECT_EQ(bitsOf(dx.data), bitsOf(expected.dx.data));
+        if (p == Precision::kFloat32) {
+          EXPECT_EQ(bitsOf(floats), bitsOf(expected.grads));
+        } else {
+          std::vector<uint16_t> want;
+          for (float g : expected.grads) want.push_back(narrowTo(p, g));
+          EXPECT_EQ(narrow, want);
+        }
+      }
+    }
   }
 }
 
