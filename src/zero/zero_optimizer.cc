@@ -307,7 +307,18 @@ class ZeroOptimizer::Impl {
 
  private:
   zcclResult_t anyOverflow(bool* overflow);
-  zcclResult_t adamUpdate(ModuleState& m);
+  // The constants of the update that the step's gradients make.
+  AdamStep adamStep() const;
+  zcclResult_t adamUpdate(ModuleState& m, const AdamStep& step);
+  // Stage 3 gathers every module in the next forward pass, which applies each module's update
+  // just before it starts that module's gather: the update's work is done while earlier
+  // modules' weights cross the link, which would otherwise stand idle between the steps. The
+  // modules whose gathers that pass starts at once are updated at the end of the step.
+  bool deferredUpdate(size_t index) const { return partitionedWeights() && index > depth(); }
+  // Module `index`'s deferred update, if it has one; all of them, before the weights are read
+  // other than by the forward pass.
+  zcclResult_t applyDeferredUpdate(size_t index);
+  zcclResult_t applyDeferredUpdates();
   // Stages 1-2: every rank's new shard of the working weights, to every rank (in place).
   zcclResult_t gatherNewWeights(ModuleState& m);
   zcclResult_t traffic(uint64_t* inter, uint64_t* intra);
@@ -332,6 +343,8 @@ class ZeroOptimizer::Impl {
   float lossScale_ = 1;
   int goodSteps_ = 0;
   int64_t updates_ = 0;
+  AdamStep deferredStep_;       // the last update's constants
+  std::vector<bool> deferred_;  // by module: whether that update is still to apply
   std::string error_;
 };
 
@@ -606,10 +619,7 @@ zcclResult_t ZeroOptimizer::Impl::anyOverflow(bool* overflow) {
   return zcclSuccess;
 }
 
-zcclResult_t ZeroOptimizer::Impl::adamUpdate(ModuleState& m) {
-  const size_t n = optimizerElements(m);
-  // Stage 1 keeps full gradients: my shard of them starts at my offset.
-  const size_t gradOffset = !partitionedGradients() ? myOffset(m) : 0;
+AdamStep ZeroOptimizer::Impl::adamStep() const {
   AdamStep step;
   step.beta1 = options_.beta1;
   step.beta2 = options_.beta2;
@@ -621,6 +631,13 @@ zcclResult_t ZeroOptimizer::Impl::adamUpdate(ModuleState& m) {
       options_.optimizer == Optimizer::kAdamW ? options_.learningRate * options_.weightDecay : 0;
   step.lossScale = lossScale_;
   step.epsilon = options_.epsilon;
+  return step;
+}
+
+zcclResult_t ZeroOptimizer::Impl::adamUpdate(ModuleState& m, const AdamStep& step) {
+  const size_t n = optimizerElements(m);
+  // Stage 1 keeps full gradients: my shard of them starts at my offset.
+  const size_t gradOffset = !partitionedGradients() ? myOffset(m) : 0;
   const size_t first = myOffset(m);
   const size_t live = first < m.count ? std::min(n, m.count - first) : 0;  // padding stays zero
   // The new weights go, in the working precision, to my shard of them (stage 3) or to its
@@ -631,6 +648,17 @@ zcclResult_t ZeroOptimizer::Impl::adamUpdate(ModuleState& m) {
                              m.master.as<float>(), m.moment1.as<float>(), m.moment2.as<float>(),
                              working),
       "the Adam update");
+}
+
+zcclResult_t ZeroOptimizer::Impl::applyDeferredUpdate(size_t index) {
+  if (index >= deferred_.size() || !deferred_[index]) return zcclSuccess;
+  deferred_[index] = false;
+  return adamUpdate(*modules_[index], deferredStep_);
+}
+
+zcclResult_t ZeroOptimizer::Impl::applyDeferredUpdates() {
+  for (size_t i = 0; i < modules_.size(); ++i) ZERO_CHECK(applyDeferredUpdate(i));
+  return zcclSuccess;
 }
 
 zcclResult_t ZeroOptimizer::Impl::gatherNewWeights(ModuleState& m) {
@@ -666,6 +694,7 @@ zcclResult_t ZeroOptimizer::Impl::forwardPass(const Batch& batch, Tensor* logits
   Tensor x, y;
   for (size_t i = 0; i < n; ++i) {
     for (; partitionedWeights() && issued < n && issued <= i + depth(); ++issued) {
+      ZERO_CHECK(applyDeferredUpdate(issued));
       ZERO_CHECK(startForwardGather(issued, &gathers[issued]));
     }
     const unsigned char* values = nullptr;
@@ -721,9 +750,13 @@ zcclResult_t ZeroOptimizer::Impl::update() {
     return zcclSuccess;
   }
   ++updates_;
-  for (auto& m : modules_) {
-    ZERO_CHECK(adamUpdate(*m));
-    ZERO_CHECK(gatherNewWeights(*m));
+  deferredStep_ = adamStep();
+  deferred_.assign(modules_.size(), false);
+  for (size_t i = 0; i < modules_.size(); ++i) {
+    deferred_[i] = deferredUpdate(i);
+    if (deferred_[i]) continue;
+    ZERO_CHECK(adamUpdate(*modules_[i], deferredStep_));
+    ZERO_CHECK(gatherNewWeights(*modules_[i]));
   }
   if (options_.precision == Precision::kFloat16 && ++goodSteps_ >= options_.lossScaleWindow) {
     lossScale_ *= 2;
@@ -815,6 +848,7 @@ zcclResult_t ZeroOptimizer::Impl::timeCommunication(double* seconds) {
 }
 
 zcclResult_t ZeroOptimizer::Impl::gatherMaster(std::vector<float>* params) {
+  ZERO_CHECK(applyDeferredUpdates());
   params->clear();
   std::vector<float> full;
   StateSpace outside{&memory_, {}};  // not model state: the peak counts none of it
