@@ -1,6 +1,7 @@
 // AVX2 + F16C kernels: eight floats per step, the scalar reference's operations lane by
-// lane, and the scalar code for the tail. Compiled with -mavx2 -mf16c only in this file;
-// chosen at run time from cpuid.
+// lane, and the scalar code for the tail. Compiled for AVX2 and F16C between
+// ZCCL_BEGIN_TARGET and ZCCL_END_TARGET only (common/target.h): the headers' inline functions
+// and the cpuid check stay baseline code; chosen at run time from cpuid.
 #include <cpuid.h>
 #include <immintrin.h>
 
@@ -8,8 +9,12 @@
 #include <cmath>
 #include <cstring>
 
-#include "quant/butterflies_between_vectors.h"
+#include "common/target.h"
 #include "quant/kernels.h"
+
+// The butterflies' template is defined inside the region, so its code is this set's too.
+ZCCL_BEGIN_TARGET("avx2,f16c")
+#include "quant/butterflies_between_vectors.h"
 
 namespace zccl {
 namespace {
@@ -450,6 +455,10 @@ void flipSigns(float* v, uint32_t n, uint32_t seed, uint64_t first) {
 }
 
 }  // namespace
+}  // namespace zccl
+ZCCL_END_TARGET
+
+namespace zccl {
 
 const QuantKernels* avx2QuantKernels() {
   // The kernels by kind, a row each: codes, packing, conversions, residuals and rotation.

@@ -1,14 +1,19 @@
 // AVX-512 (F, BW, VL) kernels: sixteen floats per step, the scalar reference's operations lane
-// by lane, and the scalar code for the tail. Compiled with AVX-512 flags only in this file;
-// chosen at run time from cpuid.
+// by lane, and the scalar code for the tail. Compiled for AVX-512 between ZCCL_BEGIN_TARGET
+// and ZCCL_END_TARGET only (common/target.h): the headers' inline functions and the cpuid
+// check stay baseline code; chosen at run time from cpuid.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "quant/butterflies_between_vectors.h"
+#include "common/target.h"
 #include "quant/kernels.h"
+
+// The butterflies' template is defined inside the region, so its code is this set's too.
+ZCCL_BEGIN_TARGET("avx512f,avx512bw,avx512vl,f16c")
+#include "quant/butterflies_between_vectors.h"
 
 namespace zccl {
 namespace {
@@ -363,13 +368,15 @@ struct Avx512Vectors {
   static Vector sub(Vector a, Vector b) { return _mm512_sub_ps(a, b); }
 };
 
-// The butterflies of the first four stages inside each sixteen-lane vector: the pairs' sums
-// and differences, then a blend keeps each lane's (a - b itself, not a + -b, which differs
-// for a NaN b in its sign bit). The later stages between vectors, two at a time.
+// One butterfly stage inside a vector: a + b, or a - b in `differenceLanes` (a - b itself, not
+// a + -b, which differs for a NaN b in its sign bit).
+__m512 butterfly(__m512 a, __m512 b, __mmask16 differenceLanes) {
+  return _mm512_mask_blend_ps(differenceLanes, _mm512_add_ps(a, b), _mm512_sub_ps(a, b));
+}
+
+// The butterflies of the first four stages inside each sixteen-lane vector, then the later
+// stages between vectors, two at a time.
 void walshHadamardLanes(float* v, uint32_t n) {
-  const auto butterfly = [](__m512 a, __m512 b, __mmask16 differenceLanes) {
-    return _mm512_mask_blend_ps(differenceLanes, _mm512_add_ps(a, b), _mm512_sub_ps(a, b));
-  };
   for (uint32_t at = 0; at < n; at += kLanes) {
     __m512 x = _mm512_loadu_ps(v + at);
     x = butterfly(_mm512_shuffle_ps(x, x, _MM_SHUFFLE(2, 2, 0, 0)),
@@ -400,6 +407,10 @@ void flipSigns(float* v, uint32_t n, uint32_t seed, uint64_t first) {
 }
 
 }  // namespace
+}  // namespace zccl
+ZCCL_END_TARGET
+
+namespace zccl {
 
 const QuantKernels* avx512QuantKernels() {
   const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
