@@ -41,6 +41,9 @@ struct QuantKernels {
   void (*narrowFloat16)(const float* in, size_t n, uint16_t* out);
   void (*narrowBfloat16)(const float* in, size_t n, uint16_t* out);
   void (*accumulate)(float* accumulator, const float* x, size_t n);
+  // values[i] /= divisor: a division each (an average's), not a product with the reciprocal,
+  // which rounds differently.
+  void (*divide)(float* values, size_t n, float divisor);
   // Error feedback's int8 residuals (group_math.h's residualScale): n values as codes, and the
   // scale of each kResidualBlock from the first (the last block may be short).
   void (*codeResidualBlocks)(const float* x, size_t n, int8_t* codes, float* scales);

@@ -349,6 +349,14 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   scalar().accumulate(accumulator + i, x + i, n - i);
 }
 
+void divide(float* values, size_t n, float divisor) {
+  const __m256 d = _mm256_set1_ps(divisor);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(values + i, _mm256_div_ps(_mm256_loadu_ps(values + i), d));
+  scalar().divide(values + i, n - i, divisor);
+}
+
 // A block's magnitudes by their bits (non-negative floats order as their bits do); a
 // non-finite one has every exponent bit set. Its 32 codes packed to bytes in two steps, whose
 // lane-wise order one permutation restores.
@@ -467,7 +475,7 @@ const QuantKernels* avx2QuantKernels() {
       "avx2",
       stats, absmaxStats, codesNearest, codesStochastic, decodeSigned, decodeUnsigned,
       packNibbles, unpackNibbles, packCrumbs, unpackCrumbs,
-      widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate,
+      widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate, divide,
       codeResidualBlocks, addResidualBlocks, walshHadamardLanes, flipSigns};
   // clang-format on
   // F16C from cpuid directly: clang's __builtin_cpu_supports does not know it.

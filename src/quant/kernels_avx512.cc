@@ -318,6 +318,15 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   scalar().accumulate(accumulator + i, x + i, n - i);
 }
 
+void divide(float* values, size_t n, float divisor) {
+  const __m512 d = _mm512_set1_ps(divisor);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    _mm512_storeu_ps(values + i, _mm512_div_ps(_mm512_loadu_ps(values + i), d));
+  }
+  scalar().divide(values + i, n - i, divisor);
+}
+
 // A block's magnitudes by their bits (non-negative floats order as their bits do); a
 // non-finite one has every exponent bit set.
 void codeResidualBlocks(const float* x, size_t n, int8_t* codes, float* scales) {
@@ -433,6 +442,7 @@ const QuantKernels* avx512QuantKernels() {
                                     narrowFloat16,
                                     narrowBfloat16,
                                     accumulate,
+                                    divide,
                                     codeResidualBlocks,
                                     addResidualBlocks,
                                     walshHadamardLanes,

@@ -106,6 +106,10 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) accumulator[i] += x[i];
 }
 
+void divide(float* values, size_t n, float divisor) {
+  for (size_t i = 0; i < n; ++i) values[i] /= divisor;
+}
+
 void codeResidualBlocks(const float* x, size_t n, int8_t* codes, float* scales) {
   for (size_t begin = 0; begin < n; begin += kResidualBlock) {
     const size_t end = std::min(n, begin + kResidualBlock);
@@ -144,7 +148,7 @@ const QuantKernels& scalarQuantKernels() {
       "scalar",
       stats, absmaxStats, codesNearest, codesStochastic, decodeSigned, decodeUnsigned,
       packNibbles, unpackNibbles, packCrumbs, unpackCrumbs,
-      widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate,
+      widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate, divide,
       codeResidualBlocks, addResidualBlocks, walshHadamard, flipSigns};
   // clang-format on
   return kernels;

@@ -442,11 +442,9 @@ Status convertToFloat(const void* x, DataType type, size_t count, float* out) {
 
 Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out) {
   ZCCL_CHECK(checkQuantizableType(type, "type"));
-  if (divisor != 1) {
-    const float d = static_cast<float>(divisor);
-    for (size_t i = 0; i < count; ++i) values[i] /= d;
-  }
-  if (count > 0) narrowAs(activeQuantKernels(), type, values, count, out, 0);
+  const QuantKernels& k = activeQuantKernels();
+  if (divisor != 1) k.divide(values, count, static_cast<float>(divisor));
+  if (count > 0) narrowAs(k, type, values, count, out, 0);
   return Status::kSuccess;
 }
 

@@ -874,6 +874,19 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
     ref.accumulate(acc1.data(), x.data(), n);
     simd->accumulate(acc2.data(), x.data(), n);
     EXPECT_EQ(acc1, acc2);
+    // Divisions of ordinary values, specials and subnormals, against the division itself.
+    for (float divisor : {3.0f, 4.0f, 7.0f, 1e-30f}) {
+      std::vector<float> d1 = f, d2 = f;
+      ref.divide(d1.data(), n, divisor);
+      simd->divide(d2.data(), n, divisor);
+      EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), 4 * n)) << "divide n=" << n;
+      for (size_t i = 0; i < n; ++i) {
+        const float expected = f[i] / divisor;
+        if (!std::isnan(expected)) {
+          ASSERT_EQ(floatBits(expected), floatBits(d1[i])) << i;
+        }
+      }
+    }
     // int8 residual blocks: ordinary blocks, and ones holding NaN, Inf, only zeros, or values
     // whose inverse overflows.
     auto residuals = x;
