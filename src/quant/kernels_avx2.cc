@@ -352,8 +352,9 @@ void accumulate(float* accumulator, const float* x, size_t n) {
 void divide(float* values, size_t n, float divisor) {
   const __m256 d = _mm256_set1_ps(divisor);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8)
+  for (; i + 8 <= n; i += 8) {
     _mm256_storeu_ps(values + i, _mm256_div_ps(_mm256_loadu_ps(values + i), d));
+  }
   scalar().divide(values + i, n - i, divisor);
 }
 
