@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Code the linker may share between files holds baseline x86-64 instructions only.
+"""Functions other files can reach hold baseline x86-64 instructions only.
 
 zccl compiles its AVX2 and AVX-512 loops inside ZCCL_BEGIN_TARGET regions (common/target.h),
-in anonymous namespaces, and chooses them from cpuid. A function the linker sees (global, or a
-weak copy of an inline function or template that several files emit) could otherwise be a copy
-compiled for AVX that the linker keeps for every caller, so a CPU without AVX would stop on an
-illegal instruction in code that never asked for it. Every object file, or archive, given is
-disassembled; each global or weak function that uses an AVX instruction (its mnemonic starts
-with v: VEX and EVEX encodings) is named, and the check fails.
+in anonymous namespaces, and reaches them through tables chosen from cpuid. Two things would
+break that: a weak copy of an inline function or template, emitted by a file compiled for AVX,
+that the linker keeps for every caller; and a global function compiled for AVX that a caller
+runs before any cpuid check (the tables' getters). Either way a CPU without AVX would stop on
+an illegal instruction. Every object file, or archive, given is disassembled; each global or
+weak function that uses an AVX instruction (its mnemonic starts with v: VEX and EVEX
+encodings) is named, and the check fails.
 
 usage: baseline_symbols_check.py OBJECT_OR_ARCHIVE...
 """
