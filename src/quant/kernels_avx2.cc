@@ -482,8 +482,7 @@ const QuantKernels* avx2QuantKernels() {
   // F16C from cpuid directly: clang's __builtin_cpu_supports does not know it.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
-  const bool supported = __builtin_cpu_supports("avx2") && f16c;
-  return supported ? &kernels : nullptr;
+  return cpuHasAvx2() && f16c ? &kernels : nullptr;
 }
 
 }  // namespace zccl

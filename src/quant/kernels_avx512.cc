@@ -422,9 +422,7 @@ ZCCL_END_TARGET
 namespace zccl {
 
 const QuantKernels* avx512QuantKernels() {
-  const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && avx2QuantKernels() != nullptr;
-  if (!supported) return nullptr;
+  if (!cpuHasAvx512() || avx2QuantKernels() == nullptr) return nullptr;
   // INT2's packing moves a quarter of a byte per code: AVX2's version keeps up with the rest.
   static const QuantKernels kernels{"avx512",
                                     stats,
