@@ -20,6 +20,12 @@ struct QuantKernels {
   // (two's complement when lo < 0).
   void (*codesNearest)(const float* x, size_t n, float offset, float inv, float center, int lo,
                        int hi, uint8_t* codes);
+  // codesNearest of a symmetric group (offset and center 0) and absmaxStats of the next
+  // group's nextN values: one call, so that a set may read the next group while it codes this
+  // one (each result as the two calls give it).
+  void (*codesSymmetricBesideAbsmax)(const float* x, size_t n, float inv, int lo, int hi,
+                                     uint8_t* codes, const float* next, size_t nextN,
+                                     GroupStats* nextStats);
   // As codesNearest with floor(v + u[i]), u[i] = (stochasticHash(seed, index0 + i) >> 8) / 2^24.
   void (*codesStochastic)(const float* x, size_t n, float offset, float inv, float center, int lo,
                           int hi, uint32_t seed, uint32_t index0, uint8_t* codes);

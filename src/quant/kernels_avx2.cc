@@ -102,21 +102,26 @@ struct CodeRange {
   }
 };
 
+// The codes of valueAt(i) to valueAt(i + 24) (eight values ready to convert each), 32 bytes
+// in order: the in-lane packs leave each eight's halves four bytes apart, which one
+// permutation puts back in order.
+template <typename ValueAt>
+__m256i codeBytes32(ValueAt valueAt, size_t i, const CodeRange& range) {
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const __m256i words01 =
+      _mm256_packs_epi32(range.convertCapped(valueAt(i)), range.convertCapped(valueAt(i + 8)));
+  const __m256i words23 = _mm256_packs_epi32(range.convertCapped(valueAt(i + 16)),
+                                             range.convertCapped(valueAt(i + 24)));
+  return _mm256_permutevar8x32_epi32(range.raiseToLow(range.narrow(words01, words23)), order);
+}
+
 // Stores the codes of valueAt(i) (eight values ready to convert) for every whole eight of n;
-// returns where the tail begins. Thirty-two at a time, the in-lane packs leave each eight's
-// halves four bytes apart, which one permutation puts back in order.
+// returns where the tail begins.
 template <typename ValueAt>
 size_t storeCodes(size_t n, ValueAt valueAt, const CodeRange& range, uint8_t* codes) {
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   size_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    const __m256i words01 =
-        _mm256_packs_epi32(range.convertCapped(valueAt(i)), range.convertCapped(valueAt(i + 8)));
-    const __m256i words23 = _mm256_packs_epi32(range.convertCapped(valueAt(i + 16)),
-                                               range.convertCapped(valueAt(i + 24)));
-    const __m256i bytes =
-        _mm256_permutevar8x32_epi32(range.raiseToLow(range.narrow(words01, words23)), order);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), bytes);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), codeBytes32(valueAt, i, range));
   }
   for (; i + 8 <= n; i += 8) {
     const __m256i ints = range.convert(valueAt(i));
@@ -154,6 +159,32 @@ void codesNearest(const float* x, size_t n, float offset, float inv, float cente
         range, codes);
   }
   scalar().codesNearest(x + i, n - i, offset, inv, center, lo, hi, codes + i);
+}
+
+// codesNearest's symmetric loop with absmaxStats' loads beside it, 32 values of each a step:
+// the next group's loads wait on memory while this group's codes are made.
+void codesSymmetricBesideAbsmax(const float* x, size_t n, float inv, int lo, int hi, uint8_t* codes,
+                                const float* next, size_t nextN, GroupStats* nextStats) {
+  const __m256 vInv = _mm256_set1_ps(inv);
+  const CodeRange range = codeRange(lo, hi);
+  const auto valueAt = [&](size_t j) { return _mm256_mul_ps(_mm256_loadu_ps(x + j), vInv); };
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  const auto bitsAt = [&](size_t j) {
+    return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(next + j)),
+                            magnitude);
+  };
+  __m256i largest0 = _mm256_setzero_si256(), largest1 = largest0;
+  const size_t both = std::min(n, nextN) / 32 * 32;
+  for (size_t i = 0; i < both; i += 32) {
+    largest0 = _mm256_max_epu32(largest0, _mm256_max_epu32(bitsAt(i), bitsAt(i + 16)));
+    largest1 = _mm256_max_epu32(largest1, _mm256_max_epu32(bitsAt(i + 8), bitsAt(i + 24)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), codeBytes32(valueAt, i, range));
+  }
+  codesNearest(x + both, n - both, 0.0f, inv, 0.0f, lo, hi, codes + both);
+  GroupStats rest;
+  absmaxStats(next + both, nextN - both, &rest);
+  const uint32_t largest = largestLane(_mm256_max_epu32(largest0, largest1));
+  *nextStats = statsOfLargestMagnitude(std::max(largest, magnitudeBits(rest.absmax)));
 }
 
 inline __m256i hash8(__m256i index, __m256i seed) {
@@ -474,7 +505,8 @@ const QuantKernels* avx2QuantKernels() {
   // clang-format off
   static const QuantKernels kernels{
       "avx2",
-      stats, absmaxStats, codesNearest, codesStochastic, decodeSigned, decodeUnsigned,
+      stats, absmaxStats, codesNearest, codesSymmetricBesideAbsmax, codesStochastic,
+      decodeSigned, decodeUnsigned,
       packNibbles, unpackNibbles, packCrumbs, unpackCrumbs,
       widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate, divide,
       codeResidualBlocks, addResidualBlocks, walshHadamardLanes, flipSigns};

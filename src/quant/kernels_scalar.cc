@@ -34,6 +34,12 @@ void codesNearest(const float* x, size_t n, float offset, float inv, float cente
   }
 }
 
+void codesSymmetricBesideAbsmax(const float* x, size_t n, float inv, int lo, int hi, uint8_t* codes,
+                                const float* next, size_t nextN, GroupStats* nextStats) {
+  codesNearest(x, n, 0.0f, inv, 0.0f, lo, hi, codes);
+  absmaxStats(next, nextN, nextStats);
+}
+
 void codesStochastic(const float* x, size_t n, float offset, float inv, float center, int lo,
                      int hi, uint32_t seed, uint32_t index0, uint8_t* codes) {
   for (size_t i = 0; i < n; ++i) {
@@ -146,7 +152,8 @@ const QuantKernels& scalarQuantKernels() {
   // clang-format off
   static const QuantKernels kernels{
       "scalar",
-      stats, absmaxStats, codesNearest, codesStochastic, decodeSigned, decodeUnsigned,
+      stats, absmaxStats, codesNearest, codesSymmetricBesideAbsmax, codesStochastic,
+      decodeSigned, decodeUnsigned,
       packNibbles, unpackNibbles, packCrumbs, unpackCrumbs,
       widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate, divide,
       codeResidualBlocks, addResidualBlocks, walshHadamard, flipSigns};

@@ -768,6 +768,38 @@ void expectPackingMatches(const QuantKernels& ref, const QuantKernels& simd, int
   }
 }
 
+// The set's symmetric codes of `x` with the statistics of a next group read beside them equal
+// the reference's two calls: next groups longer, as long and shorter (a message's last), with
+// NaN, +-Inf or nothing but zeros, for INT8, INT4 and INT2's ranges.
+void expectBesideAbsmaxMatches(const QuantKernels& ref, const QuantKernels& simd,
+                               const std::vector<float>& x) {
+  const size_t n = x.size();
+  for (size_t nextN : {n + 40, n, n / 2, n > 33 ? n - 33 : 0}) {
+    for (const std::string kind : {"finite", "nan", "inf", "-inf", "zeros"}) {
+      std::vector<float> next(nextN);
+      for (size_t i = 0; i < nextN; ++i) {
+        next[i] = kind == "zeros" ? -0.0f : std::sin(0.37f * static_cast<float>(i)) * 5.0f;
+      }
+      const bool nonFinite = kind == "nan" || kind == "inf" || kind == "-inf";
+      if (nonFinite && nextN > 0) next[nextN * 2 / 3] = std::stof(kind);
+      for (int hi : {127, 7, 1}) {
+        const std::string what = "n=" + std::to_string(n) + " nextN=" + std::to_string(nextN) +
+                                 " " + kind + " hi=" + std::to_string(hi);
+        std::vector<uint8_t> expected(n), got(n, 0xa5);
+        GroupStats expectedStats{}, gotStats{};
+        ref.codesNearest(x.data(), n, 0.0f, 13.7f, 0.0f, -hi, hi, expected.data());
+        ref.absmaxStats(next.data(), nextN, &expectedStats);
+        simd.codesSymmetricBesideAbsmax(x.data(), n, 13.7f, -hi, hi, got.data(), next.data(), nextN,
+                                        &gotStats);
+        EXPECT_EQ(expected, got) << what;
+        EXPECT_EQ(floatBits(expectedStats.absmax), floatBits(gotStats.absmax)) << what;
+        EXPECT_EQ(expectedStats.nonFinite, gotStats.nonFinite) << what;
+        EXPECT_EQ(nonFinite && nextN > 0, gotStats.nonFinite) << what;
+      }
+    }
+  }
+}
+
 TEST_P(SimdKernels, MatchScalarBitForBit) {
   const QuantKernels* simd = GetParam()();
   if (simd == nullptr) GTEST_SKIP() << "this CPU lacks the instruction set";
@@ -804,6 +836,7 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
         EXPECT_TRUE(symmetric.nonFinite) << special << " at " << at << " of n=" << n;
       }
     }
+    expectBesideAbsmaxMatches(ref, *simd, x);
     for (auto [lo, hi, offset, center] :
          {std::tuple{-127, 127, 0.0f, 0.0f}, std::tuple{0, 255, -9.0f, 127.5f},
           std::tuple{-7, 7, 0.0f, 0.0f}, std::tuple{0, 15, -9.0f, 7.5f},
