@@ -1,7 +1,8 @@
 // AVX2 + F16C kernels: eight floats per step, the scalar reference's operations lane by
-// lane, and the scalar code for the tail. Compiled for AVX2 and F16C between
-// ZCCL_BEGIN_TARGET and ZCCL_END_TARGET only (common/target.h): the headers' inline functions
-// and the cpuid check stay baseline code; chosen at run time from cpuid.
+// lane, and the scalar code for the tail, called only where a tail is left (an empty call into
+// the baseline code cost a 512-value group's codes 12% through quantize()). Compiled for AVX2 and
+// F16C between ZCCL_BEGIN_TARGET and ZCCL_END_TARGET only (common/target.h): the headers' inline
+// functions and the cpuid check stay baseline code; chosen at run time from cpuid.
 #include <cpuid.h>
 #include <immintrin.h>
 
@@ -158,7 +159,7 @@ void codesNearest(const float* x, size_t n, float offset, float inv, float cente
         },
         range, codes);
   }
-  scalar().codesNearest(x + i, n - i, offset, inv, center, lo, hi, codes + i);
+  if (i < n) scalar().codesNearest(x + i, n - i, offset, inv, center, lo, hi, codes + i);
 }
 
 // codesNearest's symmetric loop with absmaxStats' loads beside it, 32 values of each a step:
@@ -180,11 +181,14 @@ void codesSymmetricBesideAbsmax(const float* x, size_t n, float inv, int lo, int
     largest1 = _mm256_max_epu32(largest1, _mm256_max_epu32(bitsAt(i + 8), bitsAt(i + 24)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), codeBytes32(valueAt, i, range));
   }
-  codesNearest(x + both, n - both, 0.0f, inv, 0.0f, lo, hi, codes + both);
-  GroupStats rest;
-  absmaxStats(next + both, nextN - both, &rest);
-  const uint32_t largest = largestLane(_mm256_max_epu32(largest0, largest1));
-  *nextStats = statsOfLargestMagnitude(std::max(largest, magnitudeBits(rest.absmax)));
+  if (both < n) codesNearest(x + both, n - both, 0.0f, inv, 0.0f, lo, hi, codes + both);
+  uint32_t largest = largestLane(_mm256_max_epu32(largest0, largest1));
+  if (both < nextN) {
+    GroupStats rest;
+    absmaxStats(next + both, nextN - both, &rest);
+    largest = std::max(largest, magnitudeBits(rest.absmax));
+  }
+  *nextStats = statsOfLargestMagnitude(largest);
 }
 
 inline __m256i hash8(__m256i index, __m256i seed) {
@@ -213,8 +217,9 @@ void codesStochastic(const float* x, size_t n, float offset, float inv, float ce
     return _mm256_floor_ps(_mm256_add_ps(_mm256_add_ps(scaled, vCenter), u));
   };
   const size_t i = storeCodes(n, valueAt, codeRange(lo, hi), codes);
-  scalar().codesStochastic(x + i, n - i, offset, inv, center, lo, hi, seed,
-                           index0 + static_cast<uint32_t>(i), codes + i);
+  if (i < n)
+    scalar().codesStochastic(x + i, n - i, offset, inv, center, lo, hi, seed,
+                             index0 + static_cast<uint32_t>(i), codes + i);
 }
 
 void decodeSigned(const int8_t* codes, size_t n, float scale, float* out) {
@@ -225,7 +230,7 @@ void decodeSigned(const int8_t* codes, size_t n, float scale, float* out) {
         _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
     _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_cvtepi32_ps(c), vScale));
   }
-  scalar().decodeSigned(codes + i, n - i, scale, out + i);
+  if (i < n) scalar().decodeSigned(codes + i, n - i, scale, out + i);
 }
 
 void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, float center,
@@ -239,7 +244,7 @@ void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, f
     const __m256 centered = _mm256_sub_ps(_mm256_cvtepi32_ps(c), vCenter);
     _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_mul_ps(centered, vScale), vOffset));
   }
-  scalar().decodeUnsigned(codes + i, n - i, scale, offset, center, out + i);
+  if (i < n) scalar().decodeUnsigned(codes + i, n - i, scale, offset, center, out + i);
 }
 
 // Sixty-four codes per step: each 16-bit lane holds a pair, folded into its low byte, and
@@ -258,7 +263,7 @@ void packNibbles(const uint8_t* codes, size_t n, uint8_t* packed) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + i / 2),
                         _mm256_permute4x64_epi64(narrowed, 0xd8));
   }
-  scalar().packNibbles(codes + i, n - i, packed + i / 2);
+  if (i < n) scalar().packNibbles(codes + i, n - i, packed + i / 2);
 }
 
 // Sixteen bytes per step, each widened to a 16-bit lane that receives its two codes.
@@ -278,7 +283,7 @@ void unpackNibbles(const uint8_t* packed, size_t n, bool isSigned, uint8_t* code
     }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), _mm256_or_si256(low, high));
   }
-  scalar().unpackNibbles(packed + i / 2, n - i, isSigned, codes + i);
+  if (i < n) scalar().unpackNibbles(packed + i / 2, n - i, isSigned, codes + i);
 }
 
 // Thirty-two codes per step: each 32-bit lane folds its four codes into its low byte, then
@@ -300,7 +305,7 @@ void packCrumbs(const uint8_t* codes, size_t n, uint8_t* packed) {
         _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(quads, lowBytes), adjacent);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(packed + i / 4), _mm256_castsi256_si128(gathered));
   }
-  scalar().packCrumbs(codes + i, n - i, packed + i / 4);
+  if (i < n) scalar().packCrumbs(codes + i, n - i, packed + i / 4);
 }
 
 // Eight bytes per step, each widened to a 32-bit lane that receives its four codes; signed
@@ -320,7 +325,7 @@ void unpackCrumbs(const uint8_t* packed, size_t n, bool isSigned, uint8_t* codes
     if (isSigned) crumbs = _mm256_sub_epi8(_mm256_xor_si256(crumbs, two), two);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), crumbs);
   }
-  scalar().unpackCrumbs(packed + i / 4, n - i, isSigned, codes + i);
+  if (i < n) scalar().unpackCrumbs(packed + i / 4, n - i, isSigned, codes + i);
 }
 
 void widenFloat16(const uint16_t* in, size_t n, float* out) {
@@ -329,7 +334,7 @@ void widenFloat16(const uint16_t* in, size_t n, float* out) {
     _mm256_storeu_ps(out + i,
                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
   }
-  scalar().widenFloat16(in + i, n - i, out + i);
+  if (i < n) scalar().widenFloat16(in + i, n - i, out + i);
 }
 
 void widenBfloat16(const uint16_t* in, size_t n, float* out) {
@@ -339,7 +344,7 @@ void widenBfloat16(const uint16_t* in, size_t n, float* out) {
         _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
     _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
   }
-  scalar().widenBfloat16(in + i, n - i, out + i);
+  if (i < n) scalar().widenBfloat16(in + i, n - i, out + i);
 }
 
 void narrowFloat16(const float* in, size_t n, uint16_t* out) {
@@ -348,7 +353,7 @@ void narrowFloat16(const float* in, size_t n, uint16_t* out) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
   }
-  scalar().narrowFloat16(in + i, n - i, out + i);
+  if (i < n) scalar().narrowFloat16(in + i, n - i, out + i);
 }
 
 void narrowBfloat16(const float* in, size_t n, uint16_t* out) {
@@ -368,7 +373,7 @@ void narrowBfloat16(const float* in, size_t n, uint16_t* out) {
         _mm_packus_epi32(_mm256_castsi256_si128(result), _mm256_extracti128_si256(result, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), packed);
   }
-  scalar().narrowBfloat16(in + i, n - i, out + i);
+  if (i < n) scalar().narrowBfloat16(in + i, n - i, out + i);
 }
 
 void accumulate(float* accumulator, const float* x, size_t n) {
@@ -377,7 +382,7 @@ void accumulate(float* accumulator, const float* x, size_t n) {
     _mm256_storeu_ps(accumulator + i,
                      _mm256_add_ps(_mm256_loadu_ps(accumulator + i), _mm256_loadu_ps(x + i)));
   }
-  scalar().accumulate(accumulator + i, x + i, n - i);
+  if (i < n) scalar().accumulate(accumulator + i, x + i, n - i);
 }
 
 void divide(float* values, size_t n, float divisor) {
@@ -386,7 +391,7 @@ void divide(float* values, size_t n, float divisor) {
   for (; i + 8 <= n; i += 8) {
     _mm256_storeu_ps(values + i, _mm256_div_ps(_mm256_loadu_ps(values + i), d));
   }
-  scalar().divide(values + i, n - i, divisor);
+  if (i < n) scalar().divide(values + i, n - i, divisor);
 }
 
 // A block's magnitudes by their bits (non-negative floats order as their bits do); a
@@ -432,7 +437,7 @@ void codeResidualBlocks(const float* x, size_t n, int8_t* codes, float* scales) 
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + b), packed);
     scales[b / kResidualBlock] = r.scale;
   }
-  scalar().codeResidualBlocks(x + b, n - b, codes + b, scales + b / kResidualBlock);
+  if (b < n) scalar().codeResidualBlocks(x + b, n - b, codes + b, scales + b / kResidualBlock);
 }
 
 void addResidualBlocks(const int8_t* codes, const float* scales, size_t n, float* values) {
@@ -443,7 +448,7 @@ void addResidualBlocks(const int8_t* codes, const float* scales, size_t n, float
     const __m256 decoded = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), scale);
     _mm256_storeu_ps(values + i, _mm256_add_ps(_mm256_loadu_ps(values + i), decoded));
   }
-  scalar().addResidualBlocks(codes + i, scales + i / kResidualBlock, n - i, values + i);
+  if (i < n) scalar().addResidualBlocks(codes + i, scales + i / kResidualBlock, n - i, values + i);
 }
 
 // a + b in the lanes of kDifferenceLanes' clear bits, a - b in its set ones (a - b itself,

@@ -1,7 +1,7 @@
 // AVX-512 (F, BW, VL) kernels: sixteen floats per step, the scalar reference's operations lane
-// by lane, and the scalar code for the tail. Compiled for AVX-512 between ZCCL_BEGIN_TARGET
-// and ZCCL_END_TARGET only (common/target.h): the headers' inline functions and the cpuid
-// check stay baseline code; chosen at run time from cpuid.
+// by lane, and the scalar code for the tail, called only where a tail is left (as AVX2's). Compiled
+// for AVX-512 between ZCCL_BEGIN_TARGET and ZCCL_END_TARGET only (common/target.h): the headers'
+// inline functions and the cpuid check stay baseline code; chosen at run time from cpuid.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -165,7 +165,7 @@ void codesNearest(const float* x, size_t n, float offset, float inv, float cente
         },
         range, codes);
   }
-  scalar().codesNearest(x + i, n - i, offset, inv, center, lo, hi, codes + i);
+  if (i < n) scalar().codesNearest(x + i, n - i, offset, inv, center, lo, hi, codes + i);
 }
 
 inline __m512i hash16(__m512i index, __m512i seed) {
@@ -202,8 +202,9 @@ void codesStochastic(const float* x, size_t n, float offset, float inv, float ce
     return _mm512_add_ps(_mm512_add_ps(scaled, vCenter), u);
   };
   const size_t i = storeCodes(n, valueAt, codeRange<kFloor>(lo, hi), codes);
-  scalar().codesStochastic(x + i, n - i, offset, inv, center, lo, hi, seed,
-                           index0 + static_cast<uint32_t>(i), codes + i);
+  if (i < n)
+    scalar().codesStochastic(x + i, n - i, offset, inv, center, lo, hi, seed,
+                             index0 + static_cast<uint32_t>(i), codes + i);
 }
 
 inline __m128i load16Bytes(const void* p) {
@@ -221,7 +222,7 @@ void decodeSigned(const int8_t* codes, size_t n, float scale, float* out) {
     const __m512i c = _mm512_cvtepi8_epi32(load16Bytes(codes + i));
     _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_cvtepi32_ps(c), vScale));
   }
-  scalar().decodeSigned(codes + i, n - i, scale, out + i);
+  if (i < n) scalar().decodeSigned(codes + i, n - i, scale, out + i);
 }
 
 void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, float center,
@@ -234,7 +235,7 @@ void decodeUnsigned(const uint8_t* codes, size_t n, float scale, float offset, f
     const __m512 centered = _mm512_sub_ps(_mm512_cvtepi32_ps(c), vCenter);
     _mm512_storeu_ps(out + i, _mm512_add_ps(_mm512_mul_ps(centered, vScale), vOffset));
   }
-  scalar().decodeUnsigned(codes + i, n - i, scale, offset, center, out + i);
+  if (i < n) scalar().decodeUnsigned(codes + i, n - i, scale, offset, center, out + i);
 }
 
 // Sixty-four codes per step: each 16-bit lane holds a pair, folded into its low byte.
@@ -247,7 +248,7 @@ void packNibbles(const uint8_t* codes, size_t n, uint8_t* packed) {
                                            _mm512_and_si512(_mm512_srli_epi16(pairs, 4), highMask));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + i / 2), _mm512_cvtepi16_epi8(folded));
   }
-  scalar().packNibbles(codes + i, n - i, packed + i / 2);
+  if (i < n) scalar().packNibbles(codes + i, n - i, packed + i / 2);
 }
 
 // Thirty-two bytes per step, each widened to a 16-bit lane that receives its two codes.
@@ -266,7 +267,7 @@ void unpackNibbles(const uint8_t* packed, size_t n, bool isSigned, uint8_t* code
     }
     _mm512_storeu_si512(codes + i, _mm512_or_si512(low, high));
   }
-  scalar().unpackNibbles(packed + i / 2, n - i, isSigned, codes + i);
+  if (i < n) scalar().unpackNibbles(packed + i / 2, n - i, isSigned, codes + i);
 }
 
 inline __m256i load16Halves(const uint16_t* p) {
@@ -277,7 +278,7 @@ void widenFloat16(const uint16_t* in, size_t n, float* out) {
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     _mm512_storeu_ps(out + i, _mm512_cvtph_ps(load16Halves(in + i)));
-  scalar().widenFloat16(in + i, n - i, out + i);
+  if (i < n) scalar().widenFloat16(in + i, n - i, out + i);
 }
 
 void widenBfloat16(const uint16_t* in, size_t n, float* out) {
@@ -286,7 +287,7 @@ void widenBfloat16(const uint16_t* in, size_t n, float* out) {
     const __m512i wide = _mm512_cvtepu16_epi32(load16Halves(in + i));
     _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
   }
-  scalar().widenBfloat16(in + i, n - i, out + i);
+  if (i < n) scalar().widenBfloat16(in + i, n - i, out + i);
 }
 
 void narrowFloat16(const float* in, size_t n, uint16_t* out) {
@@ -295,7 +296,7 @@ void narrowFloat16(const float* in, size_t n, uint16_t* out) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
                         _mm512_cvtps_ph(_mm512_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
   }
-  scalar().narrowFloat16(in + i, n - i, out + i);
+  if (i < n) scalar().narrowFloat16(in + i, n - i, out + i);
 }
 
 // Round to nearest even on the bit pattern; NaN keeps its top bits and is made quiet.
@@ -314,7 +315,7 @@ void narrowBfloat16(const float* in, size_t n, uint16_t* out) {
     const __m512i result = _mm512_mask_or_epi32(rounded, isNan, high, quiet);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(result));
   }
-  scalar().narrowBfloat16(in + i, n - i, out + i);
+  if (i < n) scalar().narrowBfloat16(in + i, n - i, out + i);
 }
 
 void accumulate(float* accumulator, const float* x, size_t n) {
@@ -323,7 +324,7 @@ void accumulate(float* accumulator, const float* x, size_t n) {
     _mm512_storeu_ps(accumulator + i,
                      _mm512_add_ps(_mm512_loadu_ps(accumulator + i), _mm512_loadu_ps(x + i)));
   }
-  scalar().accumulate(accumulator + i, x + i, n - i);
+  if (i < n) scalar().accumulate(accumulator + i, x + i, n - i);
 }
 
 void divide(float* values, size_t n, float divisor) {
@@ -332,7 +333,7 @@ void divide(float* values, size_t n, float divisor) {
   for (; i + kLanes <= n; i += kLanes) {
     _mm512_storeu_ps(values + i, _mm512_div_ps(_mm512_loadu_ps(values + i), d));
   }
-  scalar().divide(values + i, n - i, divisor);
+  if (i < n) scalar().divide(values + i, n - i, divisor);
 }
 
 // A block's magnitudes by their bits (non-negative floats order as their bits do); a
@@ -361,7 +362,7 @@ void codeResidualBlocks(const float* x, size_t n, int8_t* codes, float* scales) 
     }
     scales[b / kResidualBlock] = r.scale;
   }
-  scalar().codeResidualBlocks(x + b, n - b, codes + b, scales + b / kResidualBlock);
+  if (b < n) scalar().codeResidualBlocks(x + b, n - b, codes + b, scales + b / kResidualBlock);
 }
 
 void addResidualBlocks(const int8_t* codes, const float* scales, size_t n, float* values) {
@@ -372,7 +373,7 @@ void addResidualBlocks(const int8_t* codes, const float* scales, size_t n, float
     const __m512 decoded = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)), scale);
     _mm512_storeu_ps(values + i, _mm512_add_ps(_mm512_loadu_ps(values + i), decoded));
   }
-  scalar().addResidualBlocks(codes + i, scales + i / kResidualBlock, n - i, values + i);
+  if (i < n) scalar().addResidualBlocks(codes + i, scales + i / kResidualBlock, n - i, values + i);
 }
 
 // The vector operations the butterflies between vectors take (butterflies_between_vectors.h).
