@@ -297,18 +297,15 @@ void encodeFloat32Groups(const QuantKernels& k, const QuantParams& params, const
   const size_t count = m.header.count, groupSize = params.groupSize;
   const bool prefetch = count * sizeof(float) >= kPrefetchFromBytes;
   GroupStats next = statsOf(k, params.scheme, in, groupLength(m, 0));
-  for (size_t g = 0; g < m.groups; ++g) {
+  const size_t last = m.groups - 1;  // m.groups > 0: the caller's check
+  for (size_t g = 0; g < last; ++g) {
     const size_t first = g * groupSize;
     const GroupStats current = next;
-    const bool last = g + 1 == m.groups;
-    NextGroup following{nullptr, 0, &next};
-    if (!last) {
-      if (prefetch) prefetchGroupAt(in, count, first + 3 * groupSize, groupSize);
-      following.x = in + first + groupSize;
-      following.n = groupLength(m, g + 1);
-    }
-    codeGroup(k, params, m, g, in + first, current, staged, last ? nullptr : &following);
+    if (prefetch) prefetchGroupAt(in, count, first + 3 * groupSize, groupSize);
+    const NextGroup following{in + first + groupSize, groupLength(m, g + 1), &next};
+    codeGroup(k, params, m, g, in + first, current, staged, &following);
   }
+  codeGroup(k, params, m, last, in + last * groupSize, next, staged, nullptr);
 }
 
 }  // namespace
