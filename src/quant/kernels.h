@@ -26,6 +26,12 @@ struct QuantKernels {
   void (*codesSymmetricBesideAbsmax)(const float* x, size_t n, float inv, int lo, int hi,
                                      uint8_t* codes, const float* next, size_t nextN,
                                      GroupStats* nextStats);
+  // The same with the next group given as nextN half-precision values (bfloat16, else IEEE
+  // float16), widened into nextWidened as widenBfloat16 / widenFloat16 do in the same pass:
+  // half-precision input then costs one pass a group instead of three.
+  void (*codesSymmetricBesideWidenAbsmax)(const float* x, size_t n, float inv, int lo, int hi,
+                                          uint8_t* codes, const uint16_t* next, bool bfloat16,
+                                          size_t nextN, float* nextWidened, GroupStats* nextStats);
   // As codesNearest with floor(v + u[i]), u[i] = (stochasticHash(seed, index0 + i) >> 8) / 2^24.
   void (*codesStochastic)(const float* x, size_t n, float offset, float inv, float center, int lo,
                           int hi, uint32_t seed, uint32_t index0, uint8_t* codes);

@@ -328,23 +328,68 @@ void unpackCrumbs(const uint8_t* packed, size_t n, bool isSigned, uint8_t* codes
   if (i < n) scalar().unpackCrumbs(packed + i / 4, n - i, isSigned, codes + i);
 }
 
+inline __m128i load8Halves(const uint16_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+inline __m256 widen8Float16(const uint16_t* p) { return _mm256_cvtph_ps(load8Halves(p)); }
+
+inline __m256 widen8Bfloat16(const uint16_t* p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load8Halves(p)), 16));
+}
+
 void widenFloat16(const uint16_t* in, size_t n, float* out) {
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(out + i,
-                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, widen8Float16(in + i));
   if (i < n) scalar().widenFloat16(in + i, n - i, out + i);
 }
 
 void widenBfloat16(const uint16_t* in, size_t n, float* out) {
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256i wide =
-        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
-    _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, widen8Bfloat16(in + i));
   if (i < n) scalar().widenBfloat16(in + i, n - i, out + i);
+}
+
+// codesSymmetricBesideAbsmax's loop with the next group's half-precision values widened and
+// stored beside it, 32 of each a step.
+template <__m256 (*widen8)(const uint16_t*), void (*widen)(const uint16_t*, size_t, float*)>
+void codesBesideWidenAbsmax(const float* x, size_t n, float inv, int lo, int hi, uint8_t* codes,
+                            const uint16_t* next, size_t nextN, float* nextWidened,
+                            GroupStats* nextStats) {
+  const __m256 vInv = _mm256_set1_ps(inv);
+  const CodeRange range = codeRange(lo, hi);
+  const auto valueAt = [&](size_t j) { return _mm256_mul_ps(_mm256_loadu_ps(x + j), vInv); };
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  // Widens and stores the next group's eight values from j; gives their magnitudes' bits.
+  const auto widenAt = [&](size_t j) {
+    const __m256 wide = widen8(next + j);
+    _mm256_storeu_ps(nextWidened + j, wide);
+    return _mm256_and_si256(_mm256_castps_si256(wide), magnitude);
+  };
+  __m256i largest0 = _mm256_setzero_si256(), largest1 = largest0;
+  const size_t both = std::min(n, nextN) / 32 * 32;
+  for (size_t i = 0; i < both; i += 32) {
+    largest0 = _mm256_max_epu32(largest0, _mm256_max_epu32(widenAt(i), widenAt(i + 16)));
+    largest1 = _mm256_max_epu32(largest1, _mm256_max_epu32(widenAt(i + 8), widenAt(i + 24)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), codeBytes32(valueAt, i, range));
+  }
+  if (both < n) codesNearest(x + both, n - both, 0.0f, inv, 0.0f, lo, hi, codes + both);
+  uint32_t largest = largestLane(_mm256_max_epu32(largest0, largest1));
+  if (both < nextN) {
+    widen(next + both, nextN - both, nextWidened + both);
+    GroupStats rest;
+    absmaxStats(nextWidened + both, nextN - both, &rest);
+    largest = std::max(largest, magnitudeBits(rest.absmax));
+  }
+  *nextStats = statsOfLargestMagnitude(largest);
+}
+
+void codesSymmetricBesideWidenAbsmax(const float* x, size_t n, float inv, int lo, int hi,
+                                     uint8_t* codes, const uint16_t* next, bool bfloat16,
+                                     size_t nextN, float* nextWidened, GroupStats* nextStats) {
+  (bfloat16 ? codesBesideWidenAbsmax<widen8Bfloat16, widenBfloat16>
+            : codesBesideWidenAbsmax<widen8Float16, widenFloat16>)(x, n, inv, lo, hi, codes, next,
+                                                                   nextN, nextWidened, nextStats);
 }
 
 void narrowFloat16(const float* in, size_t n, uint16_t* out) {
@@ -510,7 +555,8 @@ const QuantKernels* avx2QuantKernels() {
   // clang-format off
   static const QuantKernels kernels{
       "avx2",
-      stats, absmaxStats, codesNearest, codesSymmetricBesideAbsmax, codesStochastic,
+      stats, absmaxStats, codesNearest, codesSymmetricBesideAbsmax,
+      codesSymmetricBesideWidenAbsmax, codesStochastic,
       decodeSigned, decodeUnsigned,
       packNibbles, unpackNibbles, packCrumbs, unpackCrumbs,
       widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate, divide,

@@ -290,6 +290,14 @@ void widenBfloat16(const uint16_t* in, size_t n, float* out) {
   if (i < n) scalar().widenBfloat16(in + i, n - i, out + i);
 }
 
+// Its own kernels in turn, as codesSymmetricBesideAbsmax.
+void codesSymmetricBesideWidenAbsmax(const float* x, size_t n, float inv, int lo, int hi,
+                                     uint8_t* codes, const uint16_t* next, bool bfloat16,
+                                     size_t nextN, float* nextWidened, GroupStats* nextStats) {
+  (bfloat16 ? widenBfloat16 : widenFloat16)(next, nextN, nextWidened);
+  codesSymmetricBesideAbsmax(x, n, inv, lo, hi, codes, nextWidened, nextN, nextStats);
+}
+
 void narrowFloat16(const float* in, size_t n, uint16_t* out) {
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -438,6 +446,7 @@ const QuantKernels* avx512QuantKernels() {
                                     absmaxStats,
                                     codesNearest,
                                     codesSymmetricBesideAbsmax,
+                                    codesSymmetricBesideWidenAbsmax,
                                     codesStochastic,
                                     decodeSigned,
                                     decodeUnsigned,

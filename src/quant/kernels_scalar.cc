@@ -100,6 +100,13 @@ void widenBfloat16(const uint16_t* in, size_t n, float* out) {
   for (size_t i = 0; i < n; ++i) out[i] = toFloat(bfloat16_t{in[i]});
 }
 
+void codesSymmetricBesideWidenAbsmax(const float* x, size_t n, float inv, int lo, int hi,
+                                     uint8_t* codes, const uint16_t* next, bool bfloat16,
+                                     size_t nextN, float* nextWidened, GroupStats* nextStats) {
+  (bfloat16 ? widenBfloat16 : widenFloat16)(next, nextN, nextWidened);
+  codesSymmetricBesideAbsmax(x, n, inv, lo, hi, codes, nextWidened, nextN, nextStats);
+}
+
 void narrowFloat16(const float* in, size_t n, uint16_t* out) {
   for (size_t i = 0; i < n; ++i) out[i] = toFloat16(in[i]).bits;
 }
@@ -152,7 +159,8 @@ const QuantKernels& scalarQuantKernels() {
   // clang-format off
   static const QuantKernels kernels{
       "scalar",
-      stats, absmaxStats, codesNearest, codesSymmetricBesideAbsmax, codesStochastic,
+      stats, absmaxStats, codesNearest, codesSymmetricBesideAbsmax,
+      codesSymmetricBesideWidenAbsmax, codesStochastic,
       decodeSigned, decodeUnsigned,
       packNibbles, unpackNibbles, packCrumbs, unpackCrumbs,
       widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate, divide,

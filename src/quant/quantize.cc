@@ -224,12 +224,25 @@ GroupStats statsOf(const QuantKernels& k, QuantScheme scheme, const float* x, si
   return s;
 }
 
-// The group after the one being coded, whose statistics are read during its coding.
+// The group after the one being coded, whose statistics are read during its coding. Float32
+// input is read where it lies; half-precision input is widened into `widened` on the way.
 struct NextGroup {
-  const float* x;
-  size_t n;
+  DataType type;
+  const void* in;  // the message's input
+  size_t first, n;
+  float* widened;  // kMaxGroupSize floats, for half-precision input
   GroupStats* stats;
+
+  bool isHalf() const { return type != DataType::kFloat32; }
+  const float* values() const { return isHalf() ? widened : static_cast<const float*>(in) + first; }
+  const uint16_t* halves() const { return static_cast<const uint16_t*>(in) + first; }
 };
+
+// The group's values (widened where they are half-precision) and their statistics, alone.
+void readGroup(const QuantKernels& k, QuantScheme scheme, const NextGroup& group) {
+  if (group.isHalf()) widenAs(k, group.type, group.in, group.first, group.n, group.widened);
+  *group.stats = statsOf(k, scheme, group.values(), group.n);
+}
 
 // Codes group g of the message from its float32 values `x` (which it does not change) and
 // their statistics; `staged` (kMaxGroupSize floats) is the group's scratch and may be x. With
@@ -243,9 +256,7 @@ void codeGroup(const QuantKernels& k, const QuantParams& params, const MessagePa
   const bool nearest = params.rounding == Rounding::kNearestEven;
   const bool statsBesideCodes =
       next != nullptr && !s.nonFinite && nearest && params.scheme == QuantScheme::kSymmetric;
-  if (next != nullptr && !statsBesideCodes) {
-    *next->stats = statsOf(k, params.scheme, next->x, next->n);
-  }
+  if (next != nullptr && !statsBesideCodes) readGroup(k, params.scheme, *next);
   alignas(64) uint8_t codes[kMaxGroupSize];
   uint8_t* groupCodes = params.bits == 8 ? m.payload + first : codes;
   GroupScale gs = nonFiniteScale();
@@ -259,8 +270,13 @@ void codeGroup(const QuantKernels& k, const QuantParams& params, const MessagePa
     }
     const int lo = codeLow(params.bits, params.scheme), hi = codeHigh(params.bits, params.scheme);
     const float center = centerOf(params.bits, params.scheme);
-    if (statsBesideCodes) {
-      k.codesSymmetricBesideAbsmax(x, n, gs.inv, lo, hi, groupCodes, next->x, next->n, next->stats);
+    if (statsBesideCodes && next->isHalf()) {
+      k.codesSymmetricBesideWidenAbsmax(x, n, gs.inv, lo, hi, groupCodes, next->halves(),
+                                        next->type == DataType::kBfloat16, next->n, next->widened,
+                                        next->stats);
+    } else if (statsBesideCodes) {
+      k.codesSymmetricBesideAbsmax(x, n, gs.inv, lo, hi, groupCodes, next->values(), next->n,
+                                   next->stats);
     } else if (nearest) {
       k.codesNearest(x, n, gs.prescaledOffset, gs.inv, center, lo, hi, groupCodes);
     } else {
@@ -288,24 +304,35 @@ void encodeGroup(const QuantKernels& k, const QuantParams& params, const Message
   codeGroup(k, params, m, g, x, statsOf(k, params.scheme, x, n), staged, nullptr);
 }
 
-// Float32 input, not smoothed: the groups are coded where they lie, and each group's
-// statistics are read a group ahead of its codes, during the previous group's coding
-// (codeGroup), so that the wait on memory overlaps work. The hints ask two groups ahead of the
-// statistics (at 16 MiB, 26 GB/s against 25 one group ahead, AVX-512).
-void encodeFloat32Groups(const QuantKernels& k, const QuantParams& params, const MessageParts& m,
-                         const float* in, float* staged) {
+// Input that is not smoothed: each group's statistics are read a group ahead of its codes,
+// during the previous group's coding (codeGroup), so that the wait on memory overlaps work and,
+// for symmetric groups, the loops run as one. Float32 groups are coded where they lie, with
+// hints two groups ahead of the statistics (at 16 MiB, 26 GB/s against 25 one group ahead,
+// AVX-512); half-precision groups are widened into two buffers in turn, a group staying in its
+// buffer while the next is widened beside its codes (bfloat16 INT8, AVX2: 7.5 -> 9.2 GB/s against
+// widening, statistics and codes one after the other).
+void encodeGroupsAhead(const QuantKernels& k, const QuantParams& params, const MessageParts& m,
+                       DataType type, const void* in, float* staged) {
   const size_t count = m.header.count, groupSize = params.groupSize;
-  const bool prefetch = count * sizeof(float) >= kPrefetchFromBytes;
-  GroupStats next = statsOf(k, params.scheme, in, groupLength(m, 0));
+  const bool prefetch = type == DataType::kFloat32 && count * sizeof(float) >= kPrefetchFromBytes;
+  alignas(64) float widened[2][kMaxGroupSize];
+  GroupStats next;
+  const auto groupAt = [&](size_t g) {
+    return NextGroup{type, in, g * groupSize, groupLength(m, g), widened[g % 2], &next};
+  };
+  readGroup(k, params.scheme, groupAt(0));
+  const float* current = groupAt(0).values();
   const size_t last = m.groups - 1;  // m.groups > 0: the caller's check
   for (size_t g = 0; g < last; ++g) {
-    const size_t first = g * groupSize;
-    const GroupStats current = next;
-    if (prefetch) prefetchGroupAt(in, count, first + 3 * groupSize, groupSize);
-    const NextGroup following{in + first + groupSize, groupLength(m, g + 1), &next};
-    codeGroup(k, params, m, g, in + first, current, staged, &following);
+    const GroupStats stats = next;
+    if (prefetch) {
+      prefetchGroupAt(static_cast<const float*>(in), count, (g + 3) * groupSize, groupSize);
+    }
+    const NextGroup ahead = groupAt(g + 1);
+    codeGroup(k, params, m, g, current, stats, staged, &ahead);
+    current = ahead.values();
   }
-  codeGroup(k, params, m, last, in + last * groupSize, next, staged, nullptr);
+  codeGroup(k, params, m, last, current, next, staged, nullptr);
 }
 
 }  // namespace
@@ -355,8 +382,8 @@ Status quantize(const void* in, DataType type, size_t count, const QuantParams& 
   ZCCL_CHECK(startMessage(in, type, count, params, out, capacity, &m));
   const QuantKernels& k = activeQuantKernels();
   alignas(64) float staged[kMaxGroupSize];
-  if (type == DataType::kFloat32 && !params.smoothing) {
-    if (m.groups > 0) encodeFloat32Groups(k, params, m, static_cast<const float*>(in), staged);
+  if (!params.smoothing) {
+    if (m.groups > 0) encodeGroupsAhead(k, params, m, type, in, staged);
     return Status::kSuccess;
   }
   for (size_t g = 0; g < m.groups; ++g) {

@@ -273,11 +273,31 @@ TEST(Quant, HalfPrecisionInputAndOutput) {
     bx[i] = toFloat(bfloat16_t{b[i]});
   }
   QuantParams p;
-  for (auto [type, input, widened] : {std::tuple{DataType::kFloat16, h.data(), &hx},
-                                      std::tuple{DataType::kBfloat16, b.data(), &bx}}) {
-    // Quantizing half input equals quantizing its exact float32 widening.
-    EXPECT_EQ(quantizeOrDie(input, type, x.size(), p),
-              quantizeOrDie(widened->data(), DataType::kFloat32, x.size(), p));
+  for (auto [type, input, widened] :
+       {std::tuple{DataType::kFloat16, &h, &hx}, std::tuple{DataType::kBfloat16, &b, &bx}}) {
+    // Quantizing half input equals quantizing its exact float32 widening: in every format the
+    // groups are widened a group ahead for, at group sizes of their own, and with a NaN in one
+    // group, after which the next group's statistics are read before its codes.
+    std::vector<uint16_t> poisoned = *input;
+    poisoned[3000] = type == DataType::kFloat16 ? toFloat16(NAN).bits : toBfloat16(NAN).bits;
+    std::vector<float> poisonedWide = *widened;
+    poisonedWide[3000] = type == DataType::kFloat16 ? toFloat(float16_t{poisoned[3000]})
+                                                    : toFloat(bfloat16_t{poisoned[3000]});
+    for (auto [bits, scheme, groupSize] :
+         {std::tuple{8, QuantScheme::kSymmetric, 512u}, std::tuple{4, QuantScheme::kSymmetric, 64u},
+          std::tuple{2, QuantScheme::kSymmetric, 4096u},
+          std::tuple{8, QuantScheme::kAsymmetric, 256u}}) {
+      QuantParams q;
+      q.bits = bits, q.scheme = scheme, q.groupSize = groupSize;
+      const std::string what = std::string(dataTypeName(type)) + " bits=" + std::to_string(bits) +
+                               " group " + std::to_string(groupSize);
+      EXPECT_EQ(quantizeOrDie(input->data(), type, x.size(), q),
+                quantizeOrDie(widened->data(), DataType::kFloat32, x.size(), q))
+          << what;
+      EXPECT_EQ(quantizeOrDie(poisoned.data(), type, x.size(), q),
+                quantizeOrDie(poisonedWide.data(), DataType::kFloat32, x.size(), q))
+          << what << ", a NaN";
+    }
     // Half output is the float32 result rounded once to the half type.
     const auto m = quantizeOrDie(widened->data(), DataType::kFloat32, x.size(), p);
     std::vector<float> wide(x.size());
@@ -768,6 +788,33 @@ void expectPackingMatches(const QuantKernels& ref, const QuantKernels& simd, int
   }
 }
 
+// The same with the next group given in half precision (`next` rounded to bfloat16 and to
+// float16): the codes, the next group widened, and its statistics as the reference's widening,
+// codes and absmaxStats give them.
+void expectBesideWidenAbsmaxMatches(const QuantKernels& ref, const QuantKernels& simd,
+                                    const std::vector<float>& x, const std::vector<float>& next,
+                                    int hi, const std::string& what) {
+  const size_t n = x.size(), nextN = next.size();
+  for (bool bfloat16 : {true, false}) {
+    const std::string which = what + (bfloat16 ? " bfloat16" : " float16");
+    std::vector<uint16_t> halves(nextN);
+    (bfloat16 ? ref.narrowBfloat16 : ref.narrowFloat16)(next.data(), nextN, halves.data());
+    std::vector<float> expectedWide(nextN), gotWide(nextN + 1, 3.0f);
+    (bfloat16 ? ref.widenBfloat16 : ref.widenFloat16)(halves.data(), nextN, expectedWide.data());
+    std::vector<uint8_t> expected(n), got(n, 0xa5);
+    GroupStats expectedStats{}, gotStats{};
+    ref.codesNearest(x.data(), n, 0.0f, 13.7f, 0.0f, -hi, hi, expected.data());
+    ref.absmaxStats(expectedWide.data(), nextN, &expectedStats);
+    simd.codesSymmetricBesideWidenAbsmax(x.data(), n, 13.7f, -hi, hi, got.data(), halves.data(),
+                                         bfloat16, nextN, gotWide.data(), &gotStats);
+    EXPECT_EQ(expected, got) << which;
+    EXPECT_EQ(0, std::memcmp(expectedWide.data(), gotWide.data(), 4 * nextN)) << which;
+    EXPECT_EQ(3.0f, gotWide[nextN]) << which << ": written past the group";
+    EXPECT_EQ(floatBits(expectedStats.absmax), floatBits(gotStats.absmax)) << which;
+    EXPECT_EQ(expectedStats.nonFinite, gotStats.nonFinite) << which;
+  }
+}
+
 // The set's symmetric codes of `x` with the statistics of a next group read beside them equal
 // the reference's two calls: next groups longer, as long and shorter (a message's last), with
 // NaN, +-Inf or nothing but zeros, for INT8, INT4 and INT2's ranges.
@@ -795,6 +842,7 @@ void expectBesideAbsmaxMatches(const QuantKernels& ref, const QuantKernels& simd
         EXPECT_EQ(floatBits(expectedStats.absmax), floatBits(gotStats.absmax)) << what;
         EXPECT_EQ(expectedStats.nonFinite, gotStats.nonFinite) << what;
         EXPECT_EQ(nonFinite && nextN > 0, gotStats.nonFinite) << what;
+        expectBesideWidenAbsmaxMatches(ref, simd, x, next, hi, what);
       }
     }
   }
