@@ -162,33 +162,46 @@ void codesNearest(const float* x, size_t n, float offset, float inv, float cente
   if (i < n) scalar().codesNearest(x + i, n - i, offset, inv, center, lo, hi, codes + i);
 }
 
-// codesNearest's symmetric loop with absmaxStats' loads beside it, 32 values of each a step:
-// the next group's loads wait on memory while this group's codes are made.
-void codesSymmetricBesideAbsmax(const float* x, size_t n, float inv, int lo, int hi, uint8_t* codes,
-                                const float* next, size_t nextN, GroupStats* nextStats) {
+// codesNearest's symmetric loop with the next group's loads beside it, 32 values of each a step:
+// the next group's loads wait on memory while this group's codes are made. magnitudesAt(j)
+// gives the magnitudes' bits of the next group's eight values from j; restStats(from, &stats)
+// the statistics of its values from `from` on, where the loop stops short of them.
+template <typename MagnitudesAt, typename RestStats>
+void codesBesideNextGroup(const float* x, size_t n, float inv, int lo, int hi, uint8_t* codes,
+                          size_t nextN, MagnitudesAt magnitudesAt, RestStats restStats,
+                          GroupStats* nextStats) {
   const __m256 vInv = _mm256_set1_ps(inv);
   const CodeRange range = codeRange(lo, hi);
   const auto valueAt = [&](size_t j) { return _mm256_mul_ps(_mm256_loadu_ps(x + j), vInv); };
-  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
-  const auto bitsAt = [&](size_t j) {
-    return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(next + j)),
-                            magnitude);
-  };
   __m256i largest0 = _mm256_setzero_si256(), largest1 = largest0;
   const size_t both = std::min(n, nextN) / 32 * 32;
   for (size_t i = 0; i < both; i += 32) {
-    largest0 = _mm256_max_epu32(largest0, _mm256_max_epu32(bitsAt(i), bitsAt(i + 16)));
-    largest1 = _mm256_max_epu32(largest1, _mm256_max_epu32(bitsAt(i + 8), bitsAt(i + 24)));
+    largest0 = _mm256_max_epu32(largest0, _mm256_max_epu32(magnitudesAt(i), magnitudesAt(i + 16)));
+    largest1 =
+        _mm256_max_epu32(largest1, _mm256_max_epu32(magnitudesAt(i + 8), magnitudesAt(i + 24)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), codeBytes32(valueAt, i, range));
   }
   if (both < n) codesNearest(x + both, n - both, 0.0f, inv, 0.0f, lo, hi, codes + both);
   uint32_t largest = largestLane(_mm256_max_epu32(largest0, largest1));
   if (both < nextN) {
     GroupStats rest;
-    absmaxStats(next + both, nextN - both, &rest);
+    restStats(both, &rest);
     largest = std::max(largest, magnitudeBits(rest.absmax));
   }
   *nextStats = statsOfLargestMagnitude(largest);
+}
+
+void codesSymmetricBesideAbsmax(const float* x, size_t n, float inv, int lo, int hi, uint8_t* codes,
+                                const float* next, size_t nextN, GroupStats* nextStats) {
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  codesBesideNextGroup(
+      x, n, inv, lo, hi, codes, nextN,
+      [&](size_t j) {
+        return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(next + j)),
+                                magnitude);
+      },
+      [&](size_t from, GroupStats* rest) { absmaxStats(next + from, nextN - from, rest); },
+      nextStats);
 }
 
 inline __m256i hash8(__m256i index, __m256i seed) {
@@ -350,38 +363,24 @@ void widenBfloat16(const uint16_t* in, size_t n, float* out) {
   if (i < n) scalar().widenBfloat16(in + i, n - i, out + i);
 }
 
-// codesSymmetricBesideAbsmax's loop with the next group's half-precision values widened and
-// stored beside it, 32 of each a step.
+// The same loop with the next group's half-precision values widened and stored beside it.
 template <__m256 (*widen8)(const uint16_t*), void (*widen)(const uint16_t*, size_t, float*)>
 void codesBesideWidenAbsmax(const float* x, size_t n, float inv, int lo, int hi, uint8_t* codes,
                             const uint16_t* next, size_t nextN, float* nextWidened,
                             GroupStats* nextStats) {
-  const __m256 vInv = _mm256_set1_ps(inv);
-  const CodeRange range = codeRange(lo, hi);
-  const auto valueAt = [&](size_t j) { return _mm256_mul_ps(_mm256_loadu_ps(x + j), vInv); };
   const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
-  // Widens and stores the next group's eight values from j; gives their magnitudes' bits.
-  const auto widenAt = [&](size_t j) {
-    const __m256 wide = widen8(next + j);
-    _mm256_storeu_ps(nextWidened + j, wide);
-    return _mm256_and_si256(_mm256_castps_si256(wide), magnitude);
-  };
-  __m256i largest0 = _mm256_setzero_si256(), largest1 = largest0;
-  const size_t both = std::min(n, nextN) / 32 * 32;
-  for (size_t i = 0; i < both; i += 32) {
-    largest0 = _mm256_max_epu32(largest0, _mm256_max_epu32(widenAt(i), widenAt(i + 16)));
-    largest1 = _mm256_max_epu32(largest1, _mm256_max_epu32(widenAt(i + 8), widenAt(i + 24)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), codeBytes32(valueAt, i, range));
-  }
-  if (both < n) codesNearest(x + both, n - both, 0.0f, inv, 0.0f, lo, hi, codes + both);
-  uint32_t largest = largestLane(_mm256_max_epu32(largest0, largest1));
-  if (both < nextN) {
-    widen(next + both, nextN - both, nextWidened + both);
-    GroupStats rest;
-    absmaxStats(nextWidened + both, nextN - both, &rest);
-    largest = std::max(largest, magnitudeBits(rest.absmax));
-  }
-  *nextStats = statsOfLargestMagnitude(largest);
+  codesBesideNextGroup(
+      x, n, inv, lo, hi, codes, nextN,
+      [&](size_t j) {
+        const __m256 wide = widen8(next + j);
+        _mm256_storeu_ps(nextWidened + j, wide);
+        return _mm256_and_si256(_mm256_castps_si256(wide), magnitude);
+      },
+      [&](size_t from, GroupStats* rest) {
+        widen(next + from, nextN - from, nextWidened + from);
+        absmaxStats(nextWidened + from, nextN - from, rest);
+      },
+      nextStats);
 }
 
 void codesSymmetricBesideWidenAbsmax(const float* x, size_t n, float inv, int lo, int hi,
