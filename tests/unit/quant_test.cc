@@ -808,8 +808,11 @@ void expectBesideWidenAbsmaxMatches(const QuantKernels& ref, const QuantKernels&
     simd.codesSymmetricBesideWidenAbsmax(x.data(), n, 13.7f, -hi, hi, got.data(), halves.data(),
                                          bfloat16, nextN, gotWide.data(), &gotStats);
     EXPECT_EQ(expected, got) << which;
-    EXPECT_EQ(0, std::memcmp(expectedWide.data(), gotWide.data(), 4 * nextN)) << which;
     EXPECT_EQ(3.0f, gotWide[nextN]) << which << ": written past the group";
+    gotWide.pop_back();
+    const auto sameBits = [](float a, float b) { return floatBits(a) == floatBits(b); };
+    EXPECT_TRUE(std::equal(expectedWide.begin(), expectedWide.end(), gotWide.begin(), sameBits))
+        << which;
     EXPECT_EQ(floatBits(expectedStats.absmax), floatBits(gotStats.absmax)) << which;
     EXPECT_EQ(expectedStats.nonFinite, gotStats.nonFinite) << which;
   }
