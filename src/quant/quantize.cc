@@ -320,8 +320,9 @@ void encodeGroupsAhead(const QuantKernels& k, const QuantParams& params, const M
   const auto groupAt = [&](size_t g) {
     return NextGroup{type, in, g * groupSize, groupLength(m, g), widened[g % 2], &next};
   };
-  readGroup(k, params.scheme, groupAt(0));
-  const float* current = groupAt(0).values();
+  const NextGroup firstGroup = groupAt(0);
+  readGroup(k, params.scheme, firstGroup);
+  const float* current = firstGroup.values();
   const size_t last = m.groups - 1;  // m.groups > 0: the caller's check
   for (size_t g = 0; g < last; ++g) {
     const GroupStats stats = next;
