@@ -19,7 +19,10 @@ setup(
     ext_modules=[
         CppExtension(
             "zccl_torch._zccl",
-            sources=[f"zccl_torch/csrc/{name}.cc" for name in ("backend", "call_states", "work", "store", "module")],
+            # Longest to compile first (torch's pybind11 headers, then c10d's), so that the
+            # compilers' jobs end together.
+            sources=[f"zccl_torch/csrc/{name}.cc"
+                     for name in ("module", "backend", "work", "store", "call_states")],
             include_dirs=[os.path.join(root, "include")],
             library_dirs=[build_dir],
             libraries=["zccl"],

@@ -11,10 +11,10 @@
 #include <functional>
 #include <string>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
 #include "call_states.h"
+#include "store.h"
 #include "work.h"
 #include "zccl/zccl.h"
 
@@ -153,9 +153,6 @@ class ZcclBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;  // the group's, for monitoredBarrier
   uint64_t monitoredBarriers_ = 0;
 };
-
-// zcclStore callbacks over a c10d store (the group's PrefixStore).
-zcclStore storeOf(c10d::Store* store);
 
 // The live backends by group name, for zccl_torch.stats(group) and set_policy(group).
 ZcclBackend* backendNamed(const std::string& groupName);

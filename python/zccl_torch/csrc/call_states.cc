@@ -2,7 +2,7 @@
 // (call_states.h).
 #include "call_states.h"
 
-#include <torch/extension.h>
+#include <c10/util/Exception.h>
 
 namespace zccl_torch {
 

@@ -1,8 +1,12 @@
-// zccl's rendezvous through the c10d store that init_process_group hands a backend: no MPI,
-// no port of zccl's own.
-#include <cstring>
+// zccl's rendezvous through a c10d store (store.h).
+#include "store.h"
 
-#include "backend.h"
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
 
 namespace zccl_torch {
 namespace {
