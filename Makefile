@@ -105,7 +105,8 @@ test-second-mpi-long:
 # The unit and multi-rank suites under AddressSanitizer + UndefinedBehaviorSanitizer (leaks
 # included, those of MPI, UCX and hwloc's PCI plugin aside; the tests labelled asan), and the
 # threaded parts (abort from another thread, communicators set up on several threads, device
-# work on a communicator's own thread, the simulator's ranks) under ThreadSanitizer.
+# work on a communicator's own thread, the simulator's ranks, the calls' records written from
+# the caller's and the communicator's threads) under ThreadSanitizer.
 # Their reports need file and line, not variables: line tables only (-g1), a fifth less
 # compiling than full debug information in a sample of the AddressSanitizer tree's sources
 # (ThreadSanitizer's option adds -g of its own, which wins there).
@@ -114,7 +115,7 @@ LINE_TABLES = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=
 SANITIZER_FLAGS = $(LINE_TABLES) $(call mpi_flags,$(ZCCL_MPI)) \
 	-DZCCL_WITH_CUDA=OFF -DZCCL_BUILD_PERF=OFF $(CMAKE_FLAGS)
 ASAN_TESTS = -L asan
-TSAN_TESTS = -R "^reliability_test_ucx_np|^bootstrap$$|^staged_threads_2x2$$|^sim_threads$$"
+TSAN_TESTS = -R "^reliability_test_ucx_np|^bootstrap$$|^staged_threads_2x2$$|^sim_threads$$|^call_trace$$"
 test-sanitizers: deps
 	cmake -S . -B build-asan -DZCCL_SANITIZE=ON $(SANITIZER_FLAGS)
 	$(call build_programs_of,build-asan,$(ASAN_TESTS))

@@ -67,6 +67,7 @@ Status runTuned(Context& ctx, Collective collective, const CollectiveArgs& args,
   const uint64_t key = PlanTuner::keyOf(collective, args.type, args.op, bytes);
   const PlanTuner::Choice choice = ctx.tuner->choose(key, candidates);
   if (choice.plan.row == nullptr) return noAlgorithm(ctx, collective, args);
+  if (ctx.ran != nullptr) *ctx.ran = choice.plan;
   if (choice.trial < 0) return choice.plan.row->run(ctx, args, choice.plan);
   const auto start = std::chrono::steady_clock::now();
   ZCCL_CHECK(choice.plan.row->run(ctx, args, choice.plan));
@@ -86,6 +87,7 @@ Status runCollective(Context& ctx, Collective collective, const CollectiveArgs& 
   const Plan plan = planCollective(collective, args.type, args.op, bytes, options, ctx.levels,
                                    ctx.cluster, ctx.memory());
   if (plan.row == nullptr) return noAlgorithm(ctx, collective, args);
+  if (ctx.ran != nullptr) *ctx.ran = plan;
   return plan.row->run(ctx, args, plan);
 }
 

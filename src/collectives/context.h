@@ -77,6 +77,9 @@ struct Context {
   // element of the call's input, what quantizing it (or the partial sum this rank sends for
   // it) lost last time, added before it is quantized again.
   Residuals residual = {};
+  // Where runCollective records the path it takes (nullptr: nobody asks), for the call's
+  // trace (ZCCL_DEBUG=TRACE, ZCCL_TRACE).
+  Plan* ran = nullptr;
 
   MemoryKind memory() const { return kernels.memory(); }
 };

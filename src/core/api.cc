@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/call_trace.h"
 #include "core/group.h"
 #include "core/guarded.h"
 #include "core/validate.h"
@@ -29,7 +30,9 @@ struct PendingMessages {
 
 // A finished (or awaited) request's outcome as the calling thread's result; frees it.
 Status finishRequest(zcclRequest* request) {
+  const double began = zccl::traceClockMicros();
   const zccl::JobOutcome outcome = request->wait();
+  zccl::traceWait(request->tracedCall, request->collective, began);
   delete request;
   if (outcome.status != Status::kSuccess) zccl::restoreThreadError(outcome.error);
   return outcome.status;
@@ -206,15 +209,7 @@ zcclResult_t zcclCommGetStats(const zcclComm_t comm, zcclStats* stats) {
   return zccl::guardedComm(comm, [&] {
     if (stats == nullptr) return zccl::fail(Status::kInvalidArgument, "stats=NULL");
     ZCCL_CHECK(zccl::drainQueuedWork(comm));  // its counts are complete, and no longer moving
-    *stats = zcclStats{};
-    const auto traffic = comm->trafficByPeer();
-    for (int peer = 0; peer < comm->size(); ++peer) {
-      const zcclLinkClass_t link = comm->linkTo(peer);
-      stats->bytesSent[link] += traffic[peer].bytes;
-      stats->messagesSent[link] += traffic[peer].messages;
-    }
-    stats->nativeBytesEstimated = comm->native.bytesEstimated;
-    stats->nativeCalls = comm->native.calls;
+    *stats = comm->statsNow();
     return Status::kSuccess;
   });
 }

@@ -2,11 +2,13 @@
 // check -> options -> sizes -> buffers -> in-place -> dispatch sequence.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "collectives/collectives.h"
 #include "core/call_state.h"
+#include "core/call_trace.h"
 #include "core/group.h"
 #include "core/guarded.h"
 #include "core/validate.h"
@@ -319,8 +321,12 @@ Handover handoverOf(const CollectiveCall& call) {
 // what happens to the work, and the call returns kSuccess (or zcclInProgress on a
 // non-blocking communicator without a request).
 template <typename Enqueue>
-Status handOver(const Handover& handover, Enqueue&& enqueue) {
+Status handOver(const Handover& handover, Enqueue&& enqueue, const CallTrace* trace = nullptr) {
   auto request = std::make_unique<zcclRequest>();
+  if (trace != nullptr) {
+    request->tracedCall = trace->id();
+    request->collective = trace->collective();
+  }
   zcclRequest* completes = handover.request != nullptr ? request.get() : nullptr;
   const Status accepted = enqueue([completes](const JobOutcome& outcome) {
     if (completes != nullptr) completes->complete(outcome);
@@ -386,17 +392,30 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
   const Collective collective = entry.collective;
   const Residuals residual = checked.residual;
   GatherReference* reference = checked.reference;
-  const auto work = [comm, collective, args, options, residual, reference] {
+  const auto trace = tracingCalls()
+                         ? std::make_shared<CallTrace>(*comm, collectiveName(collective), name())
+                         : nullptr;
+  const auto work = [comm, collective, args, options, residual, reference, trace] {
+    if (trace != nullptr) trace->started(*comm);
     Context ctx = comm->nextCollective(comm->hostKernels());
     ctx.residual = residual;
-    return comm->leaveCollective(reference != nullptr
-                                     ? allGatherDifferences(ctx, args, options, reference)
-                                     : runCollective(ctx, collective, args, options));
+    Plan ran;
+    if (trace != nullptr) ctx.ran = &ran;
+    const Status status = comm->leaveCollective(
+        reference != nullptr ? allGatherDifferences(ctx, args, options, reference)
+                             : runCollective(ctx, collective, args, options));
+    if (trace != nullptr) trace->ended(*comm, status, ran);
+    return status;
   };
   if (handover.queued) {
-    return handOver(handover, [&](std::function<void(const JobOutcome&)> done) {
-      return queueHostWork(comm, name(), work, std::move(done));
-    });
+    const Status queued = handOver(
+        handover,
+        [&](std::function<void(const JobOutcome&)> done) {
+          return queueHostWork(comm, name(), work, std::move(done));
+        },
+        trace.get());
+    if (trace != nullptr) trace->handedOver();
+    return queued;
   }
   const Status status = work();
   // A call that failed past its checks may have left messages in flight, and its peers

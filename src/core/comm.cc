@@ -19,6 +19,19 @@ zcclLinkClass_t zcclComm::linkTo(int peer) const {
   return nodes.sameNode(peer, rank()) ? zcclLinkIntraNode : zcclLinkInterNode;
 }
 
+zcclStats zcclComm::statsNow() const {
+  zcclStats stats{};
+  const auto traffic = trafficByPeer();
+  for (int peer = 0; peer < size(); ++peer) {
+    const zcclLinkClass_t link = linkTo(peer);
+    stats.bytesSent[link] += traffic[peer].bytes;
+    stats.messagesSent[link] += traffic[peer].messages;
+  }
+  stats.nativeBytesEstimated = native.bytesEstimated;
+  stats.nativeCalls = native.calls;
+  return stats;
+}
+
 std::vector<zccl::PeerTraffic> zcclComm::trafficByPeer() const {
   std::vector<zccl::PeerTraffic> all = transport->traffic();
   const auto fold = [&](const zccl::Transport& level, auto parentOf) {

@@ -93,6 +93,9 @@ struct zcclComm {
   std::string exitedRanks() const;
   // This rank's traffic per parent peer: its own transport's plus the level transports'.
   std::vector<zccl::PeerTraffic> trafficByPeer() const;
+  // The counts zcclCommGetStats reports, as they stand (work queued on this communicator's
+  // thread may still be adding to them).
+  zcclStats statsNow() const;
   void resetTraffic();
 };
 

@@ -4,11 +4,16 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 
 #include "common/work_queue.h"
 
 struct zcclRequest {
+  // Its call's record in ZCCL_TRACE (0: none), for the slice of waiting on it.
+  uint64_t tracedCall = 0;
+  const char* collective = "";
+
   void complete(const zccl::JobOutcome& outcome) {
     std::lock_guard<std::mutex> lock(mutex_);
     outcome_ = outcome;
