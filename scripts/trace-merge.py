@@ -10,8 +10,9 @@ threads (the collectives they ran), and arrows from each queued call to its run.
 process died before its end (no closing bracket) is read up to its last whole event.
 
 Printed, per rank and communicator: the collectives by kind (calls, milliseconds running,
-bytes sent inter-node and intra-node), and the caller's time spent waiting for queued calls,
-against the time they ran: what of the communication the caller's own work hid.
+bytes sent inter-node and intra-node); and per rank, the time during which a queued call was
+running on one of its communicators' threads against the caller's time spent waiting for
+them: the share of the communication that the caller's own work hid.
 """
 import collections
 import json
@@ -27,6 +28,17 @@ def read_events(path):
     return json.loads(text)
 
 
+def covered(intervals):
+    """The time during which at least one of the intervals runs (communicators' threads run
+    side by side)."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
 def summary(events):
     names = {e["pid"]: e["args"]["name"] for e in events
              if e.get("ph") == "M" and e["name"] == "process_name"}
@@ -36,7 +48,7 @@ def summary(events):
                             if e.get("ph") == "M" and e["name"] == "thread_name"
                             and e["args"]["name"] == "communicator's thread"}
     runs = collections.defaultdict(lambda: [0, 0.0, 0, 0])
-    queued_run = collections.defaultdict(float)
+    queued_runs = collections.defaultdict(list)  # (start, end) on communicators' threads
     waited = collections.defaultdict(float)
     for e in events:
         if e.get("ph") != "X":
@@ -49,7 +61,7 @@ def summary(events):
             row[2] += a["inter_node_bytes"]
             row[3] += a["intra_node_bytes"]
             if (e["pid"], e["tid"]) in communicator_threads:
-                queued_run[e["pid"]] += e["dur"] / 1000
+                queued_runs[e["pid"]].append((e["ts"], e["ts"] + e["dur"]))
         elif e["name"].startswith("wait "):
             waited[e["pid"]] += e["dur"] / 1000
     lines = ["| rank | communicator | collective | calls | ms running | inter-node MB | "
@@ -58,10 +70,10 @@ def summary(events):
             runs.items(), key=lambda kv: (order.get(kv[0][0], kv[0][0]),) + kv[0][1:]):
         lines.append(f"| {names.get(pid, pid)} | {comm} | {name} | {calls} | {ms:.1f} | "
                      f"{inter / 1e6:.2f} | {intra / 1e6:.2f} |")
-    lines += ["", "| rank | queued calls ran, ms | caller waited for them, ms | hidden |",
+    lines += ["", "| rank | queued calls running, ms | caller waited for them, ms | hidden |",
               "|---|---|---|---|"]
-    for pid in sorted(queued_run, key=lambda p: order.get(p, p)):
-        ran, wait = queued_run[pid], waited[pid]
+    for pid in sorted(queued_runs, key=lambda p: order.get(p, p)):
+        ran, wait = covered(queued_runs[pid]) / 1000, waited[pid]
         hidden = 1 - wait / ran if ran > 0 else 0
         lines.append(f"| {names.get(pid, pid)} | {ran:.1f} | {wait:.1f} | {hidden:.0%} |")
     return "\n".join(lines)

@@ -17,6 +17,7 @@ what comes out to what the calls did:
 usage: trace_test.py ZCCLRUN TRACE_CALLS TRACE_MERGE
 """
 import glob
+import importlib.util
 import json
 import os
 import re
@@ -108,8 +109,20 @@ def check_log(stderr, counted):
         check(("on the communicator's thread" in line) == (call > 0), f"TRACE line: {line}")
 
 
+def check_covered(merge):
+    """trace-merge.py's busy time counts time under calls that overlap once."""
+    spec = importlib.util.spec_from_file_location("trace_merge", merge)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for intervals, expected in [([(0, 10), (5, 15), (20, 30)], 25), ([(0, 10), (2, 3)], 10),
+                                ([], 0), ([(4, 6), (0, 5)], 6)]:
+        check(module.covered(intervals) == expected,
+              f"covered({intervals}) = {module.covered(intervals)}, expected {expected}")
+
+
 def main():
     zcclrun, program, merge = sys.argv[1:4]
+    check_covered(merge)
     with tempfile.TemporaryDirectory() as work:
         prefix = os.path.join(work, "trace")
         env = dict(os.environ, ZCCL_TRACE=prefix, ZCCL_DEBUG="TRACE")
