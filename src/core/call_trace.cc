@@ -141,16 +141,6 @@ std::string flow(const char* phase, uint64_t id, double at, long thread) {
          (phase[0] == 'f' ? ",\"bp\":\"e\"" : "") + "}";
 }
 
-std::string bytesText(uint64_t bytes) {
-  char text[32];
-  if (bytes >= (uint64_t{1} << 20)) {
-    std::snprintf(text, sizeof(text), "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
-  } else {
-    std::snprintf(text, sizeof(text), "%" PRIu64 " B", bytes);
-  }
-  return text;
-}
-
 std::atomic<uint64_t> nextId{1};
 
 }  // namespace
@@ -205,12 +195,10 @@ void CallTrace::ended(const zcclComm& comm, Status status, const Plan& plan) {
                   queuedMicros / 1000);
   }
   ZCCL_LOG(kTrace,
-           "%s, call %" PRIu64
-           " of %s: %s path, wire %s, %.3f ms%s, sent %s inter-node, %s "
-           "intra-node%s%s",
+           "%s, call %" PRIu64 " of %s: %s path, wire %s, %.3f ms%s, sent %" PRIu64
+           " B inter-node, %" PRIu64 " B intra-node%s%s",
            call_.c_str(), number_, communicator_.c_str(), path, wire, (endedAt - startedAt_) / 1000,
-           waited, bytesText(inter).c_str(), bytesText(intra).c_str(), failed ? "; failed: " : "",
-           failed ? outcome.c_str() : "");
+           waited, inter, intra, failed ? "; failed: " : "", failed ? outcome.c_str() : "");
   TraceFile* file = TraceFile::get();
   if (file == nullptr) return;
   file->nameProcess(communicator_, comm.rank());
