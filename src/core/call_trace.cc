@@ -153,11 +153,12 @@ double traceClockMicros() {
       .count();
 }
 
-CallTrace::CallTrace(const zcclComm& comm, const char* collective, std::string call)
+CallTrace::CallTrace(const zcclComm& comm, const char* collective, std::string call, bool onDevice)
     : collective_(collective),
       call_(std::move(call)),
       id_(nextId++),
       communicator_("rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size())),
+      memory_(onDevice ? "device" : "host"),
       callerThread_(threadId()),
       calledAt_(traceClockMicros()) {}
 
@@ -195,10 +196,11 @@ void CallTrace::ended(const zcclComm& comm, Status status, const Plan& plan) {
                   queuedMicros / 1000);
   }
   ZCCL_LOG(kTrace,
-           "%s, call %" PRIu64 " of %s: %s path, wire %s, %.3f ms%s, sent %" PRIu64
+           "%s on %s memory, call %" PRIu64 " of %s: %s path, wire %s, %.3f ms%s, sent %" PRIu64
            " B inter-node, %" PRIu64 " B intra-node%s%s",
-           call_.c_str(), number_, communicator_.c_str(), path, wire, (endedAt - startedAt_) / 1000,
-           waited, inter, intra, failed ? "; failed: " : "", failed ? outcome.c_str() : "");
+           call_.c_str(), memory_, number_, communicator_.c_str(), path, wire,
+           (endedAt - startedAt_) / 1000, waited, inter, intra, failed ? "; failed: " : "",
+           failed ? outcome.c_str() : "");
   TraceFile* file = TraceFile::get();
   if (file == nullptr) return;
   file->nameProcess(communicator_, comm.rank());
@@ -213,10 +215,11 @@ void CallTrace::ended(const zcclComm& comm, Status status, const Plan& plan) {
                 ",\"path\":\"%s\",\"wire\":\"%s\",\"queued_us\":%.3f,"
                 "\"inter_node_bytes\":%" PRIu64 ",\"intra_node_bytes\":%" PRIu64,
                 number_, path, wire, queuedMicros, inter, intra);
-  file->write(slice(
-      collective_, "collective", startedAt_, endedAt, thread,
-      "\"call\":" + jsonString(call_) + ",\"communicator\":" + jsonString(communicator_) +
-          ",\"id\":" + std::to_string(id_) + "," + numbers + ",\"status\":" + jsonString(outcome)));
+  file->write(slice(collective_, "collective", startedAt_, endedAt, thread,
+                    "\"call\":" + jsonString(call_) + ",\"memory\":\"" + memory_ +
+                        "\",\"communicator\":" + jsonString(communicator_) +
+                        ",\"id\":" + std::to_string(id_) + "," + numbers +
+                        ",\"status\":" + jsonString(outcome)));
 }
 
 void traceWait(uint64_t id, const char* collective, double beganMicros) {

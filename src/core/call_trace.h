@@ -1,6 +1,6 @@
-// What each collective on host memory did, for the person asking where a step's time went:
-// ZCCL_DEBUG=TRACE logs a line per call when it ends (its path, time queued and running,
-// bytes sent by link class); ZCCL_TRACE=PREFIX writes PREFIX.<host>.<pid>.json in Chrome's
+// What each collective did, for the person asking where a step's time went: ZCCL_DEBUG=TRACE
+// logs a line per call when it ends (its path, time queued and running, bytes sent by link
+// class); ZCCL_TRACE=PREFIX writes PREFIX.<host>.<pid>.json in Chrome's
 // trace event format (Perfetto, chrome://tracing): a slice per collective on the thread that
 // ran it, slices for handing work to the communicator's thread and for waiting on it on the
 // caller's thread, and an arrow from each handover to its run. scripts/trace-merge.py joins
@@ -26,7 +26,7 @@ double traceClockMicros();
 // One collective's record, made on the caller's thread when the call passed its checks.
 class CallTrace {
  public:
-  CallTrace(const zcclComm& comm, const char* collective, std::string call);
+  CallTrace(const zcclComm& comm, const char* collective, std::string call, bool onDevice);
 
   // The call has handed its work to the communicator's thread.
   void handedOver();
@@ -44,6 +44,7 @@ class CallTrace {
   std::string call_;
   uint64_t id_;
   std::string communicator_;  // "rank 1 of 4"
+  const char* memory_;        // "host" or "device"
   long callerThread_;
   double calledAt_ = 0, startedAt_ = 0;
   uint64_t number_ = 0;  // the communicator's collective number

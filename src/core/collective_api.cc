@@ -381,20 +381,33 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
     return std::string(entry.function) + "(" + entry.countName + "=" + std::to_string(call.count) +
            ", " + dataTypeName(args.type) + ")";
   };
+  const Collective collective = entry.collective;
+  const auto trace = tracingCalls() ? std::make_shared<CallTrace>(*comm, collectiveName(collective),
+                                                                  name(), call.stream != nullptr)
+                                    : nullptr;
+  // Queues the work, its request (where one was asked for) carrying its record's id.
+  const auto queue = [&](auto&& enqueue) {
+    const Status queued = handOver(handover, enqueue, trace.get());
+    if (trace != nullptr) trace->handedOver();
+    return queued;
+  };
   if (call.stream != nullptr) {
     DeviceEngine* device = nullptr;
     ZCCL_CHECK(deviceEngineOf(comm, &device));
-    return handOver(handover, [&](std::function<void(const JobOutcome&)> done) {
-      return device->enqueueCollective(call.stream, name(), entry.collective, args, options,
-                                       std::move(done));
+    CollectiveObserver observer;
+    if (trace != nullptr) {
+      observer.started = [comm, trace] { trace->started(*comm); };
+      observer.ended = [comm, trace](Status status, const Plan& ran) {
+        trace->ended(*comm, status, ran);
+      };
+    }
+    return queue([&](std::function<void(const JobOutcome&)> done) {
+      return device->enqueueCollective(call.stream, name(), collective, args, options,
+                                       std::move(observer), std::move(done));
     });
   }
-  const Collective collective = entry.collective;
   const Residuals residual = checked.residual;
   GatherReference* reference = checked.reference;
-  const auto trace = tracingCalls()
-                         ? std::make_shared<CallTrace>(*comm, collectiveName(collective), name())
-                         : nullptr;
   const auto work = [comm, collective, args, options, residual, reference, trace] {
     if (trace != nullptr) trace->started(*comm);
     Context ctx = comm->nextCollective(comm->hostKernels());
@@ -408,14 +421,9 @@ Status runEntry(const CollectiveEntry& entry, const CollectiveCall& call) {
     return status;
   };
   if (handover.queued) {
-    const Status queued = handOver(
-        handover,
-        [&](std::function<void(const JobOutcome&)> done) {
-          return queueHostWork(comm, name(), work, std::move(done));
-        },
-        trace.get());
-    if (trace != nullptr) trace->handedOver();
-    return queued;
+    return queue([&](std::function<void(const JobOutcome&)> done) {
+      return queueHostWork(comm, name(), work, std::move(done));
+    });
   }
   const Status status = work();
   // A call that failed past its checks may have left messages in flight, and its peers

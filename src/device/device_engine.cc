@@ -80,11 +80,15 @@ Status DeviceEngine::submit(void* stream, std::function<Status()> work,
 
 Status DeviceEngine::enqueueCollective(void* stream, const std::string& call, Collective collective,
                                        const CollectiveArgs& args, const CollectiveOptions& options,
+                                       CollectiveObserver observer,
                                        std::function<void(const JobOutcome&)> done) {
   return submit(
       stream,
-      [this, call, collective, args, options] {
-        const Status status = runCollective(collective, args, options);
+      [this, call, collective, args, options, observer = std::move(observer)] {
+        if (observer.started) observer.started();
+        Plan ran;
+        const Status status = runCollective(collective, args, options, &ran);
+        if (observer.ended) observer.ended(status, ran);
         if (status != Status::kSuccess) failed(call);
         return status;
       },
@@ -335,7 +339,7 @@ std::vector<Transport*> DeviceEngine::transportsLocked() const {
 }
 
 Status DeviceEngine::runCollective(Collective collective, const CollectiveArgs& args,
-                                   const CollectiveOptions& options) {
+                                   const CollectiveOptions& options, Plan* ran) {
   // At the first device collective of every rank (collective, in call order).
   ZCCL_CHECK(agreeOnRates());
   ZCCL_CHECK(chooseBackend());
@@ -351,6 +355,7 @@ Status DeviceEngine::runCollective(Collective collective, const CollectiveArgs& 
   }
   Context ctx{*transport, own_->scratch,       levels,         *host_.native,
               &*cluster_, resources.kernels(), host_.nextTag()};
+  ctx.ran = ran;
   ZCCL_CHECK(zccl::runCollective(ctx, collective, args, options));
   return resources.synchronize();
 }

@@ -59,6 +59,13 @@ struct DeviceHost {
   std::function<void(const std::string& call)> failed;
 };
 
+// Told, on the thread that runs a queued collective, just before it runs and how it ended,
+// with the path it took (a call's record, core/call_trace.h). Either may be empty.
+struct CollectiveObserver {
+  std::function<void()> started;
+  std::function<void(Status, const Plan&)> ended;
+};
+
 // One communicator's device engine, made at its first call with a stream, on the device that
 // is current then.
 class DeviceEngine {
@@ -75,9 +82,11 @@ class DeviceEngine {
   // caller's thread instead, and the call returns when it has finished, with
   // DeviceOptions::blocking or where a host transport may not be used from another thread
   // (MPI below MPI_THREAD_MULTIPLE). `call` names the call in errors.
-  // `done` (may be empty) is told how the work ended, after its gate opened.
+  // `done` (may be empty) is told how the work ended, after its gate opened; `observer`, when
+  // it ran.
   Status enqueueCollective(void* stream, const std::string& call, Collective collective,
                            const CollectiveArgs& args, const CollectiveOptions& options,
+                           CollectiveObserver observer = {},
                            std::function<void(const JobOutcome&)> done = {});
   // A batch of messages (a group's, or one outside a group), posted together and completed
   // together.
@@ -117,8 +126,9 @@ class DeviceEngine {
   Status prepare();
   template <typename Adopt>
   Status publish(Adopt&& adopt);
+  // `ran` (may be null) is told the path it took.
   Status runCollective(Collective collective, const CollectiveArgs& args,
-                       const CollectiveOptions& options);
+                       const CollectiveOptions& options, Plan* ran);
   Status runMessages(const std::vector<PeerMessage>& messages);
   void failed(const std::string& call);
   Status measureRates();

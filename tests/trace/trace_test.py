@@ -12,10 +12,15 @@ what comes out to what the calls did:
 - the caller worked 20 ms while the queued all-gather was in flight, which its wait shows;
 - ZCCL_DEBUG=TRACE logs a line per call with the same path and bytes;
 - trace-merge.py joins the files (one of them cut short, as a killed rank leaves it) and sums
-  each rank's calls.
+  each rank's calls;
+- calls with a stream are recorded too: staged_test's every-collective case on 2 ranks of the
+  emulated device (its host reference calls beside them) gives slices on device memory for
+  every collective, each run on the communicator's thread behind its arrow, with the bytes
+  that the staged path sent.
 
-usage: trace_test.py ZCCLRUN TRACE_CALLS TRACE_MERGE
+usage: trace_test.py ZCCLRUN TRACE_CALLS TRACE_MERGE STAGED_TEST
 """
+import collections
 import glob
 import importlib.util
 import json
@@ -53,6 +58,7 @@ def check_rank(events, counted, rank):
         a = e["args"]
         what = f"{where} {e['name']}"
         check(a["status"] == "success", f"{what}: status {a['status']}")
+        check(a["memory"] == "host", f"{what}: memory {a['memory']}")
         check(a["path"] not in ("none", "unknown"), f"{what}: path {a['path']}")
         check(a["wire"] == ("int8" if call == 2 else "none"), f"{what}: wire {a['wire']}")
         check((a["inter_node_bytes"], a["intra_node_bytes"]) == counted[call],
@@ -97,7 +103,8 @@ def check_log(stderr, counted):
     lines = [l for l in stderr.splitlines() if " zccl TRACE " in l]
     check(len(lines) == 3 * RANKS, f"{len(lines)} TRACE lines, expected {3 * RANKS}:\n{stderr}")
     for line in lines:
-        m = re.search(r":(\d+) zccl TRACE zccl(\w+)\(.*\), call \d+ of rank \d+ of 3: (\S+) path, "
+        m = re.search(r":(\d+) zccl TRACE zccl(\w+)\(.*\) on host memory, call \d+ of rank \d+ of 3: "
+                      r"(\S+) path, "
                       r"wire (\S+), [0-9.]+ ms.*, sent (\d+) B inter-node, (\d+) B intra-node$",
                       line)
         if not check(m, f"TRACE line: {line}"):
@@ -120,8 +127,40 @@ def check_covered(merge):
               f"covered({intervals}) = {module.covered(intervals)}, expected {expected}")
 
 
+def check_device_calls(zcclrun, staged_test, work):
+    prefix = os.path.join(work, "device")
+    result = subprocess.run([zcclrun, "-n", "2", "--timeout", "300", staged_test,
+                             "--gtest_filter=*EveryCollectiveEqualsTheHostPath*emulated*"],
+                            capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, ZCCL_TRACE=prefix))
+    if not check(result.returncode == 0, f"staged_test: exit status {result.returncode}\n"
+                 f"{result.stdout}\n{result.stderr}"):
+        return
+    sent = collections.defaultdict(int)  # by collective, both ranks' device calls
+    for path in sorted(glob.glob(prefix + ".*.json")):
+        with open(path) as f:
+            events = json.load(f)
+        threads = {e["tid"]: e["args"]["name"] for e in events
+                   if e["ph"] == "M" and e["name"] == "thread_name"}
+        runs = [e for e in events if e["ph"] == "X" and e["cat"] == "collective"]
+        device = [e for e in runs if e["args"]["memory"] == "device"]
+        check(device and len(device) < len(runs), f"{path}: {len(device)} of {len(runs)} "
+              "collectives on device memory, expected some beside the host reference's")
+        arrows = {e["id"] for e in events if e["ph"] == "f"}
+        for e in device:
+            what = f"{path} device {e['name']} {e['args']['call']}"
+            check(e["args"]["status"] == "success" and e["args"]["path"] != "none",
+                  f"{what}: {e['args']}")
+            check(threads.get(e["tid"]) == "communicator's thread" and e["args"]["id"] in arrows,
+                  f"{what}: ran on {threads.get(e['tid'])}, arrow {e['args']['id'] in arrows}")
+            sent[e["name"]] += e["args"]["inter_node_bytes"] + e["args"]["intra_node_bytes"]
+    kinds = ["all-gather", "reduce-scatter", "all-reduce", "broadcast", "all-to-all", "reduce",
+             "gather", "scatter"]
+    check(all(sent[k] > 0 for k in kinds), f"device calls' bytes by collective: {dict(sent)}")
+
+
 def main():
-    zcclrun, program, merge = sys.argv[1:4]
+    zcclrun, program, merge, staged_test = sys.argv[1:5]
     check_covered(merge)
     with tempfile.TemporaryDirectory() as work:
         prefix = os.path.join(work, "trace")
@@ -167,6 +206,7 @@ def main():
             for rank in range(RANKS):
                 check(re.search(rf"^\| rank {rank} of 3 .*\| all-gather \| 1 \|", summary.stdout,
                                 re.M), f"summary of rank {rank}:\n{summary.stdout}")
+        check_device_calls(zcclrun, staged_test, work)
     return verdict()
 
 
