@@ -62,18 +62,22 @@ void rereadLogLevel() { cachedLevel.store(kLevelUnread, std::memory_order_relaxe
 
 void setLogRank(int rank) { logRank.store(rank); }
 
-void logMessage(LogLevel level, const char* format, ...) {
+const std::string& hostName() {
   static const std::string host = [] {
     char name[256] = {};
     gethostname(name, sizeof(name) - 1);
     return std::string(name);
   }();
+  return host;
+}
+
+void logMessage(LogLevel level, const char* format, ...) {
   va_list args;
   va_start(args, format);
   const std::string message = formatList(format, args);
   va_end(args);
   // One fprintf per line so that lines of concurrent ranks do not interleave mid-line.
-  std::fprintf(stderr, "%s:%d:%d zccl %s %s\n", host.c_str(), static_cast<int>(getpid()),
+  std::fprintf(stderr, "%s:%d:%d zccl %s %s\n", hostName().c_str(), static_cast<int>(getpid()),
                logRank.load(), levelName(level), message.c_str());
 }
 

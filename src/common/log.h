@@ -2,6 +2,8 @@
 // prefixed host:pid:rank.
 #pragma once
 
+#include <string>
+
 namespace zccl {
 
 enum class LogLevel : int { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
@@ -15,6 +17,9 @@ inline bool logEnabled(LogLevel level) {
 
 // The rank shown in the prefix; -1 until a communicator knows it.
 void setLogRank(int rank);
+
+// This machine's name (gethostname), as the prefix shows it; read once.
+const std::string& hostName();
 
 void logMessage(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
 

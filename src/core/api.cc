@@ -30,9 +30,9 @@ struct PendingMessages {
 
 // A finished (or awaited) request's outcome as the calling thread's result; frees it.
 Status finishRequest(zcclRequest* request) {
-  const double began = zccl::traceClockMicros();
+  const double began = request->tracedCall != 0 ? zccl::traceClockMicros() : 0;
   const zccl::JobOutcome outcome = request->wait();
-  zccl::traceWait(request->tracedCall, request->collective, began);
+  if (request->tracedCall != 0) zccl::traceWait(request->tracedCall, request->collective, began);
   delete request;
   if (outcome.status != Status::kSuccess) zccl::restoreThreadError(outcome.error);
   return outcome.status;

@@ -20,12 +20,6 @@ namespace {
 
 long threadId() { return static_cast<long>(syscall(SYS_gettid)); }
 
-std::string hostName() {
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
-  return name;
-}
-
 std::string jsonString(const std::string& text) {
   std::string quoted = "\"";
   for (const char c : text) {
@@ -224,7 +218,7 @@ void CallTrace::ended(const zcclComm& comm, Status status, const Plan& plan) {
 
 void traceWait(uint64_t id, const char* collective, double beganMicros) {
   TraceFile* file = TraceFile::get();
-  if (file == nullptr || id == 0) return;
+  if (file == nullptr) return;
   const long thread = threadId();
   file->nameThread(thread, "caller");
   file->write(slice(std::string("wait ") + collective, "call", beganMicros, traceClockMicros(),

@@ -51,7 +51,8 @@ class CallTrace {
   uint64_t interBefore_ = 0, intraBefore_ = 0;
 };
 
-// A wait on the caller's thread, from `beganMicros` to now, for the call whose record is `id`.
+// A wait on the caller's thread, from `beganMicros` to now, for the call whose record is `id`
+// (a traced one).
 void traceWait(uint64_t id, const char* collective, double beganMicros);
 
 }  // namespace zccl

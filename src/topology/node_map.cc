@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 
+#include "common/log.h"
+
 namespace zccl {
 
 NodeMap::NodeMap(std::vector<int> nodeOfRank) : nodeOfRank_(std::move(nodeOfRank)) {
@@ -80,13 +82,10 @@ uint64_t localHostIdentity() {
   if (const char* hostId = std::getenv("ZCCL_HOSTID"); hostId != nullptr && *hostId != '\0') {
     return fnv1a(hostId);
   }
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
   char ipc[128] = {};
   const ssize_t length = readlink("/proc/self/ns/ipc", ipc, sizeof(ipc) - 1);
   if (length > 0) ipc[length] = '\0';
-  return fnv1a(std::string(name) + "|" + readFirstLine("/proc/sys/kernel/random/boot_id") + "|" +
-               ipc);
+  return fnv1a(hostName() + "|" + readFirstLine("/proc/sys/kernel/random/boot_id") + "|" + ipc);
 }
 
 ProcessLocator localProcess() {

@@ -41,6 +41,10 @@ def expected_bytes(n):
     return {0: 2 * (n - 1) * (6000 // n) * 4, 1: (n - 1) * 5000 * 4}
 
 
+def slices(events, name):
+    return [e for e in events if e["ph"] == "X" and e["name"] == name]
+
+
 def check_rank(events, counted, rank):
     where = f"rank {rank}"
     meta = {(e["name"], e["tid"]): e["args"] for e in events if e["ph"] == "M"}
@@ -83,16 +87,16 @@ def check_rank(events, counted, rank):
         check(set(flows) == {"s", "f"} and flows["s"]["tid"] == caller and
               flows["f"]["tid"] == e["tid"] and flows["f"]["ts"] == e["ts"],
               f"{what}: arrow {flows}")
-        handovers = [x for x in events if x["ph"] == "X" and x["name"] == "queue " + e["name"]]
+        handovers = slices(events, "queue " + e["name"])
         check(len(handovers) == 1 and handovers[0]["tid"] == caller and
               handovers[0]["ts"] <= e["ts"], f"{what}: handover {handovers}")
-        waits = [x for x in events if x["ph"] == "X" and x["name"] == "wait " + e["name"]]
+        waits = slices(events, "wait " + e["name"])
         check(len(waits) == 1 and waits[0]["tid"] == caller and waits[0]["args"]["id"] ==
               e["args"]["id"] and waits[0]["ts"] + waits[0]["dur"] >= e["ts"] + e["dur"],
               f"{what}: wait {waits} against run {e['ts']} + {e['dur']}")
     # The all-gather's wait began after the caller's 20 ms of work, which followed the handover.
-    gather_wait = [x for x in events if x["ph"] == "X" and x["name"] == "wait all-gather"]
-    handover = [x for x in events if x["ph"] == "X" and x["name"] == "queue all-gather"]
+    gather_wait = slices(events, "wait all-gather")
+    handover = slices(events, "queue all-gather")
     if gather_wait and handover:
         check(gather_wait[0]["ts"] - handover[0]["ts"] >= 20000,
               f"{where}: the wait began {gather_wait[0]['ts'] - handover[0]['ts']} us after the "
