@@ -15,7 +15,8 @@ mpi_flags = $(if $(shell command -v mpicc.$(1)),-DMPI_C_COMPILER=mpicc.$(1) \
 	-DMPIEXEC_EXECUTABLE=$(shell command -v mpiexec.$(1)))
 
 .PHONY: all deps configure build demo test check docs test-second-mpi test-second-mpi-long \
-	test-sanitizers test-fuzz torch torch-venv build-beside-torch-venv torch-suite \
+	test-sanitizers test-fuzz fuzz-programs run-fuzzers torch torch-venv torch-extension \
+	build-beside-torch-venv torch-suite \
 	bench-link bench-zero bench-fidelity sim-validate sim-zeropp sim-zeropp-paper carry install \
 	clean format tidy
 
@@ -37,20 +38,20 @@ demo: build
 # make test: what a user runs. The second MPI's multi-rank suites first, then the main tree's
 # suites (the torch backend's included), whose summary ends the run; the long runs (label
 # long: every collective family killed mid-call, 100,000-call load runs, the UCX and
-# reliability suites at 2 and 4 ranks, FSDP2's 300 steps, the collectives over MPI's
+# reliability suites at 2 and 4 ranks, FSDP2's 150 steps, the collectives over MPI's
 # rendezvous, the 1024-rank simulation, the namespace testbed) wait for make check.
 # make check (CI, .ci/run): the same with the long runs, plus the sanitizers and the fuzzers;
 # make test's cuts of a long run (label subset: FSDP2's 60 steps, two families killed) are left
 # to make test, their long runs checking all they do.
 # Both begin with the build and torch's download side by side (pip takes about one core for
 # minutes, the compilers the rest), then build zccl_torch as `make torch` does, without making
-# the build and the venv a second time.
+# the build and the venv a second time (make check: while the fuzzers run).
 test: build-beside-torch-venv test-second-mpi
 	$(torch_extension)
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -LE long
 
-check: build-beside-torch-venv test-second-mpi-long test-sanitizers test-fuzz
-	$(torch_extension)
+check: build-beside-torch-venv test-second-mpi-long test-sanitizers fuzz-programs
+	$(MAKE) --no-print-directory -j 2 run-fuzzers torch-extension
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -LE subset
 
 # API reference from the public headers (Doxygen, Debian's package) into build/docs/html.
@@ -65,6 +66,9 @@ TORCH_VERSION ?= 2.15.0
 TORCH_VENV ?= .venv-torch
 torch_extension = ./scripts/torch-env.sh $(TORCH_VENV) $(TORCH_VERSION) $(BUILD_DIR)
 torch: build torch-venv
+	$(torch_extension)
+
+torch-extension:
 	$(torch_extension)
 
 torch-venv: deps
@@ -148,13 +152,19 @@ sim-zeropp-paper: build
 	./scripts/sim-zeropp-paper.sh $(BUILD_DIR)/zccl-sim bench/sim > docs/figures/sim_zeropp_paper.md
 
 # libFuzzer targets, built with clang, each for ZCCL_FUZZ_SECONDS (30) from its corpus, two at
-# a time (each is one process on one core).
-test-fuzz: deps
+# a time (each is one process on one core). Each runs for its time whatever else the machine
+# does, so make check builds zccl_torch beside them.
+test-fuzz: fuzz-programs
+	$(MAKE) --no-print-directory run-fuzzers
+
+fuzz-programs: deps
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DZCCL_FUZZ=ON -DZCCL_WITH_CUDA=OFF \
 		-DZCCL_BUILD_TESTS=OFF -DZCCL_BUILD_PERF=OFF -DZCCL_BUILD_EXAMPLES=OFF \
 		$(LINE_TABLES) $(call mpi_flags,$(ZCCL_MPI))
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_quant_decode fuzz_config \
 		fuzz_topology_xml fuzz_bootstrap fuzz_nccl_config
+
+run-fuzzers:
 	cd build-fuzz && ctest --output-on-failure -j 2 -L fuzz
 
 # Two nodes in network namespaces behind a capped link (scripts/testbed, root only): the perf

@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,15 +40,6 @@ double inputValue(zcclDataType_t type, zcclRedOp_t op, int rank, size_t i) {
   if (!isSigned(type)) return static_cast<double>(h % 33);
   const double integer = static_cast<double>(static_cast<int64_t>(h % 129) - 64);
   return isFloat(type) ? integer / 8 : std::trunc(integer / 4);
-}
-
-// The reduction over ranks of element `index` of every rank's input.
-double reference(zcclDataType_t type, zcclRedOp_t op, int ranks, size_t index) {
-  double result = inputValue(type, op, 0, index);
-  for (int r = 1; r < ranks; ++r)
-    result = foldReference(op, result, inputValue(type, op, r, index));
-  if (op != zcclAvg) return result;
-  return isFloat(type) ? result / ranks : std::trunc(result / ranks);
 }
 
 // Counts elements of `got` that differ from `expected(i)`; reports the first.
@@ -80,59 +73,122 @@ class Collectives : public ::testing::Test {
     for (auto& c : comms_) EXPECT_EQ(zcclCommDestroy(c.comm), zcclSuccess);
   }
 
-  std::string describe(const char* collective, const NamedComm& c, zcclDataType_t type,
-                       zcclRedOp_t op, size_t count, bool inPlace) {
-    return std::string(collective) + " algo=" + c.name + " type=" + kTypeNames[type] +
-           " op=" + kOpNames[op] + " count=" + std::to_string(count) +
-           (inPlace ? " in-place" : " out-of-place") + " rank=" + std::to_string(rank_);
+  // One check: a collective's arguments, less the communicator. Its text names the check in
+  // failures and keys the expected results that the communicators' runs of it share.
+  struct Call {
+    const char* collective;
+    zcclDataType_t type;
+    zcclRedOp_t op;
+    size_t count;
+    bool inPlace;
+    int root = -1;
+
+    std::string text() const {
+      return std::string(collective) + " type=" + kTypeNames[type] + " op=" + kOpNames[op] +
+             " count=" + std::to_string(count) + (inPlace ? " in-place" : " out-of-place") +
+             (root >= 0 ? " root=" + std::to_string(root) : "");
+    }
+  };
+
+  // Every rank's inputs for (type, op), read back by the expected values: encoded once per test
+  // for every communicator, as at LargeBuffers' 16 MiB computing them element by element costs
+  // more than the calls.
+  struct Inputs {
+    zcclDataType_t type;
+    std::vector<const char*> ofRank;
+    double at(int rank, size_t i) const { return load(type, ofRank[rank], i); }
+  };
+
+  // Rank `rank`'s inputs for (type, op), elements [0, elements) at least.
+  const std::vector<char>& inputsOf(zcclDataType_t type, zcclRedOp_t op, int rank,
+                                    size_t elements) {
+    auto& bytes =
+        inputs_[std::string(kTypeNames[type]) + " " + kOpNames[op] + " " + std::to_string(rank)];
+    const size_t es = sizeOf(type);
+    const size_t have = bytes.size() / es;
+    if (have < elements) {
+      bytes.resize(elements * es);
+      for (size_t i = have; i < elements; ++i)
+        store(type, bytes.data(), i, inputValue(type, op, rank, i));
+    }
+    return bytes;
   }
 
-  // Fills `buffer` with this rank's inputs for elements [first, first + count).
-  static void fill(zcclDataType_t type, zcclRedOp_t op, int rank, void* buffer, size_t first,
-                   size_t count) {
-    for (size_t i = 0; i < count; ++i)
-      store(type, buffer, i, inputValue(type, op, rank, first + i));
+  Inputs inputs(zcclDataType_t type, zcclRedOp_t op, size_t elements) {
+    Inputs in{type, {}};
+    for (int r = 0; r < n_; ++r) in.ofRank.push_back(inputsOf(type, op, r, elements).data());
+    return in;
+  }
+
+  // The reduction over ranks of element `index` of every rank's input.
+  double reduced(const Inputs& in, zcclRedOp_t op, size_t index) const {
+    double result = in.at(0, index);
+    for (int r = 1; r < n_; ++r) result = foldReference(op, result, in.at(r, index));
+    if (op != zcclAvg) return result;
+    return isFloat(in.type) ? result / n_ : std::trunc(result / n_);
+  }
+
+  // Fills `buffer` with rank `rank`'s inputs for elements [0, count).
+  void fill(zcclDataType_t type, zcclRedOp_t op, int rank, void* buffer, size_t count) {
+    if (count != 0)
+      std::memcpy(buffer, inputsOf(type, op, rank, count).data(), count * sizeOf(type));
+  }
+
+  // `got` holds expected(i) for i < elements. An exact result (any but a floating-point
+  // average) is compared bytewise with its encoding; a rounded one, or one that differs,
+  // element by element, which names the first wrong element.
+  template <typename Expected>
+  void expectResult(const NamedComm& c, const Call& call, const void* got, size_t elements,
+                    Expected expected) {
+    const std::string what = call.text() + " algo=" + c.name + " rank=" + std::to_string(rank_);
+    if (!(call.op == zcclAvg && isFloat(call.type)) && elements != 0) {
+      auto [want, added] = results_.try_emplace(call.text());
+      if (added) {
+        want->second.resize(elements * sizeOf(call.type));
+        for (size_t i = 0; i < elements; ++i) store(call.type, want->second.data(), i, expected(i));
+      }
+      if (std::memcmp(got, want->second.data(), want->second.size()) == 0) return;
+    }
+    expectElements(call.type, call.op, got, elements, expected, what);
   }
 
   void checkAllGather(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace) {
     const size_t es = sizeOf(type);
     std::vector<char> send(count * es + 1), recv(count * n_ * es + 1);
     void* sendPtr = inPlace ? recv.data() + rank_ * count * es : send.data();
-    fill(type, zcclSum, rank_, sendPtr, 0, count);
+    fill(type, zcclSum, rank_, sendPtr, count);
     ASSERT_EQ(zcclAllGather(sendPtr, recv.data(), count, type, c.comm, nullptr), zcclSuccess)
         << zcclGetLastError(c.comm);
-    expectElements(
-        type, zcclSum, recv.data(), count * n_,
-        [&](size_t i) { return inputValue(type, zcclSum, int(i / count), i % count); },
-        describe("all-gather", c, type, zcclSum, count, inPlace));
+    const Inputs in = inputs(type, zcclSum, count);
+    expectResult(c, {"all-gather", type, zcclSum, count, inPlace}, recv.data(), count * n_,
+                 [&](size_t i) { return in.at(int(i / count), i % count); });
   }
 
   void checkReduceScatter(const NamedComm& c, zcclDataType_t type, zcclRedOp_t op, size_t count,
                           bool inPlace) {
     const size_t es = sizeOf(type);
     std::vector<char> send(count * n_ * es + 1), recv(count * es + 1);
-    fill(type, op, rank_, send.data(), 0, count * n_);
+    fill(type, op, rank_, send.data(), count * n_);
     void* recvPtr = inPlace ? send.data() + rank_ * count * es : recv.data();
     ASSERT_EQ(zcclReduceScatter(send.data(), recvPtr, count, type, op, c.comm, nullptr),
               zcclSuccess)
         << zcclGetLastError(c.comm);
-    expectElements(
-        type, op, recvPtr, count,
-        [&](size_t i) { return reference(type, op, n_, rank_ * count + i); },
-        describe("reduce-scatter", c, type, op, count, inPlace));
+    const Inputs in = inputs(type, op, count * n_);
+    expectResult(c, {"reduce-scatter", type, op, count, inPlace}, recvPtr, count,
+                 [&](size_t i) { return reduced(in, op, rank_ * count + i); });
   }
 
   void checkAllReduce(const NamedComm& c, zcclDataType_t type, zcclRedOp_t op, size_t count,
                       bool inPlace) {
     const size_t es = sizeOf(type);
     std::vector<char> send(count * es + 1), recv(count * es + 1);
-    fill(type, op, rank_, send.data(), 0, count);
+    fill(type, op, rank_, send.data(), count);
     void* recvPtr = inPlace ? send.data() : recv.data();
     ASSERT_EQ(zcclAllReduce(send.data(), recvPtr, count, type, op, c.comm, nullptr), zcclSuccess)
         << zcclGetLastError(c.comm);
-    expectElements(
-        type, op, recvPtr, count, [&](size_t i) { return reference(type, op, n_, i); },
-        describe("all-reduce", c, type, op, count, inPlace));
+    const Inputs in = inputs(type, op, count);
+    expectResult(c, {"all-reduce", type, op, count, inPlace}, recvPtr, count,
+                 [&](size_t i) { return reduced(in, op, i); });
   }
 
   void checkBroadcast(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace,
@@ -140,29 +196,25 @@ class Collectives : public ::testing::Test {
     const size_t es = sizeOf(type);
     std::vector<char> send(count * es + 1), recv(count * es + 1);
     void* sendPtr = inPlace ? recv.data() : send.data();
-    if (rank_ == root) fill(type, zcclSum, rank_, sendPtr, 0, count);
+    if (rank_ == root) fill(type, zcclSum, rank_, sendPtr, count);
     ASSERT_EQ(zcclBroadcast(sendPtr, recv.data(), count, type, root, c.comm, nullptr), zcclSuccess)
         << zcclGetLastError(c.comm);
-    expectElements(
-        type, zcclSum, recv.data(), count,
-        [&](size_t i) { return inputValue(type, zcclSum, root, i); },
-        describe("broadcast", c, type, zcclSum, count, inPlace) + " root=" + std::to_string(root));
+    const char* rootInputs = inputsOf(type, zcclSum, root, count).data();
+    expectResult(c, {"broadcast", type, zcclSum, count, inPlace, root}, recv.data(), count,
+                 [&](size_t i) { return load(type, rootInputs, i); });
   }
 
   void checkAllToAll(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace) {
     const size_t es = sizeOf(type);
     std::vector<char> send(count * n_ * es + 1), recv(count * n_ * es + 1);
     void* sendPtr = inPlace ? recv.data() : send.data();
-    fill(type, zcclSum, rank_, sendPtr, 0, count * n_);
+    fill(type, zcclSum, rank_, sendPtr, count * n_);
     ASSERT_EQ(zcclAllToAll(sendPtr, recv.data(), count, type, c.comm, nullptr), zcclSuccess)
         << zcclGetLastError(c.comm);
     // Block j of my result is block `rank_` of rank j's input.
-    expectElements(
-        type, zcclSum, recv.data(), count * n_,
-        [&](size_t i) {
-          return inputValue(type, zcclSum, int(i / count), rank_ * count + i % count);
-        },
-        describe("all-to-all", c, type, zcclSum, count, inPlace));
+    const Inputs in = inputs(type, zcclSum, count * n_);
+    expectResult(c, {"all-to-all", type, zcclSum, count, inPlace}, recv.data(), count * n_,
+                 [&](size_t i) { return in.at(int(i / count), rank_ * count + i % count); });
   }
 
   // recv is significant at the root only: elsewhere the test passes NULL.
@@ -170,14 +222,14 @@ class Collectives : public ::testing::Test {
                    bool inPlace, int root) {
     const size_t es = sizeOf(type);
     std::vector<char> send(count * es + 1), recv(count * es + 1);
-    fill(type, op, rank_, send.data(), 0, count);
+    fill(type, op, rank_, send.data(), count);
     void* recvPtr = rank_ != root ? nullptr : inPlace ? send.data() : recv.data();
     ASSERT_EQ(zcclReduce(send.data(), recvPtr, count, type, op, root, c.comm, nullptr), zcclSuccess)
         << zcclGetLastError(c.comm);
     if (rank_ != root) return;
-    expectElements(
-        type, op, recvPtr, count, [&](size_t i) { return reference(type, op, n_, i); },
-        describe("reduce", c, type, op, count, inPlace) + " root=" + std::to_string(root));
+    const Inputs in = inputs(type, op, count);
+    expectResult(c, {"reduce", type, op, count, inPlace, root}, recvPtr, count,
+                 [&](size_t i) { return reduced(in, op, i); });
   }
 
   void checkGather(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace, int root) {
@@ -185,33 +237,35 @@ class Collectives : public ::testing::Test {
     std::vector<char> send(count * es + 1), recv(count * n_ * es + 1);
     const bool rootInPlace = inPlace && rank_ == root;
     void* sendPtr = rootInPlace ? recv.data() + rank_ * count * es : send.data();
-    fill(type, zcclSum, rank_, sendPtr, 0, count);
+    fill(type, zcclSum, rank_, sendPtr, count);
     void* recvPtr = rank_ == root ? recv.data() : nullptr;
     ASSERT_EQ(zcclGather(sendPtr, recvPtr, count, type, root, c.comm, nullptr), zcclSuccess)
         << zcclGetLastError(c.comm);
     if (rank_ != root) return;
-    expectElements(
-        type, zcclSum, recv.data(), count * n_,
-        [&](size_t i) { return inputValue(type, zcclSum, int(i / count), i % count); },
-        describe("gather", c, type, zcclSum, count, inPlace) + " root=" + std::to_string(root));
+    const Inputs in = inputs(type, zcclSum, count);
+    expectResult(c, {"gather", type, zcclSum, count, inPlace, root}, recv.data(), count * n_,
+                 [&](size_t i) { return in.at(int(i / count), i % count); });
   }
 
   // Rank r's block of the root's buffer holds the root's inputs [r * count, (r+1) * count).
   void checkScatter(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace, int root) {
     const size_t es = sizeOf(type);
     std::vector<char> send(count * n_ * es + 1), recv(count * es + 1);
-    if (rank_ == root) fill(type, zcclSum, root, send.data(), 0, count * n_);
+    if (rank_ == root) fill(type, zcclSum, root, send.data(), count * n_);
     const bool rootInPlace = inPlace && rank_ == root;
     void* recvPtr = rootInPlace ? send.data() + rank_ * count * es : recv.data();
     const void* sendPtr = rank_ == root ? send.data() : nullptr;
     ASSERT_EQ(zcclScatter(sendPtr, recvPtr, count, type, root, c.comm, nullptr), zcclSuccess)
         << zcclGetLastError(c.comm);
-    expectElements(
-        type, zcclSum, recvPtr, count,
-        [&](size_t i) { return inputValue(type, zcclSum, root, rank_ * count + i); },
-        describe("scatter", c, type, zcclSum, count, inPlace) + " root=" + std::to_string(root));
+    const char* rootInputs = inputsOf(type, zcclSum, root, count * n_).data();
+    expectResult(c, {"scatter", type, zcclSum, count, inPlace, root}, recvPtr, count,
+                 [&](size_t i) { return load(type, rootInputs, rank_ * count + i); });
   }
 
+  // Encoded inputs by type, op and rank, and expected results by check; LargeBuffers empties
+  // them after each type.
+  std::map<std::string, std::vector<char>> inputs_;
+  std::map<std::string, std::vector<char>> results_;
   static std::vector<NamedComm> comms_;
   const int rank_ = worldRank();
   const int n_ = worldSize();
@@ -290,8 +344,8 @@ TEST_F(Collectives, Scatter) {
 // own algorithms and the native one.
 TEST_F(Collectives, LargeBuffers) {
   constexpr size_t kBytes = size_t{16} << 20;
-  for (const auto& c : {comms_[0], comms_[3]}) {
-    for (auto type : kTypes) {
+  for (auto type : kTypes) {
+    for (const auto& c : {comms_[0], comms_[3]}) {
       const size_t count = kBytes / sizeOf(type) + 1;
       const size_t perRank = count / n_ + 1;
       checkAllReduce(c, type, zcclSum, count, false);
@@ -303,6 +357,8 @@ TEST_F(Collectives, LargeBuffers) {
       checkGather(c, type, perRank, true, 0);
       checkScatter(c, type, perRank, false, n_ - 1);
     }
+    inputs_.clear();
+    results_.clear();
   }
 }
 
@@ -312,7 +368,7 @@ TEST_F(Collectives, SendRecvRing) {
     for (size_t count : kCounts) {
       const size_t es = sizeOf(type);
       std::vector<char> out(count * es + 1), fromPrev(count * es + 1), fromSelf(count * es + 1);
-      fill(type, zcclSum, rank_, out.data(), 0, count);
+      fill(type, zcclSum, rank_, out.data(), count);
       const int next = (rank_ + 1) % n_;
       const int prev = (rank_ + n_ - 1) % n_;
       zcclComm_t comm = comms_[0].comm;
