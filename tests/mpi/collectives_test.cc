@@ -140,16 +140,17 @@ class Collectives : public ::testing::Test {
   template <typename Expected>
   void expectResult(const NamedComm& c, const Call& call, const void* got, size_t elements,
                     Expected expected) {
-    const std::string what = call.text() + " algo=" + c.name + " rank=" + std::to_string(rank_);
+    const std::string text = call.text();
     if (!(call.op == zcclAvg && isFloat(call.type)) && elements != 0) {
-      auto [want, added] = results_.try_emplace(call.text());
+      auto [want, added] = results_.try_emplace(text);
       if (added) {
         want->second.resize(elements * sizeOf(call.type));
         for (size_t i = 0; i < elements; ++i) store(call.type, want->second.data(), i, expected(i));
       }
       if (std::memcmp(got, want->second.data(), want->second.size()) == 0) return;
     }
-    expectElements(call.type, call.op, got, elements, expected, what);
+    expectElements(call.type, call.op, got, elements, expected,
+                   text + " algo=" + c.name + " rank=" + std::to_string(rank_));
   }
 
   void checkAllGather(const NamedComm& c, zcclDataType_t type, size_t count, bool inPlace) {

@@ -4,10 +4,10 @@ gloo's within 1e-5; ZeRO++ (qwZ + qgZ + hpZ) ends within 3% of ZeRO-3's loss wit
 ZeRO++ 4-bit (int4-diff, int4-ef) ends within 3% of ZeRO-3's loss with at least 5.5x fewer, and
 keeps its references and residuals (counted). FSDP_TEST_STEPS sets the lossy runs' steps (150 when
 unset: make check's run, which also checks ZeRO++ INT2-diff (int2-diff smoothed, int4-ef): at least
-7x fewer cross-node bytes and a final loss no more than 3% above ZeRO-3's; make test's runs
-60; the example's own 300 steps and bench-fidelity's 400 measure the curves). FSDP_TEST_DEVICE=cuda runs zccl's side on the GPU (every process on the current one, zccl's
-device path) against gloo on the CPU: the lossless losses then agree within 1e-3, the GPU's float
-arithmetic being its own."""
+7x fewer cross-node bytes and a final loss no more than 3% above ZeRO-3's; make test's runs 60;
+the example's own 300 steps and bench-fidelity's 400 measure the curves). FSDP_TEST_DEVICE=cuda
+runs zccl's side on the GPU (every process on the current one, zccl's device path) against gloo on
+the CPU: the lossless losses then agree within 1e-3, the GPU's float arithmetic being its own."""
 import os
 import sys
 
@@ -69,6 +69,7 @@ def main() -> None:
     expect(gap4 <= 0.03, f"final loss ZeRO++ 4-bit {final(four):.4f} vs ZeRO-3 "
                          f"{final(zero3):.4f}: {100 * gap4:.1f}% apart")
     expect(four["call_state_bytes"] > 0, "ZeRO++ 4-bit kept no references or residuals")
+    rank = dist.get_rank()
     if steps >= FULL_RUN_STEPS:
         two = fsdp_train.train(zccl_mesh, args, "zeropp2", report)
         ratio2 = zero3["inter_node_bytes_per_step"] / max(1.0, two["inter_node_bytes_per_step"])
@@ -76,10 +77,9 @@ def main() -> None:
         above = (final(two) - final(zero3)) / final(zero3)
         expect(above <= 0.03, f"final loss ZeRO++ INT2-diff {final(two):.4f} vs ZeRO-3 "
                               f"{final(zero3):.4f}: {100 * above:.1f}% above")
-        if dist.get_rank() == 0:
+        if rank == 0:
             print(f"ZeRO++ INT2-diff final {final(two):.4f}, cross-node bytes {ratio2:.2f}x fewer",
                   flush=True)
-    rank = dist.get_rank()
     if rank == 0:
         print(f"ZeRO++ 4-bit final {final(four):.4f}, cross-node bytes {ratio4:.2f}x fewer, "
               f"state {four['call_state_bytes']:.0f} B per rank", flush=True)
