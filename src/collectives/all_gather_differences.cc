@@ -38,10 +38,8 @@ Status allGatherDifferences(Context& ctx, const CollectiveArgs& a, const Collect
   auto* change = static_cast<float*>(difference);
   auto* changes = static_cast<float*>(gathered);
   const size_t count = a.blocks.size(me);
-  // change = mine - reference's block: -(reference) + mine.
-  ZCCL_CHECK(ctx.kernels.convertToFloat(values + a.blocks.offset(me) * es, a.type, count, change));
-  ZCCL_CHECK(ctx.kernels.negateFloats(change, count));
-  ZCCL_CHECK(ctx.kernels.accumulateAsFloat(mine, a.type, count, change));
+  ZCCL_CHECK(ctx.kernels.differenceAsFloat(mine, values + a.blocks.offset(me) * es, a.type, count,
+                                           change));
   // The quantized paths decode each change straight onto the reference; a path that gathers
   // the float32 changes themselves leaves them in `changes`.
   GatherOnto onto{SumTarget{values, a.type, values, a.recv}};

@@ -62,6 +62,11 @@ class HostKernels final : public Kernels {
   Status convertToFloat(const void* x, DataType type, size_t count, float* out) override {
     return zccl::convertToFloat(x, type, count, out);
   }
+  Status differenceAsFloat(const void* x, const void* reference, DataType type, size_t count,
+                           float* out) override {
+    if (!fused_) return Kernels::differenceAsFloat(x, reference, type, count, out);
+    return zccl::differenceAsFloat(x, reference, type, count, out);
+  }
   Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out) override {
     return zccl::storeFloatAs(values, count, divisor, type, out);
   }

@@ -57,6 +57,14 @@ class Kernels {
   // data[i] = -data[i] (exact): with accumulations, a difference (error feedback's residual, a
   // weight's change from its reference).
   virtual Status negateFloats(float* data, size_t count) = 0;
+  // out[i] = -reference[i] + x[i] in float32, both in `type`: a weight's change from its
+  // reference. By default convertToFloat, negateFloats and accumulateAsFloat.
+  virtual Status differenceAsFloat(const void* x, const void* reference, DataType type,
+                                   size_t count, float* out) {
+    ZCCL_CHECK(convertToFloat(reference, type, count, out));
+    ZCCL_CHECK(negateFloats(out, count));
+    return accumulateAsFloat(x, type, count, out);
+  }
 
   // out = x + addend in `type`, and copy = out where `copy` is given (quant/quantize.h's
   // storeSumAs). By default accumulateAsFloat, storeFloatAs and copy, which leave `addend`

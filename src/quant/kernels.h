@@ -53,6 +53,11 @@ struct QuantKernels {
   void (*narrowFloat16)(const float* in, size_t n, uint16_t* out);
   void (*narrowBfloat16)(const float* in, size_t n, uint16_t* out);
   void (*accumulate)(float* accumulator, const float* x, size_t n);
+  // out[i] = narrowBfloat16(widenBfloat16(x[i]) + addend[i]), and the same into copy unless it
+  // is null: a reference plus a change, rounded once (the weight differences' gathers), in one
+  // pass where the three kernels and a copy took four.
+  void (*sumIntoBfloat16)(const uint16_t* x, const float* addend, size_t n, uint16_t* out,
+                          uint16_t* copy);
   // values[i] /= divisor: a division each (an average's), not a product with the reciprocal,
   // which rounds differently.
   void (*divide)(float* values, size_t n, float divisor);

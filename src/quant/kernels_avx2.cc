@@ -400,22 +400,25 @@ void narrowFloat16(const float* in, size_t n, uint16_t* out) {
   if (i < n) scalar().narrowFloat16(in + i, n - i, out + i);
 }
 
-void narrowBfloat16(const float* in, size_t n, uint16_t* out) {
+// Round to nearest even on the bit pattern; NaN keeps its top bits and is made quiet.
+inline __m128i narrow8Bfloat16(__m256 values) {
   const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff);
   const __m256i absMask = _mm256_set1_epi32(0x7fffffff), infBits = _mm256_set1_epi32(0x7f800000);
   const __m256i quiet = _mm256_set1_epi32(0x0040);
+  const __m256i bits = _mm256_castps_si256(values);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), one);
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(bias, lsb)), 16);
+  const __m256i nan = _mm256_or_si256(_mm256_srli_epi32(bits, 16), quiet);
+  const __m256i isNan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, absMask), infBits);
+  const __m256i result = _mm256_blendv_epi8(rounded, nan, isNan);
+  return _mm_packus_epi32(_mm256_castsi256_si128(result), _mm256_extracti128_si256(result, 1));
+}
+
+void narrowBfloat16(const float* in, size_t n, uint16_t* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256i bits = _mm256_castps_si256(_mm256_loadu_ps(in + i));
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), one);
-    const __m256i rounded =
-        _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(bias, lsb)), 16);
-    const __m256i nan = _mm256_or_si256(_mm256_srli_epi32(bits, 16), quiet);
-    const __m256i isNan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, absMask), infBits);
-    const __m256i result = _mm256_blendv_epi8(rounded, nan, isNan);
-    const __m128i packed =
-        _mm_packus_epi32(_mm256_castsi256_si128(result), _mm256_extracti128_si256(result, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), packed);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), narrow8Bfloat16(_mm256_loadu_ps(in + i)));
   }
   if (i < n) scalar().narrowBfloat16(in + i, n - i, out + i);
 }
@@ -427,6 +430,21 @@ void accumulate(float* accumulator, const float* x, size_t n) {
                      _mm256_add_ps(_mm256_loadu_ps(accumulator + i), _mm256_loadu_ps(x + i)));
   }
   if (i < n) scalar().accumulate(accumulator + i, x + i, n - i);
+}
+
+void sumIntoBfloat16(const uint16_t* x, const float* addend, size_t n, uint16_t* out,
+                     uint16_t* copy) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i sum =
+        narrow8Bfloat16(_mm256_add_ps(widen8Bfloat16(x + i), _mm256_loadu_ps(addend + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), sum);
+    if (copy != nullptr) _mm_storeu_si128(reinterpret_cast<__m128i*>(copy + i), sum);
+  }
+  if (i < n) {
+    scalar().sumIntoBfloat16(x + i, addend + i, n - i, out + i,
+                             copy != nullptr ? copy + i : nullptr);
+  }
 }
 
 void divide(float* values, size_t n, float divisor) {
@@ -558,7 +576,8 @@ const QuantKernels* avx2QuantKernels() {
       codesSymmetricBesideWidenAbsmax, codesStochastic,
       decodeSigned, decodeUnsigned,
       packNibbles, unpackNibbles, packCrumbs, unpackCrumbs,
-      widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate, divide,
+      widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate, sumIntoBfloat16,
+      divide,
       codeResidualBlocks, addResidualBlocks, walshHadamardLanes, flipSigns};
   // clang-format on
   // F16C from cpuid directly: clang's __builtin_cpu_supports does not know it.

@@ -281,12 +281,13 @@ void widenFloat16(const uint16_t* in, size_t n, float* out) {
   if (i < n) scalar().widenFloat16(in + i, n - i, out + i);
 }
 
+inline __m512 widen16Bfloat16(const uint16_t* p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load16Halves(p)), 16));
+}
+
 void widenBfloat16(const uint16_t* in, size_t n, float* out) {
   size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const __m512i wide = _mm512_cvtepu16_epi32(load16Halves(in + i));
-    _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
-  }
+  for (; i + kLanes <= n; i += kLanes) _mm512_storeu_ps(out + i, widen16Bfloat16(in + i));
   if (i < n) scalar().widenBfloat16(in + i, n - i, out + i);
 }
 
@@ -308,20 +309,24 @@ void narrowFloat16(const float* in, size_t n, uint16_t* out) {
 }
 
 // Round to nearest even on the bit pattern; NaN keeps its top bits and is made quiet.
-void narrowBfloat16(const float* in, size_t n, uint16_t* out) {
+inline __m256i narrow16Bfloat16(__m512 values) {
   const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
   const __m512i absMask = _mm512_set1_epi32(0x7fffffff), infBits = _mm512_set1_epi32(0x7f800000);
   const __m512i quiet = _mm512_set1_epi32(0x0040);
+  const __m512i bits = _mm512_castps_si512(values);
+  const __m512i high = _mm512_srli_epi32(bits, 16);
+  const __m512i lsb = _mm512_and_si512(high, one);
+  const __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(bias, lsb)), 16);
+  const __mmask16 isNan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits, absMask), infBits);
+  return _mm512_cvtepi32_epi16(_mm512_mask_or_epi32(rounded, isNan, high, quiet));
+}
+
+void narrowBfloat16(const float* in, size_t n, uint16_t* out) {
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    const __m512i bits = _mm512_castps_si512(_mm512_loadu_ps(in + i));
-    const __m512i high = _mm512_srli_epi32(bits, 16);
-    const __m512i lsb = _mm512_and_si512(high, one);
-    const __m512i rounded =
-        _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(bias, lsb)), 16);
-    const __mmask16 isNan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits, absMask), infBits);
-    const __m512i result = _mm512_mask_or_epi32(rounded, isNan, high, quiet);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(result));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        narrow16Bfloat16(_mm512_loadu_ps(in + i)));
   }
   if (i < n) scalar().narrowBfloat16(in + i, n - i, out + i);
 }
@@ -333,6 +338,21 @@ void accumulate(float* accumulator, const float* x, size_t n) {
                      _mm512_add_ps(_mm512_loadu_ps(accumulator + i), _mm512_loadu_ps(x + i)));
   }
   if (i < n) scalar().accumulate(accumulator + i, x + i, n - i);
+}
+
+void sumIntoBfloat16(const uint16_t* x, const float* addend, size_t n, uint16_t* out,
+                     uint16_t* copy) {
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m256i sum =
+        narrow16Bfloat16(_mm512_add_ps(widen16Bfloat16(x + i), _mm512_loadu_ps(addend + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), sum);
+    if (copy != nullptr) _mm256_storeu_si256(reinterpret_cast<__m256i*>(copy + i), sum);
+  }
+  if (i < n) {
+    scalar().sumIntoBfloat16(x + i, addend + i, n - i, out + i,
+                             copy != nullptr ? copy + i : nullptr);
+  }
 }
 
 void divide(float* values, size_t n, float divisor) {
@@ -459,6 +479,7 @@ const QuantKernels* avx512QuantKernels() {
                                     narrowFloat16,
                                     narrowBfloat16,
                                     accumulate,
+                                    sumIntoBfloat16,
                                     divide,
                                     codeResidualBlocks,
                                     addResidualBlocks,

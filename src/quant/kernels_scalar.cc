@@ -119,6 +119,14 @@ void accumulate(float* accumulator, const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) accumulator[i] += x[i];
 }
 
+void sumIntoBfloat16(const uint16_t* x, const float* addend, size_t n, uint16_t* out,
+                     uint16_t* copy) {
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = toBfloat16(toFloat(bfloat16_t{x[i]}) + addend[i]).bits;
+    if (copy != nullptr) copy[i] = out[i];
+  }
+}
+
 void divide(float* values, size_t n, float divisor) {
   for (size_t i = 0; i < n; ++i) values[i] /= divisor;
 }
@@ -163,7 +171,8 @@ const QuantKernels& scalarQuantKernels() {
       codesSymmetricBesideWidenAbsmax, codesStochastic,
       decodeSigned, decodeUnsigned,
       packNibbles, unpackNibbles, packCrumbs, unpackCrumbs,
-      widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate, divide,
+      widenFloat16, widenBfloat16, narrowFloat16, narrowBfloat16, accumulate, sumIntoBfloat16,
+      divide,
       codeResidualBlocks, addResidualBlocks, walshHadamard, flipSigns};
   // clang-format on
   return kernels;

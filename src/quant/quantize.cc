@@ -162,6 +162,13 @@ void storeGroupSum(const QuantKernels& k, const SumTarget& target, size_t first,
     const float* x = static_cast<const float*>(target.x) + first;
     if (out != x) std::memmove(out, x, n * sizeof(float));
     k.accumulate(out, changes, n);
+  } else if (target.type == DataType::kBfloat16) {
+    // Widened, summed, narrowed and copied in registers (the weight differences' gathers).
+    auto* copy = static_cast<uint16_t*>(target.copy);
+    k.sumIntoBfloat16(static_cast<const uint16_t*>(target.x) + first, changes, n,
+                      static_cast<uint16_t*>(target.out) + first,
+                      copy != nullptr ? copy + first : nullptr);
+    return;
   } else {
     widenAs(k, target.type, target.x, first, n, staged);
     k.accumulate(staged, changes, n);
@@ -482,6 +489,21 @@ Status accumulateAsFloat(const void* x, DataType type, size_t count, float* accu
 Status convertToFloat(const void* x, DataType type, size_t count, float* out) {
   ZCCL_CHECK(checkQuantizableType(type, "type"));
   if (count > 0) widenAs(activeQuantKernels(), type, x, 0, count, out);
+  return Status::kSuccess;
+}
+
+Status differenceAsFloat(const void* x, const void* reference, DataType type, size_t count,
+                         float* out) {
+  ZCCL_CHECK(checkQuantizableType(type, "type"));
+  const QuantKernels& k = activeQuantKernels();
+  alignas(64) float staged[kMaxGroupSize];
+  for (size_t first = 0; first < count; first += kMaxGroupSize) {
+    const size_t n = std::min<size_t>(kMaxGroupSize, count - first);
+    float* change = out + first;
+    widenAs(k, type, reference, first, n, change);
+    widenAs(k, type, x, first, n, staged);
+    for (size_t i = 0; i < n; ++i) change[i] = -change[i] + staged[i];
+  }
   return Status::kSuccess;
 }
 

@@ -65,6 +65,12 @@ Status accumulateAsFloat(const void* x, DataType type, size_t count, float* accu
 // out[i] = x[i] in float32, for x of float32, float16 or bfloat16: an accumulator's start.
 Status convertToFloat(const void* x, DataType type, size_t count, float* out);
 
+// out[i] = -reference[i] + x[i] in float32, both given in `type`: a value's change from its
+// reference (the weight differences' all-gather), a block at a time in the cache where
+// convertToFloat, a negation and accumulateAsFloat take three passes over memory. Same bits.
+Status differenceAsFloat(const void* x, const void* reference, DataType type, size_t count,
+                         float* out);
+
 // out[i] = values[i] / divisor (skipped for 1), rounded once to `type` (float32, float16 or
 // bfloat16); `values` is overwritten. out may alias values only for float32.
 Status storeFloatAs(float* values, size_t count, int divisor, DataType type, void* out);

@@ -653,6 +653,29 @@ TEST(Quant, UnfusedDefaultsGiveTheFusedKernelsResults) {
               Status::kSuccess);
     EXPECT_EQ(out1, out2) << dataTypeName(type);
     EXPECT_EQ(copy1, copy2) << dataTypeName(type);
+    // A change from a reference, equal values (signed zeros) and specials among them.
+    auto reference = sample("normal", n, rng);
+    auto changed = sample("normal", n, rng);
+    changed[3] = reference[3];
+    changed[4] = reference[4] = -0.0f;
+    changed[5] = NAN;
+    reference[6] = INFINITY;
+    const auto ref = stored(reference, type), now = stored(changed, type);
+    std::vector<float> d1(n), d2(n), back(n);
+    ASSERT_EQ(unfused.differenceAsFloat(now.data(), ref.data(), type, n, d1.data()),
+              Status::kSuccess);
+    ASSERT_EQ(fused.differenceAsFloat(now.data(), ref.data(), type, n, d2.data()),
+              Status::kSuccess);
+    EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), n * sizeof(float))) << dataTypeName(type);
+    ASSERT_EQ(convertToFloat(now.data(), type, n, back.data()), Status::kSuccess);
+    std::vector<float> from(n);
+    ASSERT_EQ(convertToFloat(ref.data(), type, n, from.data()), Status::kSuccess);
+    for (size_t i = 0; i < n; ++i) {
+      const float expected = back[i] - from[i];
+      if (!std::isnan(expected)) {
+        ASSERT_EQ(floatBits(expected), floatBits(d2[i])) << dataTypeName(type) << " " << i;
+      }
+    }
     for (const Format& f : kFormats) {
       QuantParams p{f.bits, f.scheme, 128, Rounding::kStochastic, 5};
       p.smoothing = f.bits != 8;
@@ -958,6 +981,17 @@ TEST_P(SimdKernels, MatchScalarBitForBit) {
     ref.accumulate(acc1.data(), x.data(), n);
     simd->accumulate(acc2.data(), x.data(), n);
     EXPECT_EQ(acc1, acc2);
+    // A reference plus a change, every 16-bit pattern slice as the reference and the float32
+    // patterns above (NaN, -Inf) as the change, against the three kernels it stands for.
+    std::vector<uint16_t> sum1(n), sum2(n), sumCopy(n);
+    ref.sumIntoBfloat16(bits.data(), f.data(), n, sum1.data(), nullptr);
+    simd->sumIntoBfloat16(bits.data(), f.data(), n, sum2.data(), sumCopy.data());
+    EXPECT_EQ(sum1, sum2) << "sumIntoBfloat16 n=" << n;
+    EXPECT_EQ(sum1, sumCopy) << "sumIntoBfloat16's copy n=" << n;
+    ref.widenBfloat16(bits.data(), n, w1.data());
+    ref.accumulate(w1.data(), f.data(), n);
+    ref.narrowBfloat16(w1.data(), n, h1.data());
+    EXPECT_EQ(h1, sum1) << "sumIntoBfloat16 against widen, accumulate, narrow n=" << n;
     // Divisions of ordinary values, specials and subnormals, against the division itself.
     for (float divisor : {3.0f, 4.0f, 7.0f, 1e-30f}) {
       std::vector<float> d1 = f, d2 = f;
