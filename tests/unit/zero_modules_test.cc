@@ -234,10 +234,11 @@ std::vector<uint32_t> bitsOf(const std::vector<float>& values) {
 }
 
 // Every kernel set, for weights and gradients held in float32, bfloat16 and half, on shapes
-// with one to six rows (groups of four and the rest), W's rows across its blocks of 64, and
-// columns in groups of sixteen, eight and fewer. x holds an Inf and dy a zero beside it, so
-// that dW holds Inf and NaN; with one row, dW's second row is dy's, halfway between two
-// bfloat16 values: each must narrow as toBfloat16 and toFloat16 do.
+// with one to six rows (groups of four and the rest), W's rows across its blocks (16 rows for
+// one group of four, 64 for more), and columns in groups of sixteen, eight and fewer. x holds
+// an Inf and dy a zero beside it, so that dW holds Inf and NaN; with one row, dW's second row
+// is dy's, halfway between two bfloat16 values: each must narrow as toBfloat16 and toFloat16
+// do.
 TEST(ZeroModules, AffineKernelsSumInTheDocumentedOrderWithEveryInstructionSet) {
   std::vector<std::pair<const char*, const AffineKernels*>> sets = {
       {"baseline", &baselineAffineKernels()}};
