@@ -152,23 +152,24 @@ Status checkSumTarget(const SumTarget& target, size_t count) {
   return Status::kSuccess;
 }
 
-// Elements [first, first + n) of the target (n at most kMaxGroupSize): x + changes in float32
-// through `staged`, rounded once to the type, stored in out and copy.
+// Elements [first, first + n) of the target (n at most kMaxGroupSize): x + changes in float32,
+// rounded once to the type, stored in out and copy. bfloat16 in one kernel's pass (the weight
+// differences' gathers); float16 through `staged`.
 void storeGroupSum(const QuantKernels& k, const SumTarget& target, size_t first, size_t n,
                    const float* changes, float* staged) {
+  if (target.type == DataType::kBfloat16) {
+    auto* copy = static_cast<uint16_t*>(target.copy);
+    k.sumIntoBfloat16(static_cast<const uint16_t*>(target.x) + first, changes, n,
+                      static_cast<uint16_t*>(target.out) + first,
+                      copy != nullptr ? copy + first : nullptr);
+    return;
+  }
   if (target.type == DataType::kFloat32) {
     // The sum needs no rounding to the type: formed where it is stored.
     float* out = static_cast<float*>(target.out) + first;
     const float* x = static_cast<const float*>(target.x) + first;
     if (out != x) std::memmove(out, x, n * sizeof(float));
     k.accumulate(out, changes, n);
-  } else if (target.type == DataType::kBfloat16) {
-    // Widened, summed, narrowed and copied in registers (the weight differences' gathers).
-    auto* copy = static_cast<uint16_t*>(target.copy);
-    k.sumIntoBfloat16(static_cast<const uint16_t*>(target.x) + first, changes, n,
-                      static_cast<uint16_t*>(target.out) + first,
-                      copy != nullptr ? copy + first : nullptr);
-    return;
   } else {
     widenAs(k, target.type, target.x, first, n, staged);
     k.accumulate(staged, changes, n);
