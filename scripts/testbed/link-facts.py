@@ -23,7 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-PORT = 47123
 PING_SECONDS = 1.0  # each ping-pong: long enough to span many time slices
 SPINNERS_START_SECONDS = 0.3
 IDLE_CHECK_SECONDS = 0.5
@@ -74,8 +73,11 @@ def mean_one_way_us(conn: socket.socket) -> float:
 
 
 def serve(address: str) -> None:
-    """Node 1: echoes both ping-pongs, then takes the stream and acknowledges it."""
-    listener = socket.create_server((address, PORT))
+    """Node 1: prints the port it listens on (the kernel's choice: a fixed one can be held by a
+    connection of the programs that ran on the node before), echoes both ping-pongs, then takes
+    the stream and acknowledges it."""
+    listener = socket.create_server((address, 0))
+    print(listener.getsockname()[1], flush=True)
     conn, _ = listener.accept()
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     conn.setblocking(False)
@@ -97,17 +99,9 @@ def spinners(count: int) -> list:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
 
-def measure(address: str, shared: int) -> str:
+def measure(address: str, port: int, shared: int) -> str:
     """Node 0: the two ping-pongs, then the stream."""
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            conn = socket.create_connection((address, PORT))
-            break
-        except ConnectionRefusedError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    conn = socket.create_connection((address, port))
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     latency = mean_one_way_us(conn)
     busy = spinners(max(0, shared - 2))
@@ -140,10 +134,14 @@ def on_testbed(shared: int) -> None:
     node_exec = os.environ["TESTBED_EXEC"]
     address = os.environ["TESTBED_ADDRS"].split()[1]
     me = str(Path(__file__).resolve())
-    server = subprocess.Popen([node_exec, "1", sys.executable, me, "--serve", address])
+    server = subprocess.Popen([node_exec, "1", sys.executable, me, "--serve", address],
+                              stdout=subprocess.PIPE, text=True)
     try:
-        subprocess.run([node_exec, "0", sys.executable, me, "--measure", address, "--shared",
-                        str(shared)], check=True)
+        port = server.stdout.readline().strip()
+        if not port.isdigit():
+            sys.exit("link-facts: the server on node 1 did not say which port it listens on")
+        subprocess.run([node_exec, "0", sys.executable, me, "--measure", address, "--port", port,
+                        "--shared", str(shared)], check=True)
     finally:
         server.wait(timeout=60)
 
@@ -156,12 +154,13 @@ def main() -> None:
                         help="busy-polling processes on the host's cores for shared-latency-us")
     parser.add_argument("--serve", metavar="ADDRESS", help=argparse.SUPPRESS)
     parser.add_argument("--measure", metavar="ADDRESS", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--on-testbed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.serve)
     elif args.measure:
-        print(measure(args.measure, args.shared), flush=True)
+        print(measure(args.measure, args.port, args.shared), flush=True)
     elif args.on_testbed:
         on_testbed(args.shared)
     else:
