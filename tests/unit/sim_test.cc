@@ -822,11 +822,6 @@ TEST(Simulation, RendezvousRingTakesTheLinkModelsTime) {
   EXPECT_LE(waiting.latest, eager.latest + (ranks - 1) * 4 * latency);
 }
 
-// Where messages contend for ports (a fat tree's uplinks oversubscribed 4:1, one lane; at
-// 2:1, two lanes that messages take in turn; the same by rendezvous, whose bytes move when the
-// later of sender and receiver is ready; ranks whose shared cores carry their messages),
-// which takes a port first is decided in virtual time, not by which thread got there first:
-// every rank's time is the same to the bit in every run.
 // Runs of each case compared: under ThreadSanitizer (sim_threads), where a run takes over a second,
 // two are enough for a race in the fabric's order to show as figures that differ.
 #if defined(__SANITIZE_THREAD__)
@@ -835,6 +830,11 @@ constexpr int kRunsCompared = 2;
 constexpr int kRunsCompared = 4;
 #endif
 
+// Where messages contend for ports (a fat tree's uplinks oversubscribed 4:1, one lane; at
+// 2:1, two lanes that messages take in turn; the same by rendezvous, whose bytes move when the
+// later of sender and receiver is ready; ranks whose shared cores carry their messages),
+// which takes a port first is decided in virtual time, not by which thread got there first:
+// every rank's time is the same to the bit in every run.
 TEST(Simulation, ContendedFabricGivesTheSameFiguresEveryRun) {
   SimMachine onCpus = sharedHost();
   onCpus.gpusPerNode = 2;
