@@ -44,6 +44,7 @@ struct Settings {
   int stage = -1;  // -1: ZeRO-3 against ZeRO++
   bool qwz = false, hpz = false, qgz = false;
   bool differences = false, feedback = false, smoothing = false, smoothDifferences = false;
+  bool hpzGather = false;  // hpZ's backward gathers the node's copies instead of sharing them
   int resyncEvery = 0;
   int differenceBits = ZeroOptions{}.weightDifferenceBits;
   int steps = 400;
@@ -182,6 +183,7 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
   base.prefetchDepth = s.prefetch;
   base.precision = parsePrecision(s.precision);
   base.seed = s.seed;
+  base.sharedNodeCopy = !s.hpzGather;
   base.feedbackPrecision = s.feedbackPrecision == "fp32"   ? FeedbackPrecision::kFloat32
                            : s.feedbackPrecision == "bf16" ? FeedbackPrecision::kBfloat16
                                                            : FeedbackPrecision::kInt8;
@@ -201,7 +203,7 @@ std::vector<Configuration> configurations(const Settings& s, StateMemory* memory
     std::string name = "ZeRO-" + std::to_string(s.stage);
     if (s.qwz) name += " +qwZ";
     if (s.differences) name += " +qwZ-diff" + std::to_string(s.differenceBits);
-    if (s.hpz) name += " +hpZ";
+    if (s.hpz) name += s.hpzGather ? " +hpZ(gather)" : " +hpZ";
     if (s.qgz) name += s.feedback ? " +qgZ-" + feedback : " +qgZ";
     if (s.smoothing) name += " +smooth";
     if (s.smoothDifferences && !s.smoothing) name += " +smooth-diff";
@@ -291,6 +293,9 @@ void printUsage() {
                "        differences, INT4 by default; error feedback, its residuals in float32,\n"
                "        bfloat16 or int8; Hadamard smoothing of gradients and differences, or of\n"
                "        the differences alone)\n"
+               "       [--hpz-gather]   (hpZ's backward all-gathers the node's copies of the\n"
+               "        weights, as on a GPU, instead of reading them where the node's ranks\n"
+               "        share them)\n"
                "Without --stage: ZeRO-3, ZeRO++ (qwZ + hpZ + qgZ), ZeRO++ 4-bit (INT4 weight\n"
                "differences + hpZ + INT4 gradients with error feedback) and ZeRO++ INT2-diff (the\n"
                "same with INT2 weight differences) side by side.\n");
@@ -371,6 +376,7 @@ bool parse(int argc, char** argv, Settings* s) {
                                    {"qgz-ef", no_argument, nullptr, 'E'},
                                    {"smoothing", no_argument, nullptr, 'H'},
                                    {"smooth-diff", no_argument, nullptr, 'V'},
+                                   {"hpz-gather", no_argument, nullptr, 'G'},
                                    {"resync", required_argument, nullptr, 'R'},
                                    {"ef-precision", required_argument, nullptr, 'C'},
                                    {nullptr, 0, nullptr, 0}};
@@ -452,6 +458,9 @@ bool parse(int argc, char** argv, Settings* s) {
         break;
       case 'V':
         s->smoothDifferences = true;
+        break;
+      case 'G':
+        s->hpzGather = true;
         break;
       case 'C':
         ok = parseChoice(flag, optarg, {"fp32", "bf16", "int8"}, &s->feedbackPrecision);

@@ -475,6 +475,24 @@ ZCCL_API zcclResult_t zcclReferenceBytes(const zcclReference_t reference, size_t
 ZCCL_API zcclResult_t zcclCommSplitNode(zcclComm_t comm, zcclComm_t* nodeComm);
 ZCCL_API zcclResult_t zcclCommSplitCrossNode(zcclComm_t comm, zcclComm_t* crossComm);
 
+/*
+ * Host memory that the ranks of a communicator inside one node share (MPI_Win_allocate_shared's
+ * role; hpZ's node copy of the weights, read in place instead of gathered): collective over
+ * comm, whose ranks must all be on one node (zcclCommSplitNode's communicator, or a one-rank
+ * one); every rank maps the same `bytes`, zero-filled, at its own *base. What one rank stores
+ * there the others see once both have taken part in a collective on comm after the store (a
+ * one-element zcclAllReduce is a barrier). Nothing crosses a wire, so nothing is counted in
+ * the statistics. Every rank gets the same outcome: zcclInvalidArgument for bytes = 0 or
+ * ranks that asked for different sizes, zcclInvalidUsage for a communicator that spans nodes,
+ * zcclSystemError where a rank could not map the segment (ranks that the node map put on one
+ * node but that do not share /dev/shm). The memory stays mapped until zcclSharedMemoryDestroy,
+ * which is local and may come after comm is destroyed.
+ */
+typedef struct zcclSharedMemory* zcclSharedMemory_t;
+ZCCL_API zcclResult_t zcclSharedMemoryCreate(zcclComm_t comm, size_t bytes, void** base,
+                                             zcclSharedMemory_t* shared);
+ZCCL_API zcclResult_t zcclSharedMemoryDestroy(zcclSharedMemory_t shared);
+
 /* Outside a group, Send and Recv block until done; inside one they complete at GroupEnd. */
 ZCCL_API zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_t datatype,
                                int peer, zcclComm_t comm, zcclStream_t stream);

@@ -222,6 +222,12 @@ struct ZeroOptions {
   // follows. The same collectives run in the same order either way, so results are equal to
   // the bit.
   int prefetchDepth = 1;
+  // hpZ on host memory: the node's ranks keep their secondary shards in one segment of memory
+  // they share (zcclSharedMemoryCreate), which each rank's backward reads whole, in place,
+  // where the node all-gather would copy it: the same weights and bytes held, no copies and
+  // no intra-node traffic in the backward. false, a GPU's memory, or ranks that the node map
+  // puts together but that cannot map one segment: the node all-gather.
+  bool sharedNodeCopy = true;
   // Beyond ZeRO++. weightDifferences (stage 3): the forward all-gather sends each shard's INT4
   // difference from the weights gathered last time (SDP4Bit's qWD), which every rank keeps
   // alike: a copy of all the working weights per rank (counted), exact every resyncEvery-th

@@ -116,6 +116,40 @@ class ScratchBuffer {
   size_t held_ = 0;
 };
 
+// hpZ's secondary copy of every module in one segment that the ranks of a node share
+// (zcclSharedMemoryCreate): each rank stores its part of a module's gathered weights in its
+// forward, and every rank's backward reads the module whole, in place. The tracker counts this
+// rank's part, as it counts a secondary copy of its own.
+class NodeSharedBuffer {
+ public:
+  explicit NodeSharedBuffer(StateSpace* space) : space_(space) {}
+  ~NodeSharedBuffer() {
+    if (shared_ == nullptr) return;
+    zcclSharedMemoryDestroy(shared_);
+    space_->tracker.remove(counted_);
+  }
+  NodeSharedBuffer(const NodeSharedBuffer&) = delete;
+  NodeSharedBuffer& operator=(const NodeSharedBuffer&) = delete;
+
+  zcclResult_t create(zcclComm_t nodeComm, size_t bytes, size_t counted) {
+    void* base = nullptr;
+    const zcclResult_t result = zcclSharedMemoryCreate(nodeComm, bytes, &base, &shared_);
+    if (result != zcclSuccess) return result;
+    data_ = static_cast<unsigned char*>(base);
+    counted_ = counted;
+    space_->tracker.add(counted);
+    return zcclSuccess;
+  }
+  bool held() const { return shared_ != nullptr; }
+  unsigned char* as() const { return data_; }
+
+ private:
+  StateSpace* space_;
+  zcclSharedMemory_t shared_ = nullptr;
+  unsigned char* data_ = nullptr;
+  size_t counted_ = 0;
+};
+
 // The state a Beyond-ZeRO++ collective keeps for one module (a reference of weight
 // differences, a gradient's error feedback), counted by the tracker while it lives.
 template <typename Handle, zcclResult_t (*Bytes)(Handle, size_t*), zcclResult_t (*Destroy)(Handle)>
@@ -176,12 +210,13 @@ struct ModuleState {
   size_t count = 0;
   size_t padded = 0;
   size_t shard = 0;
-  StateBuffer working;    // full (stages 0-2) or my shard (stage 3), working precision
-  StateBuffer master;     // float32: full (stage 0) or my shard
-  StateBuffer moment1;    // as master
-  StateBuffer moment2;    // as master
-  StateBuffer grads;      // full (stages 0-1) or my shard (2-3), working precision
-  StateBuffer secondary;  // hpZ: my node-local shard of the gathered weights
+  StateBuffer working;        // full (stages 0-2) or my shard (stage 3), working precision
+  StateBuffer master;         // float32: full (stage 0) or my shard
+  StateBuffer moment1;        // as master
+  StateBuffer moment2;        // as master
+  StateBuffer grads;          // full (stages 0-1) or my shard (2-3), working precision
+  StateBuffer secondary;      // hpZ: my node-local shard of the gathered weights (not shared)
+  size_t nodeCopyOffset = 0;  // hpZ, shared: where the module starts in the node's copy
   CompressionState compression;
 };
 
@@ -322,6 +357,23 @@ class ZeroOptimizer::Impl {
   // Stages 1-2: every rank's new shard of the working weights, to every rank (in place).
   zcclResult_t gatherNewWeights(ModuleState& m);
   zcclResult_t traffic(uint64_t* inter, uint64_t* intra);
+  // hpZ: whether the node's ranks are to share their secondary copies, and whether they do.
+  bool wantsSharedNodeCopy() const {
+    return options_.hierarchicalPartition && options_.sharedNodeCopy && memory_.host();
+  }
+  bool nodeCopyShared() const { return nodeCopy_.held(); }
+  // The modules' secondary copies in one segment of the node's (their offsets into it), or, where
+  // the node's ranks cannot map one, in each rank's own memory.
+  zcclResult_t shareNodeCopy();
+  // Where my part of module `m`'s secondary copy lives.
+  unsigned char* secondaryPart(ModuleState& m) {
+    if (!nodeCopyShared()) return m.secondary.as();
+    return nodeCopy_.as() + m.nodeCopyOffset +
+           static_cast<size_t>(nodeRank_) * m.padded / nodeSize_ * es();
+  }
+  // Shared copies: every rank of the node has stored its parts (in the forward) before any
+  // reads a module whole.
+  zcclResult_t nodeCopyStored();
 
   zcclComm_t comm_;
   zcclComm_t nodeComm_ = nullptr;
@@ -331,6 +383,7 @@ class ZeroOptimizer::Impl {
   StateSpace space_;  // outlives every buffer below
   StateMemory& memory_;
   std::vector<std::unique_ptr<ModuleState>> modules_;
+  NodeSharedBuffer nodeCopy_{&space_};  // hpZ's secondary copies, where the node shares them
   // Stage 3: the full weights of the modules being gathered or computed.
   std::vector<std::unique_ptr<ScratchBuffer>> gathered_;
   // Stages 2-3: the full gradients of the modules being reduced.
@@ -427,13 +480,40 @@ zcclResult_t ZeroOptimizer::Impl::init() {
                             workingElements, m->working.as()));
     ZERO_CHECK(
         allocate(&m->grads, (partitionedGradients() ? m->shard : m->padded) * es(), "gradients"));
-    if (options_.hierarchicalPartition) {
+    if (options_.hierarchicalPartition && !wantsSharedNodeCopy()) {
       ZERO_CHECK(allocate(&m->secondary, m->padded / nodeSize_ * es(), "hpZ's secondary copy"));
     }
     ZERO_CHECK(createCompressionState(*m, &m->compression));
     modules_.push_back(std::move(m));
   }
+  if (wantsSharedNodeCopy()) ZERO_CHECK(shareNodeCopy());
   return zcclSuccess;
+}
+
+zcclResult_t ZeroOptimizer::Impl::shareNodeCopy() {
+  size_t bytes = 0;
+  for (auto& m : modules_) {
+    m->nodeCopyOffset = bytes;
+    bytes += m->padded * es();
+  }
+  if (bytes == 0) return zcclSuccess;
+  const zcclResult_t shared = nodeCopy_.create(nodeComm_, bytes, bytes / nodeSize_);
+  if (shared != zcclSuccess && shared != zcclSystemError) {
+    return fail(shared, zcclGetLastError(nodeComm_));
+  }
+  // Ranks that cannot map one segment (separate hosts taken for one node) keep copies of
+  // their own, which the backward gathers inside the node.
+  for (auto& m : modules_) {
+    if (shared == zcclSuccess) break;
+    ZERO_CHECK(allocate(&m->secondary, m->padded / nodeSize_ * es(), "hpZ's secondary copy"));
+  }
+  return zcclSuccess;
+}
+
+zcclResult_t ZeroOptimizer::Impl::nodeCopyStored() {
+  if (!nodeCopyShared()) return zcclSuccess;
+  int32_t token = 0;
+  return zcclAllReduce(&token, &token, 1, zcclInt32, zcclSum, nodeComm_, nullptr);
 }
 
 zcclResult_t ZeroOptimizer::Impl::checkCompression() {
@@ -540,6 +620,7 @@ zcclResult_t ZeroOptimizer::Impl::startForwardGather(size_t index, zcclReference
 zcclResult_t ZeroOptimizer::Impl::startBackwardGather(size_t index, zcclRequest_t* request) {
   ModuleState& m = *modules_[index];
   ScratchBuffer& into = gatheredSlot(index);
+  if (nodeCopyShared()) return zcclSuccess;  // read in place (moduleWeights)
   if (options_.hierarchicalPartition) {
     return startGather(m, nodeComm_, m.secondary.as(), nullptr, into, request);
   }
@@ -550,14 +631,18 @@ zcclResult_t ZeroOptimizer::Impl::moduleWeights(size_t index, zcclRequest_t* req
                                                 const unsigned char** values) {
   ModuleState& m = *modules_[index];
   const unsigned char* state = m.working.as();
-  if (partitionedWeights()) {
+  if (partitionedWeights() && !forward && nodeCopyShared()) {
+    state = nodeCopy_.as() + m.nodeCopyOffset;
+  } else if (partitionedWeights()) {
     ZERO_CHECK(finish(request));
     state = gatheredSlot(index).as();
     if (forward && options_.hierarchicalPartition) {
-      // Keep my node-local shard of what was gathered, for the backward gather.
+      // Keep my node-local shard of what was gathered, for the backward. In a shared copy,
+      // this overwrites what the node's other ranks read in the last backward: they are done,
+      // as the gather just finished needed their part, which they send only in this step.
       const size_t part = m.padded / nodeSize_;
       ZERO_CHECK(memoryFailure(
-          memory_.copy(m.secondary.as(), state + nodeRank_ * part * es(), part * es()),
+          memory_.copy(secondaryPart(m), state + nodeRank_ * part * es(), part * es()),
           "keeping hpZ's secondary copy"));
     }
   }
@@ -718,6 +803,7 @@ zcclResult_t ZeroOptimizer::Impl::backwardPass(const Batch& batch, Tensor* dlogi
   reductions_.assign(n, nullptr);
   size_t next = n;  // the next module whose backward gather starts, plus one
   Tensor dy = std::move(*dlogits), dx;
+  ZERO_CHECK(nodeCopyStored());
   for (size_t i = n; i-- > 0;) {
     for (; partitionedWeights() && next > 0 && next - 1 + depth() >= i; --next) {
       ZERO_CHECK(startBackwardGather(next - 1, &gathers[next - 1]));
@@ -815,6 +901,7 @@ zcclResult_t ZeroOptimizer::Impl::timeCommunication(double* seconds) {
       ZERO_CHECK(startForwardGather(i, compression[i]->reference.get(), &requests[i]));
     }
     for (size_t i = n > depth() ? n - depth() - 1 : 0; i < n; ++i) ZERO_CHECK(wait(i));
+    ZERO_CHECK(nodeCopyStored());
     for (size_t i = n; i-- > 0;) {
       if (i + depth() + 1 < n) ZERO_CHECK(wait(i + depth() + 1));
       ZERO_CHECK(startBackwardGather(i, &requests[i]));

@@ -7,7 +7,8 @@
 // - ZeRO-3's cross-node bytes per step over ZeRO++'s, from the counters, is at least 3.5, over
 //   ZeRO++ 4-bit's at least 5.5 (6 is the ceiling of 4 bits both ways), over INT2-diff's 7;
 // - peak model-state bytes follow the ZeRO formulas, references and residuals included;
-// - prefetching, overlapping and timing the collectives alone change no bit of training;
+// - prefetching, overlapping, timing the collectives alone and hpZ's shared node copy change
+//   no bit of training;
 // - float16 with dynamic loss scaling skips overflowing steps and still learns.
 #include <gtest/gtest.h>
 
@@ -299,6 +300,35 @@ TEST_F(Zero, PrefetchAndOverlapChangeNoBit) {
     EXPECT_EQ(runs[0].intraNodeBytes, runs[1].intraNodeBytes) << "variant " << variant;
     EXPECT_TRUE(masters[0] == masters[1]) << "variant " << variant;
     EXPECT_GT(runs[1].peakBytes, runs[0].peakBytes) << "variant " << variant;
+  }
+}
+
+// hpZ read where the node's ranks share their secondary copies is the node all-gather without
+// its copies: the same losses, cross-node bytes and master weights to the bit, with the
+// backward's intra-node traffic gone and no larger peak (timing the collectives alone too).
+TEST_F(Zero, SharedNodeCopyChangesNoBitAndSendsLessInsideTheNode) {
+  const int steps = 5, global = 4 * worldSize();
+  const char* layout = std::getenv("ZCCL_RANKS_PER_NODE");
+  const bool nodesOfSeveral = layout == nullptr || std::atoi(layout) > 1;
+  ZeroOptions plus;
+  plus.quantizedWeights = plus.hierarchicalPartition = plus.quantizedGradients = true;
+  for (const ZeroOptions& o : {plus, fourBit(plus)}) {
+    std::vector<Training> runs;
+    std::vector<std::vector<float>> masters;
+    for (bool shared : {false, true}) {
+      ZeroOptions chosen = o;
+      chosen.sharedNodeCopy = shared;
+      masters.emplace_back();
+      runs.push_back(train(comm_, Task{true, true}, chosen, steps, global, 11, &masters.back(), 2));
+    }
+    const std::string what = o.weightDifferences ? "ZeRO++ 4-bit" : "ZeRO++";
+    EXPECT_EQ(runs[0].losses, runs[1].losses) << what;
+    EXPECT_EQ(runs[0].interNodeBytes, runs[1].interNodeBytes) << what;
+    EXPECT_TRUE(masters[0] == masters[1]) << what;
+    EXPECT_LE(runs[1].peakBytes, runs[0].peakBytes) << what;
+    if (nodesOfSeveral) {
+      EXPECT_LT(runs[1].intraNodeBytes, runs[0].intraNodeBytes) << what;
+    }
   }
 }
 

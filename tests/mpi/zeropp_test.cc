@@ -4,12 +4,14 @@
 // the bytes each rank sends per link class equal what each algorithm's definition says,
 // computed here from the documented wire format.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -666,6 +668,73 @@ TEST_F(ZeroPlusPlus, NodeAndCrossNodeSubCommunicators) {
   EXPECT_EQ(zcclCommDestroy(node), zcclInvalidUsage);
   EXPECT_NE(std::string(zcclGetLastError(nullptr)).find("destroyed with its parent"),
             std::string::npos);
+}
+
+// Segments of this process's making left in /dev/shm (they are named after its pid).
+int segmentsLeft() {
+  const std::string prefix = "zccl-" + std::to_string(getpid()) + "-";
+  int left = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    left += entry.path().filename().string().rfind(prefix, 0) == 0 ? 1 : 0;
+  }
+  return left;
+}
+
+// hpZ's node copy read in place: memory every rank of a node maps, each rank's stores seen by
+// the others after a collective, nothing counted as traffic, nothing left in /dev/shm; and
+// the same refusal on every rank for a size of 0, sizes that differ, or ranks of several nodes.
+TEST_F(ZeroPlusPlus, SharedMemoryInsideANode) {
+  zcclComm_t node = nullptr;
+  ASSERT_EQ(zcclCommSplitNode(comm_, &node), zcclSuccess) << zcclGetLastError(comm_);
+  int size = 0, rank = 0;
+  ASSERT_EQ(zcclCommCount(node, &size), zcclSuccess);
+  ASSERT_EQ(zcclCommUserRank(node, &rank), zcclSuccess);
+  const size_t part = 4099;
+  void* base = nullptr;
+  zcclSharedMemory_t shared = nullptr;
+  ASSERT_EQ(zcclCommResetStats(node), zcclSuccess);
+  ASSERT_EQ(zcclSharedMemoryCreate(node, size * part * sizeof(double), &base, &shared), zcclSuccess)
+      << zcclGetLastError(node);
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(segmentsLeft(), 0) << "unlinked once every rank mapped it";
+  zcclStats stats;
+  ASSERT_EQ(zcclCommGetStats(node, &stats), zcclSuccess);
+  EXPECT_EQ(stats.bytesSent[zcclLinkIntraNode] + stats.bytesSent[zcclLinkInterNode], 0u);
+  auto* values = static_cast<double*>(base);
+  EXPECT_EQ(*std::max_element(values, values + size * part), 0.0) << "zero-filled";
+  int32_t token = 0;
+  ASSERT_EQ(zcclAllReduce(&token, &token, 1, zcclInt32, zcclSum, node, nullptr), zcclSuccess);
+  for (size_t i = 0; i < part; ++i) values[rank * part + i] = layout_.me * 1e6 + double(i);
+  ASSERT_EQ(zcclAllReduce(&token, &token, 1, zcclInt32, zcclSum, node, nullptr), zcclSuccess);
+  const int myNode = layout_.node(layout_.me);
+  for (int r = 0; r < size; ++r) {
+    for (size_t i = 0; i < part; i += 97) {
+      ASSERT_EQ(values[r * part + i], layout_.rankAt(myNode, r) * 1e6 + double(i))
+          << "node rank " << r << " element " << i;
+    }
+  }
+  EXPECT_EQ(zcclSharedMemoryDestroy(shared), zcclSuccess);
+  EXPECT_EQ(zcclSharedMemoryDestroy(nullptr), zcclSuccess);
+
+  const auto refused = [&](zcclComm_t comm, size_t bytes, zcclResult_t expected, const char* says) {
+    void* none = &token;
+    zcclSharedMemory_t handle = nullptr;
+    EXPECT_EQ(zcclSharedMemoryCreate(comm, bytes, &none, &handle), expected) << says;
+    EXPECT_EQ(none, nullptr);
+    EXPECT_EQ(handle, nullptr);
+    EXPECT_NE(std::string(zcclGetLastError(comm)).find(says), std::string::npos)
+        << zcclGetLastError(comm);
+    EXPECT_EQ(segmentsLeft(), 0);
+  };
+  refused(node, 0, zcclInvalidArgument, "bytes=0 on rank(s) 0");
+  if (size > 1) {
+    refused(node, rank == size - 1 ? 4096 : 8192, zcclInvalidArgument,
+            "different sizes: rank 0 bytes=8192");
+  }
+  if (layout_.nodes() > 1) refused(comm_, 64, zcclInvalidUsage, "spans");
+  EXPECT_EQ(zcclSharedMemoryCreate(node, 64, nullptr, &shared), zcclInvalidArgument);
+  EXPECT_NE(std::string(zcclGetLastError(node)).find("base=(nil)"), std::string::npos)
+      << zcclGetLastError(node);
 }
 
 TEST_F(ZeroPlusPlus, LossyFormatsOnlyWhereTheyApply) {
