@@ -498,13 +498,11 @@ zcclResult_t ZeroOptimizer::Impl::shareNodeCopy() {
   }
   if (bytes == 0) return zcclSuccess;
   const zcclResult_t shared = nodeCopy_.create(nodeComm_, bytes, bytes / nodeSize_);
-  if (shared != zcclSuccess && shared != zcclSystemError) {
-    return fail(shared, zcclGetLastError(nodeComm_));
-  }
+  if (shared == zcclSuccess) return zcclSuccess;
+  if (shared != zcclSystemError) return fail(shared, zcclGetLastError(nodeComm_));
   // Ranks that cannot map one segment (separate hosts taken for one node) keep copies of
   // their own, which the backward gathers inside the node.
   for (auto& m : modules_) {
-    if (shared == zcclSuccess) break;
     ZERO_CHECK(allocate(&m->secondary, m->padded / nodeSize_ * es(), "hpZ's secondary copy"));
   }
   return zcclSuccess;
