@@ -26,12 +26,14 @@ struct zcclSharedMemory {
 namespace zccl {
 namespace {
 
+constexpr size_t kNameBytes = 44;  // "/zccl-<pid>-<64 random bits>" and its end
+
 // What each rank tells the others before the segment is opened: rank 0 also its name, or
 // why it could not make it.
 struct Offer {
   uint64_t bytes;
   int32_t madeErrno;  // rank 0: 0, or errno of the step that failed
-  char name[44];
+  char name[kNameBytes];
 };
 
 // What each rank tells the others after opening it.
@@ -46,7 +48,7 @@ void* mapSegment(int fd, size_t bytes) {
 }
 
 // Rank 0: a new segment of `bytes` under a fresh name; errno, or 0 with *base mapped.
-int createSegment(size_t bytes, char (&name)[44], void** base) {
+int createSegment(size_t bytes, char (&name)[kNameBytes], void** base) {
   std::random_device entropy;
   for (int attempt = 0; attempt < 8; ++attempt) {
     std::snprintf(name, sizeof(name), "/zccl-%d-%08x%08x", static_cast<int>(getpid()), entropy(),
@@ -145,7 +147,8 @@ Status createShared(zcclComm* comm, size_t bytes, void** base) {
     status = comm->transport->allGatherControl(&answer, sizeof(Answer), answers.data());
     if (status == Status::kSuccess) status = checkAnswers(answers, made.name);
   }
-  if (creator && mapped != nullptr) shm_unlink(made.name);
+  // Its own name: rank 0's entry of the exchange is not there if the exchange failed.
+  if (creator && mapped != nullptr) shm_unlink(mine.name);
   if (status != Status::kSuccess) {
     if (mapped != nullptr) munmap(mapped, bytes);
     return status;

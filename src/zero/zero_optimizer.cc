@@ -362,9 +362,9 @@ class ZeroOptimizer::Impl {
     return options_.hierarchicalPartition && options_.sharedNodeCopy && memory_.host();
   }
   bool nodeCopyShared() const { return nodeCopy_.held(); }
-  // The modules' secondary copies in one segment of the node's (their offsets into it), or, where
-  // the node's ranks cannot map one, in each rank's own memory.
-  zcclResult_t shareNodeCopy();
+  // hpZ: the modules' secondary copies in one segment of the node's (their offsets into it)
+  // where it is wanted and the node's ranks can map one, else in each rank's own memory.
+  zcclResult_t keepNodeCopies();
   // Where my part of module `m`'s secondary copy lives.
   unsigned char* secondaryPart(ModuleState& m) {
     if (!nodeCopyShared()) return m.secondary.as();
@@ -480,28 +480,26 @@ zcclResult_t ZeroOptimizer::Impl::init() {
                             workingElements, m->working.as()));
     ZERO_CHECK(
         allocate(&m->grads, (partitionedGradients() ? m->shard : m->padded) * es(), "gradients"));
-    if (options_.hierarchicalPartition && !wantsSharedNodeCopy()) {
-      ZERO_CHECK(allocate(&m->secondary, m->padded / nodeSize_ * es(), "hpZ's secondary copy"));
-    }
     ZERO_CHECK(createCompressionState(*m, &m->compression));
     modules_.push_back(std::move(m));
   }
-  if (wantsSharedNodeCopy()) ZERO_CHECK(shareNodeCopy());
+  if (options_.hierarchicalPartition) ZERO_CHECK(keepNodeCopies());
   return zcclSuccess;
 }
 
-zcclResult_t ZeroOptimizer::Impl::shareNodeCopy() {
+zcclResult_t ZeroOptimizer::Impl::keepNodeCopies() {
   size_t bytes = 0;
   for (auto& m : modules_) {
     m->nodeCopyOffset = bytes;
     bytes += m->padded * es();
   }
-  if (bytes == 0) return zcclSuccess;
-  const zcclResult_t shared = nodeCopy_.create(nodeComm_, bytes, bytes / nodeSize_);
-  if (shared == zcclSuccess) return zcclSuccess;
-  if (shared != zcclSystemError) return fail(shared, zcclGetLastError(nodeComm_));
-  // Ranks that cannot map one segment (separate hosts taken for one node) keep copies of
-  // their own, which the backward gathers inside the node.
+  if (wantsSharedNodeCopy() && bytes > 0) {
+    const zcclResult_t shared = nodeCopy_.create(nodeComm_, bytes, bytes / nodeSize_);
+    if (shared == zcclSuccess) return zcclSuccess;
+    // Ranks that cannot map one segment (separate hosts taken for one node) keep copies of
+    // their own, which the backward gathers inside the node.
+    if (shared != zcclSystemError) return fail(shared, zcclGetLastError(nodeComm_));
+  }
   for (auto& m : modules_) {
     ZERO_CHECK(allocate(&m->secondary, m->padded / nodeSize_ * es(), "hpZ's secondary copy"));
   }
@@ -616,9 +614,9 @@ zcclResult_t ZeroOptimizer::Impl::startForwardGather(size_t index, zcclReference
 }
 
 zcclResult_t ZeroOptimizer::Impl::startBackwardGather(size_t index, zcclRequest_t* request) {
+  if (nodeCopyShared()) return zcclSuccess;  // read in place (moduleWeights)
   ModuleState& m = *modules_[index];
   ScratchBuffer& into = gatheredSlot(index);
-  if (nodeCopyShared()) return zcclSuccess;  // read in place (moduleWeights)
   if (options_.hierarchicalPartition) {
     return startGather(m, nodeComm_, m.secondary.as(), nullptr, into, request);
   }
