@@ -6,7 +6,7 @@ tables SIM_TABLES names, later rows replacing earlier ones) run again by zccl-si
 shape, busbw side by side, and the share of rows within 15%; then, where make bench-zero has
 run (ZERO_LOG, default bench/zero/mlp_1gbit.node0.log), its ZeRO-3 and ZeRO++ steps simulated
 with the compute each measured: collectives, the step without overlap, and the step with the
-prefetch depth the bench ran.
+prefetch depth the bench ran, hpZ's node copy read in place or gathered as it ran.
 
 usage: sim-validate.py ZCCL_SIM [HOST] > table.md
 HOST: how the testbed's ranks use this host, as --machine fields. By default every rank of the
@@ -136,13 +136,16 @@ ZERO_SIZE = re.compile(r"^(\w+)\s+(ZeRO-3|ZeRO\+\+ \(qwZ\+hpZ\+qgZ\))\s+(\d+)\s+
 
 
 ZERO_PREFETCH = re.compile(r"prefetch depth (\d+)")
+# Logs from before the node copy was shared in host memory say nothing: they gathered it.
+ZERO_NODE_COPY = re.compile(r"hpZ's node copy (read in place|gathered)")
 
 
 def simulate_zero(tool: str, plus: bool, params: int, compute_ms: float, host: str, link: dict,
-                  prefetch: int) -> dict:
+                  prefetch: int, node_copy: str) -> dict:
     out = testbed(tool, 1, ZERO_RANKS_PER_NODE, host, link, "--zero", "++" if plus else "3",
                   "--params", str(params), "--layers", str(ZERO_LAYERS), "--compute-ms",
-                  str(compute_ms), "--scale", "1", "--prefetch", str(prefetch))
+                  str(compute_ms), "--scale", "1", "--prefetch", str(prefetch),
+                  "--node-copy", node_copy)
     phases = {m[1]: float(m[2]) for m in re.finditer(r"^  (\S.*?)\s+([\d.]+) (?:ms|GB)", out, re.M)}
     return {"step": phases["step"],
             "collectives": sum(v for k, v in phases.items() if "all-gather" in k or "scatter" in k),
@@ -158,8 +161,11 @@ def zero_steps(tool: str, host: str, link: dict, log: Path) -> None:
     lines = text.splitlines()
     sizes = {m[2]: (int(m[3]), int(m[4])) for line in lines if (m := ZERO_SIZE.match(line))}
     prefetch = int(m[1]) if (m := ZERO_PREFETCH.search(text)) else 0
+    copy = m[1] if (m := ZERO_NODE_COPY.search(text)) else "gathered"
+    node_copy = "shared" if copy == "read in place" else "gather"
     print("\nZeRO steps of make bench-zero (MLP, 2 x 2 ranks, 1 Gbit/s, prefetch depth "
-          f"{prefetch}), measured / simulated with the compute each measured: the collectives "
+          f"{prefetch}, hpZ's node copy {copy}), measured / simulated with the compute each "
+          "measured: the collectives "
           f"alone, the step without overlap, and the step as the bench ran it (prefetch "
           f"{prefetch}; in the simulation, the compute takes the gaps the collectives leave on "
           "each rank's CPU):\n")
@@ -172,9 +178,9 @@ def zero_steps(tool: str, host: str, link: dict, log: Path) -> None:
             continue
         name, step, compute, alone = m[2], float(m[3]), float(m[4]), float(m[5])
         params, cross = sizes[name]
-        serial = simulate_zero(tool, name != "ZeRO-3", params, compute, host, link, 0)
+        serial = simulate_zero(tool, name != "ZeRO-3", params, compute, host, link, 0, node_copy)
         overlapped = simulate_zero(tool, name != "ZeRO-3", params, compute, host, link,
-                                   prefetch)
+                                   prefetch, node_copy)
         def cell(measured: float, simulated: float) -> str:
             return f"{measured:.1f} / {simulated:.1f} ({simulated / measured - 1:+.0%})"
         print(f"| {name} | {compute:.1f} | {cell(alone, serial['collectives'])} | "

@@ -41,6 +41,8 @@ def main():
     refused([topo, "--ranks-per-node", "two"], "zccl-topo: --ranks-per-node two: a whole number")
     refused([sim, "--ranks", "8", "--collective", "all_gather", "--bytes", "1Q"],
             "zccl-sim: bad value '1Q' for --bytes")
+    refused([sim, "--ranks", "8", "--zero", "++", "--params", "1e6", "--layers", "2",
+             "--node-copy", "mapped"], "zccl-sim: bad value 'mapped' for --node-copy")
     # zero_demo under zcclrun, two ranks: rank 0 alone says it.
     for flags, message in (
             (["--steps", "abc"], "zero_demo: --steps abc: a whole number from 1 to 2147483647"),

@@ -5,8 +5,8 @@
 //            [--wire none|int8|int4] [--algo auto|ring|direct] [--dtype float32|bfloat16]
 //            [--json FILE]
 //   zccl-sim --ranks N --zero 3|++|both --params P --layers L [--tokens T] [--tflops F]
-//            [--compute-ms C] [--recompute] [--prefetch D] [--scale K] [machine options]
-//            [--json FILE]
+//            [--compute-ms C] [--recompute] [--prefetch D] [--node-copy gather|shared]
+//            [--scale K] [machine options] [--json FILE]
 // Every rank is a thread of this process running the unchanged library over the simulated
 // transport (src/transport/sim); each message takes the modelled link's latency and
 // bandwidth, and each kernel the bytes it touches over the machine's kernel rate.
@@ -16,7 +16,9 @@
 // of a model of P parameters in L equal layers (bfloat16), layer by layer as ZeRO-3 runs it
 // (forward all-gather, forward compute, backward all-gather, backward compute, gradient
 // reduce-scatter; no overlap) or as ZeRO++ does (INT8 weights, the backward's all-gather
-// inside the node from the secondary copy, INT4 gradients over the 2-hop path); compute is
+// inside the node from the secondary copy, INT4 gradients over the 2-hop path; with
+// --node-copy shared, as the ZeRO layer runs it in host memory, the backward reads the node's
+// copy in place after one node barrier and gathers nothing); compute is
 // 2 x params x tokens FLOPs forward and twice that backward at F TFLOP/s, or (--compute-ms) a
 // step's compute as measured, a third forward and two thirds backward; with activation
 // checkpointing (--recompute) the backward recomputes its module's forward first, so it takes
@@ -63,12 +65,13 @@ struct Settings {
   std::string zero;  // "", "3", "++" or "both"
   double params = 0;
   int layers = 0;
-  double tokens = 2048;       // per rank per step
-  double tflops = 100;        // per rank, sustained
-  double computeSeconds = 0;  // per step, when given: instead of tokens and tflops
-  bool recompute = false;     // activation checkpointing: the backward runs the forward again
-  int prefetch = 0;           // modules gathered ahead (and gradients left behind): overlap
-  double scale = 0;           // 0: chosen
+  double tokens = 2048;         // per rank per step
+  double tflops = 100;          // per rank, sustained
+  double computeSeconds = 0;    // per step, when given: instead of tokens and tflops
+  bool recompute = false;       // activation checkpointing: the backward runs the forward again
+  int prefetch = 0;             // modules gathered ahead (and gradients left behind): overlap
+  bool sharedNodeCopy = false;  // hpZ's copy read in place (host memory) instead of gathered
+  double scale = 0;             // 0: chosen
 };
 
 struct Row {
@@ -100,8 +103,9 @@ struct Row {
                "[--dtype float32|bfloat16] [--json FILE]\n"
                "       zccl-sim --ranks N --zero 3|++|both --params P --layers L [--tokens T] "
                "[--tflops F]\n"
-               "                [--compute-ms C] [--recompute] [--prefetch D] [--scale K] "
-               "[machine options] [--json FILE]\n");
+               "                [--compute-ms C] [--recompute] [--prefetch D] "
+               "[--node-copy gather|shared]\n"
+               "                [--scale K] [machine options] [--json FILE]\n");
   std::exit(2);
 }
 
@@ -156,6 +160,7 @@ Settings parse(int argc, char** argv) {
                                 {"recompute", no_argument, nullptr, 'r'},
                                 {"prefetch", required_argument, nullptr, 'p'},
                                 {"scale", required_argument, nullptr, 'K'},
+                                {"node-copy", required_argument, nullptr, 'N'},
                                 {"help", no_argument, nullptr, 'h'},
                                 {nullptr, 0, nullptr, 0}};
   double ranks = 0, layers = 0, gpus = s.machine.gpusPerNode, nodeGbps = 0, computeMs = 0;
@@ -166,8 +171,8 @@ Settings parse(int argc, char** argv) {
       {'T', {&s.tokens, 1}},    {'F', {&s.tflops, 1e-9}},   {'K', {&s.scale, 1}},
       {'C', {&computeMs, 0}},   {'p', {&prefetch, 0}}};
   int opt = 0;
-  while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:t:m:q:a:d:J:z:P:L:T:F:C:rp:K:h", longOptions,
-                            nullptr)) != -1) {
+  while ((opt = getopt_long(argc, argv, "n:c:b:e:f:g:B:t:m:q:a:d:J:z:P:L:T:F:C:rp:K:N:h",
+                            longOptions, nullptr)) != -1) {
     bool ok = true;
     const auto number = numbers.find(opt);
     if (number != numbers.end()) {
@@ -203,6 +208,10 @@ Settings parse(int argc, char** argv) {
       s.json = optarg;
     } else if (opt == 'r') {
       s.recompute = true;
+    } else if (opt == 'N') {
+      const std::string copy = optarg;
+      s.sharedNodeCopy = copy == "shared";
+      ok = s.sharedNodeCopy || copy == "gather";
     } else if (opt == 'z') {
       s.zero = optarg;
       ok = s.zero == "3" || s.zero == "++" || s.zero == "both";
@@ -346,6 +355,7 @@ struct Step {
   double seconds = 0;            // the slowest rank's whole step
   double crossBytesPerRank = 0;  // scaled back to the model's size
   double peakStateBytes = 0;     // per rank (peakStateBytes)
+  int layersInFlight = 0;        // at that peak
 };
 const char* const kPhases[5] = {"forward all-gather", "forward compute", "backward all-gather",
                                 "backward compute", "gradient reduce-scatter"};
@@ -472,29 +482,33 @@ double chosenScale(const Settings& s) {
 
 // Layers whose gathered weights or full gradients (bfloat16) the ZeRO layer holds at once at
 // its peak, prefetching `depth` of `layers` equal modules ahead: in the forward, a module's
-// weights and the `depth` gathered after it; in the backward, the weights of a module and the
-// `depth` before it, and the full gradients of the (up to depth + 1) modules whose
-// reduce-scatters are still running behind it. Without overlap, one module's weights.
-// Measured from ZeroOptimizer::peakModelStateBytes: 1, 4 and 6 modules at depth 0, 1 and 2.
-int layersInFlight(int layers, int depth) {
-  if (depth == 0) return std::min(layers, 1);
+// weights and the `depth` gathered after it; in the backward, the full gradients its module
+// writes and those of the (up to depth + 1, none without overlap) modules whose reduce-scatters
+// still run behind it, and unless it reads hpZ's copy in place, the gathered weights of the
+// module and the `depth` before it. As ZeroOptimizer::peakModelStateBytes counts them
+// (zero_demo --stage 3 --layers 6, its equal inner modules): 2, 5 and 7 at depth 0, 1 and 2
+// gathering; 1, 3 and 4 reading the node's copy in place.
+int layersInFlight(int layers, int depth, bool backwardGathers) {
   int most = 0;
   for (int i = 0; i < layers; ++i) {
     const int forward = std::min(depth + 1, layers - i);
-    const int backward = std::min(depth + 1, i + 1) + std::min(depth + 1, layers - 1 - i);
-    most = std::max({most, forward, backward});
+    const int weights = backwardGathers ? std::min(depth + 1, i + 1) : 0;
+    const int behind = depth == 0 ? 0 : std::min(depth + 1, layers - 1 - i);
+    most = std::max({most, forward, weights + 1 + behind});
   }
   return most;
 }
+
+bool backwardGathers(const Settings& s, bool plus) { return !plus || !s.sharedNodeCopy; }
 
 // A rank's model state at the step's peak, bytes, as the ZeRO layer counts it (mixed precision
 // with Adam: float32 master weights and two moments, bfloat16 weights and gradients, each a
 // 1/ranks shard: 16P / ranks), with hpZ's secondary copy of a node's shard (2P / ranks per
 // node) for ZeRO++, and the layers in flight. Activations are the model's, not counted.
-double peakStateBytes(const Settings& s, bool plus) {
+double peakStateBytes(const Settings& s, int inFlight, bool plus) {
   const double shards = 16 * s.params / s.ranks;
   const double secondary = plus ? 2 * s.params / s.machine.gpusPerNode : 0;
-  return shards + secondary + layersInFlight(s.layers, s.prefetch) * 2 * s.params / s.layers;
+  return shards + secondary + inFlight * 2 * s.params / s.layers;
 }
 
 Step simulateStep(const Settings& s, bool plus, double scale) {
@@ -541,9 +555,19 @@ Step simulateStep(const Settings& s, bool plus, double scale) {
       rank.compute(kForwardCompute, gathered[i], forwardSeconds);
     }
     // Backward, from the last module: gathers as ahead, each module's gradient reduce-scatter
-    // behind its compute, at most `prefetch` of them outstanding.
+    // behind its compute, at most `prefetch` of them outstanding. hpZ's copy read in place:
+    // one node barrier first (every rank's part stored), the weights then ready.
     std::vector<double> reduced(n);
-    for (size_t i = n, next = n; i-- > 0;) {
+    const bool gathers = backwardGathers(s, plus);
+    if (!gathers) {
+      int32_t token = 0;
+      const double stored = rank.collective(kBackwardGather, [&] {
+        return zcclAllReduce(&token, &token, 1, zcclInt32, zcclSum, node, nullptr);
+      });
+      rank.waitFor(stored);
+      std::fill(gathered.begin(), gathered.end(), stored);
+    }
+    for (size_t i = n, next = gathers ? n : 0; i-- > 0;) {
       for (; next > 0 && next - 1 + rank.depth() >= i; --next) {
         gathered[next - 1] = rank.collective(kBackwardGather, [&] {
           return plus ? zcclAllGather(secondary.data(), full.data(), secondary.size(), zcclBfloat16,
@@ -573,7 +597,8 @@ Step simulateStep(const Settings& s, bool plus, double scale) {
   });
   exitUnless(status);
   step.crossBytesPerRank = static_cast<double>(cross.load()) / s.ranks * scale;
-  step.peakStateBytes = peakStateBytes(s, plus);
+  step.layersInFlight = layersInFlight(s.layers, s.prefetch, backwardGathers(s, plus));
+  step.peakStateBytes = peakStateBytes(s, step.layersInFlight, plus);
   return step;
 }
 
@@ -590,7 +615,7 @@ void printStep(const Settings& s, const char* name, const Step& step) {
               step.crossBytesPerRank / 1e9);
   std::printf(
       "  %-26s %12.4g GB per rank at its peak (layers in flight: %d; activations not counted)\n",
-      "model state", step.peakStateBytes / 1e9, layersInFlight(s.layers, s.prefetch));
+      "model state", step.peakStateBytes / 1e9, step.layersInFlight);
 }
 
 int simulateZero(const Settings& s) {
@@ -614,10 +639,11 @@ int simulateZero(const Settings& s) {
   const std::string backward = s.recompute ? ", forward recomputed in the backward" : "";
   const std::string overlap =
       s.prefetch > 0 ? "prefetch " + std::to_string(s.prefetch) : std::string("no overlap");
+  const char* nodeCopy = s.sharedNodeCopy ? "read in place" : "gathered";
   std::printf(
-      "# zccl-sim: ZeRO step of %.3g parameters in %d layers, %s%s, %s; %d ranks (%d nodes), %s; "
-      "bytes and bandwidths / %.0f\n",
-      s.params, s.layers, compute, backward.c_str(), overlap.c_str(), s.ranks,
+      "# zccl-sim: ZeRO step of %.3g parameters in %d layers, %s%s, %s, hpZ's node copy %s; "
+      "%d ranks (%d nodes), %s; bytes and bandwidths / %.0f\n",
+      s.params, s.layers, compute, backward.c_str(), overlap.c_str(), nodeCopy, s.ranks,
       (s.ranks + s.machine.gpusPerNode - 1) / s.machine.gpusPerNode,
       zccl::describeSimMachine(s.machine).c_str(), scale);
   std::vector<std::pair<std::string, Step>> steps;
@@ -634,16 +660,19 @@ int simulateZero(const Settings& s) {
     if (out == nullptr) return 1;
     std::fprintf(out,
                  "{\"ranks\": %d, \"params\": %.6g, \"layers\": %d, \"scale\": %.6g, "
-                 "\"prefetch\": %d, \"recompute\": %s, \"machine\": \"%s\", \"steps\": {",
+                 "\"prefetch\": %d, \"recompute\": %s, \"node_copy\": \"%s\", \"machine\": \"%s\", "
+                 "\"steps\": {",
                  s.ranks, s.params, s.layers, scale, s.prefetch, s.recompute ? "true" : "false",
+                 s.sharedNodeCopy ? "shared" : "gather",
                  zccl::describeSimMachine(s.machine).c_str());
     for (size_t i = 0; i < steps.size(); ++i) {
       const Step& st = steps[i].second;
       std::fprintf(out,
                    "%s\"%s\": {\"seconds\": %.9g, \"cross_node_bytes_per_rank\": %.6g, "
-                   "\"tokens_per_second\": %.6g, \"peak_state_bytes_per_rank\": %.9g",
+                   "\"tokens_per_second\": %.6g, \"peak_state_bytes_per_rank\": %.9g, "
+                   "\"layers_in_flight\": %d",
                    i == 0 ? "" : ", ", steps[i].first.c_str(), st.seconds, st.crossBytesPerRank,
-                   s.tokens * s.ranks / st.seconds, st.peakStateBytes);
+                   s.tokens * s.ranks / st.seconds, st.peakStateBytes, st.layersInFlight);
       for (int p = 0; p < 5; ++p) std::fprintf(out, ", \"%s\": %.9g", kPhases[p], st.phases[p]);
       std::fprintf(out, "}");
     }

@@ -533,9 +533,9 @@ int main(int argc, char** argv) {
     std::printf("# host: %s, quantization kernels %s\n", host.cpuModel, host.quantKernels);
     std::printf(
         "# zero_demo: %d ranks, modular addition mod %d (%.0f%% noisy labels), global batch %d, "
-        "%d steps, %s, optimizer state in %s memory, prefetch depth %d\n",
+        "%d steps, %s, optimizer state in %s memory, prefetch depth %d, hpZ's node copy %s\n",
         ranks, s.modulus, 100 * s.labelNoise, s.batch, s.steps, s.precision.c_str(), where,
-        s.prefetch);
+        s.prefetch, s.hpzGather || device != nullptr ? "gathered" : "read in place");
   }
   std::vector<Result> results;
   for (const std::string& model : s.models) {

@@ -166,7 +166,9 @@ Status discoverNodes(zcclComm* comm) {
 
 void announceEmulation(const zcclComm& comm) {
   static std::atomic<bool> announced{false};
-  if (comm.config.ranksPerNode <= 0 || comm.rank() != 0 || announced.exchange(true)) return;
+  // A simulated machine's nodes are the model's own, not an emulation of this host's.
+  if (comm.config.ranksPerNode <= 0 || comm.modelledTopology != nullptr) return;
+  if (comm.rank() != 0 || announced.exchange(true)) return;
   // A warning, once per process: byte counts per link class mean something else under
   // emulation.
   ZCCL_LOG(kWarn,
