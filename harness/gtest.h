@@ -4,9 +4,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <string>
 
 #include "harness/world.h"
 #include "zccl/zccl.h"
@@ -38,6 +41,17 @@ inline uint64_t bytesSent(zcclComm_t comm) {
   uint64_t total = 0;
   for (uint64_t bytes : stats.bytesSent) total += bytes;
   return total;
+}
+
+// Shared-memory segments of this process's making left in /dev/shm (zcclSharedMemoryCreate
+// names them after the creating process).
+inline int sharedSegmentsLeft() {
+  const std::string prefix = "zccl-" + std::to_string(getpid()) + "-";
+  int left = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    left += entry.path().filename().string().rfind(prefix, 0) == 0 ? 1 : 0;
+  }
+  return left;
 }
 
 inline zcclComm_t makeComm(int algorithm, int ranksPerNode = ZCCL_CONFIG_UNDEF_INT) {

@@ -8,7 +8,7 @@
 //   ZeRO++ 4-bit's at least 5.5 (6 is the ceiling of 4 bits both ways), over INT2-diff's 7;
 // - peak model-state bytes follow the ZeRO formulas, references and residuals included;
 // - prefetching, overlapping, timing the collectives alone and hpZ's shared node copy change
-//   no bit of training;
+//   no bit of training, nor does its fallback where the node's ranks cannot map one segment;
 // - float16 with dynamic loss scaling skips overflowing steps and still learns.
 #include <gtest/gtest.h>
 
@@ -330,6 +330,44 @@ TEST_F(Zero, SharedNodeCopyChangesNoBitAndSendsLessInsideTheNode) {
       EXPECT_LT(runs[1].intraNodeBytes, runs[0].intraNodeBytes) << what;
     }
   }
+}
+
+// Ranks that the node map puts on one node but that do not share /dev/shm (ctest's
+// zero_private_dev_shm runs rank 1 in a mount namespace of its own, as root:
+// tests/fault/private_dev_shm.sh): the segment is refused on every rank with the rank named and
+// nothing left in rank 0's /dev/shm, and the ZeRO layer gathers hpZ's copy inside the node
+// instead, to the bit and the byte of a run that asks for the gather.
+TEST_F(Zero, SharedNodeCopyFallsBackWhereTheNodeCannotMapIt) {
+  if (std::getenv("ZCCL_TEST_PRIVATE_DEV_SHM") == nullptr) {
+    GTEST_SKIP() << "needs ranks of one node without a shared /dev/shm "
+                    "(tests/fault/private_dev_shm.sh)";
+  }
+  zcclComm_t node = nullptr;
+  ASSERT_EQ(zcclCommSplitNode(comm_, &node), zcclSuccess) << zcclGetLastError(comm_);
+  void* base = nullptr;
+  zcclSharedMemory_t shared = nullptr;
+  EXPECT_EQ(zcclSharedMemoryCreate(node, 1 << 16, &base, &shared), zcclSystemError);
+  const std::string error = zcclGetLastError(node);
+  EXPECT_NE(error.find("rank 1 (No such file or directory) could not map rank 0's segment"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(base, nullptr);
+  EXPECT_EQ(zccl_harness::sharedSegmentsLeft(), 0);
+  ZeroOptions plus;
+  plus.quantizedWeights = plus.hierarchicalPartition = plus.quantizedGradients = true;
+  std::vector<Training> runs;
+  std::vector<std::vector<float>> masters;
+  for (bool sharedCopy : {false, true}) {
+    plus.sharedNodeCopy = sharedCopy;
+    masters.emplace_back();
+    runs.push_back(train(comm_, Task{true, true}, plus, 3, 4 * worldSize(), 11, &masters.back()));
+  }
+  EXPECT_EQ(runs[0].losses, runs[1].losses);
+  EXPECT_EQ(runs[0].interNodeBytes, runs[1].interNodeBytes);
+  EXPECT_EQ(runs[0].intraNodeBytes, runs[1].intraNodeBytes) << "the fallback gathers";
+  EXPECT_EQ(runs[0].peakBytes, runs[1].peakBytes);
+  EXPECT_TRUE(masters[0] == masters[1]);
+  EXPECT_EQ(zccl_harness::sharedSegmentsLeft(), 0);
 }
 
 // Timing the collectives alone between two steps runs them on state of its own: the weight

@@ -4,14 +4,12 @@
 // the bytes each rank sends per link class equal what each algorithm's definition says,
 // computed here from the documented wire format.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -670,16 +668,6 @@ TEST_F(ZeroPlusPlus, NodeAndCrossNodeSubCommunicators) {
             std::string::npos);
 }
 
-// Segments of this process's making left in /dev/shm (they are named after its pid).
-int segmentsLeft() {
-  const std::string prefix = "zccl-" + std::to_string(getpid()) + "-";
-  int left = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    left += entry.path().filename().string().rfind(prefix, 0) == 0 ? 1 : 0;
-  }
-  return left;
-}
-
 // hpZ's node copy read in place: memory every rank of a node maps, each rank's stores seen by
 // the others after a collective, nothing counted as traffic, nothing left in /dev/shm; and
 // the same refusal on every rank for a size of 0, sizes that differ, or ranks of several nodes.
@@ -696,7 +684,7 @@ TEST_F(ZeroPlusPlus, SharedMemoryInsideANode) {
   ASSERT_EQ(zcclSharedMemoryCreate(node, size * part * sizeof(double), &base, &shared), zcclSuccess)
       << zcclGetLastError(node);
   ASSERT_NE(base, nullptr);
-  EXPECT_EQ(segmentsLeft(), 0) << "unlinked once every rank mapped it";
+  EXPECT_EQ(zccl_harness::sharedSegmentsLeft(), 0) << "unlinked once every rank mapped it";
   zcclStats stats;
   ASSERT_EQ(zcclCommGetStats(node, &stats), zcclSuccess);
   EXPECT_EQ(stats.bytesSent[zcclLinkIntraNode] + stats.bytesSent[zcclLinkInterNode], 0u);
@@ -724,7 +712,7 @@ TEST_F(ZeroPlusPlus, SharedMemoryInsideANode) {
     EXPECT_EQ(handle, nullptr);
     EXPECT_NE(std::string(zcclGetLastError(comm)).find(says), std::string::npos)
         << zcclGetLastError(comm);
-    EXPECT_EQ(segmentsLeft(), 0);
+    EXPECT_EQ(zccl_harness::sharedSegmentsLeft(), 0);
   };
   refused(node, 0, zcclInvalidArgument, "bytes=0 on rank(s) 0");
   if (size > 1) {
