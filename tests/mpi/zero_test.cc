@@ -183,8 +183,14 @@ double finalLoss(const Training& t, int window = 50) {
   return sum / window;
 }
 
-ZeroOptions fourBit(ZeroOptions o) {
+// ZeRO++: qwZ + hpZ + qgZ.
+ZeroOptions zeroPlusPlus(ZeroOptions o) {
   o.quantizedWeights = o.hierarchicalPartition = o.quantizedGradients = true;
+  return o;
+}
+
+ZeroOptions fourBit(ZeroOptions o) {
+  o = zeroPlusPlus(o);
   o.weightDifferences = o.errorFeedback = true;
   return o;
 }
@@ -214,8 +220,7 @@ TEST_F(Zero, ZeroPlusPlusLossStaysWithinThreePercentAndCutsCrossNodeBytes) {
       o.seed = seed;
       o.learningRate = transformer ? 2e-3f : 1e-3f;
       const Training zero3 = train(comm_, task, o, steps, global, seed);
-      ZeroOptions plus = o;
-      plus.quantizedWeights = plus.hierarchicalPartition = plus.quantizedGradients = true;
+      const ZeroOptions plus = zeroPlusPlus(o);
       const std::string what =
           std::string(transformer ? "transformer" : "mlp") + " seed " + std::to_string(seed);
       EXPECT_LT(finalLoss(zero3), 0.6 * zero3.losses.front()) << what << ": the loss falls";
@@ -303,31 +308,37 @@ TEST_F(Zero, PrefetchAndOverlapChangeNoBit) {
   }
 }
 
+// The same training with hpZ's node copy gathered inside the node, then asked to be read where
+// the node's ranks share it (sharedNodeCopy): both runs and their master weights.
+struct NodeCopyRuns {
+  Training gathered, shared;
+  std::vector<float> gatheredMaster, sharedMaster;
+};
+NodeCopyRuns trainGatheredAndShared(zcclComm_t comm, ZeroOptions o, int steps, int timedAfter) {
+  NodeCopyRuns r;
+  const int global = 4 * worldSize();
+  o.sharedNodeCopy = false;
+  r.gathered = train(comm, Task{true, true}, o, steps, global, 11, &r.gatheredMaster, timedAfter);
+  o.sharedNodeCopy = true;
+  r.shared = train(comm, Task{true, true}, o, steps, global, 11, &r.sharedMaster, timedAfter);
+  return r;
+}
+
 // hpZ read where the node's ranks share their secondary copies is the node all-gather without
 // its copies: the same losses, cross-node bytes and master weights to the bit, with the
 // backward's intra-node traffic gone and no larger peak (timing the collectives alone too).
 TEST_F(Zero, SharedNodeCopyChangesNoBitAndSendsLessInsideTheNode) {
-  const int steps = 5, global = 4 * worldSize();
   const char* layout = std::getenv("ZCCL_RANKS_PER_NODE");
   const bool nodesOfSeveral = layout == nullptr || std::atoi(layout) > 1;
-  ZeroOptions plus;
-  plus.quantizedWeights = plus.hierarchicalPartition = plus.quantizedGradients = true;
-  for (const ZeroOptions& o : {plus, fourBit(plus)}) {
-    std::vector<Training> runs;
-    std::vector<std::vector<float>> masters;
-    for (bool shared : {false, true}) {
-      ZeroOptions chosen = o;
-      chosen.sharedNodeCopy = shared;
-      masters.emplace_back();
-      runs.push_back(train(comm_, Task{true, true}, chosen, steps, global, 11, &masters.back(), 2));
-    }
+  for (const ZeroOptions& o : {zeroPlusPlus({}), fourBit({})}) {
+    const NodeCopyRuns r = trainGatheredAndShared(comm_, o, 5, 2);
     const std::string what = o.weightDifferences ? "ZeRO++ 4-bit" : "ZeRO++";
-    EXPECT_EQ(runs[0].losses, runs[1].losses) << what;
-    EXPECT_EQ(runs[0].interNodeBytes, runs[1].interNodeBytes) << what;
-    EXPECT_TRUE(masters[0] == masters[1]) << what;
-    EXPECT_LE(runs[1].peakBytes, runs[0].peakBytes) << what;
+    EXPECT_EQ(r.gathered.losses, r.shared.losses) << what;
+    EXPECT_EQ(r.gathered.interNodeBytes, r.shared.interNodeBytes) << what;
+    EXPECT_TRUE(r.gatheredMaster == r.sharedMaster) << what;
+    EXPECT_LE(r.shared.peakBytes, r.gathered.peakBytes) << what;
     if (nodesOfSeveral) {
-      EXPECT_LT(runs[1].intraNodeBytes, runs[0].intraNodeBytes) << what;
+      EXPECT_LT(r.shared.intraNodeBytes, r.gathered.intraNodeBytes) << what;
     }
   }
 }
@@ -353,20 +364,12 @@ TEST_F(Zero, SharedNodeCopyFallsBackWhereTheNodeCannotMapIt) {
       << error;
   EXPECT_EQ(base, nullptr);
   EXPECT_EQ(zccl_harness::sharedSegmentsLeft(), 0);
-  ZeroOptions plus;
-  plus.quantizedWeights = plus.hierarchicalPartition = plus.quantizedGradients = true;
-  std::vector<Training> runs;
-  std::vector<std::vector<float>> masters;
-  for (bool sharedCopy : {false, true}) {
-    plus.sharedNodeCopy = sharedCopy;
-    masters.emplace_back();
-    runs.push_back(train(comm_, Task{true, true}, plus, 3, 4 * worldSize(), 11, &masters.back()));
-  }
-  EXPECT_EQ(runs[0].losses, runs[1].losses);
-  EXPECT_EQ(runs[0].interNodeBytes, runs[1].interNodeBytes);
-  EXPECT_EQ(runs[0].intraNodeBytes, runs[1].intraNodeBytes) << "the fallback gathers";
-  EXPECT_EQ(runs[0].peakBytes, runs[1].peakBytes);
-  EXPECT_TRUE(masters[0] == masters[1]);
+  const NodeCopyRuns r = trainGatheredAndShared(comm_, zeroPlusPlus({}), 3, -1);
+  EXPECT_EQ(r.gathered.losses, r.shared.losses);
+  EXPECT_EQ(r.gathered.interNodeBytes, r.shared.interNodeBytes);
+  EXPECT_EQ(r.gathered.intraNodeBytes, r.shared.intraNodeBytes) << "the fallback gathers";
+  EXPECT_EQ(r.gathered.peakBytes, r.shared.peakBytes);
+  EXPECT_TRUE(r.gatheredMaster == r.sharedMaster);
   EXPECT_EQ(zccl_harness::sharedSegmentsLeft(), 0);
 }
 
